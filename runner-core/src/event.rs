@@ -1,0 +1,367 @@
+//! The events: the product. One envelope, a typed payload per event type.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
+use crate::options::DiffStat;
+
+/// One event as a daemon receives it:
+/// `{ "sessionId", "seq", "ts", "type", "payload", "raw" }`.
+// No `deny_unknown_fields` here: serde does not support it together with `flatten`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// The session this event belongs to.
+    pub session_id: SessionId,
+    /// 1, 2, 3 … per session, continuing across resume.
+    pub seq: u64,
+    /// When the event was made, RFC 3339 with milliseconds, UTC.
+    pub ts: String,
+    /// The type and its payload.
+    #[serde(flatten)]
+    pub body: EventBody,
+    /// The agent's original output line, where there is one.
+    #[serde(default)]
+    pub raw: Option<String>,
+}
+
+/// The event types, each with its payload. In JSON: `"type": "task.started", "payload": {…}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", content = "payload")]
+pub enum EventBody {
+    /// The agent started (Claude Code's `system/init`, Codex's `thread.started`).
+    #[serde(rename = "task.started")]
+    TaskStarted(TaskStarted),
+    /// Text from the agent or about the run; `denied: true` for a refused tool.
+    #[serde(rename = "message")]
+    Message(Message),
+    /// The agent read files (Read, Glob, Grep).
+    #[serde(rename = "file.read")]
+    FileRead(FileRead),
+    /// The agent changed a file (Edit, Write, MultiEdit, NotebookEdit, a patch).
+    #[serde(rename = "file.changed")]
+    FileChanged(FileChanged),
+    /// The agent started a command.
+    #[serde(rename = "command.started")]
+    CommandStarted(CommandStarted),
+    /// A command ended.
+    #[serde(rename = "command.finished")]
+    CommandFinished(CommandFinished),
+    /// A test run's outcome, seen in a command's output or from the sandbox.
+    #[serde(rename = "test.result")]
+    TestResult(TestResult),
+    /// Something about the model provider: rate limits, expired auth, outages.
+    #[serde(rename = "provider.status")]
+    ProviderStatus(ProviderStatus),
+    /// The agent finished; held back until its process exited, so it carries `diffStat`.
+    #[serde(rename = "task.finished")]
+    TaskFinished(TaskFinished),
+    /// The run failed; final.
+    #[serde(rename = "task.failed")]
+    TaskFailed(TaskFailed),
+    /// The run was stopped by request; the session can be resumed.
+    #[serde(rename = "task.stopped")]
+    TaskStopped(TaskStopped),
+    /// A person should approve or reject; right after `task.finished`, never after a stop or failure.
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested(ApprovalRequested),
+}
+
+impl EventBody {
+    /// The `type` string of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::TaskStarted(_) => "task.started",
+            Self::Message(_) => "message",
+            Self::FileRead(_) => "file.read",
+            Self::FileChanged(_) => "file.changed",
+            Self::CommandStarted(_) => "command.started",
+            Self::CommandFinished(_) => "command.finished",
+            Self::TestResult(_) => "test.result",
+            Self::ProviderStatus(_) => "provider.status",
+            Self::TaskFinished(_) => "task.finished",
+            Self::TaskFailed(_) => "task.failed",
+            Self::TaskStopped(_) => "task.stopped",
+            Self::ApprovalRequested(_) => "approval.requested",
+        }
+    }
+
+    /// Whether this event ends a run (nothing of the run follows it but `approval.requested`).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            Self::TaskFinished(_) | Self::TaskFailed(_) | Self::TaskStopped(_)
+        )
+    }
+}
+
+/// Payload of `task.started`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskStarted {
+    /// The model the agent reports, if it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The agent's own session or thread id (kept for resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
+    /// The folder the agent works in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The tools the agent says it has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Whether this start is a resume of an earlier run.
+    #[serde(default)]
+    pub resumed: bool,
+}
+
+/// Who a message comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    /// The agent's own text.
+    #[default]
+    Assistant,
+    /// Said by the agent program or by codehands about the run (refusals, warnings, unparsable lines).
+    System,
+}
+
+/// Payload of `message`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Message {
+    /// The text.
+    pub text: String,
+    /// Who said it.
+    #[serde(default)]
+    pub role: MessageRole,
+    /// True when this reports a tool the agent was refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
+    /// The tool concerned, for refusals and tool errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+}
+
+/// Payload of `file.read`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileRead {
+    /// The file, folder or pattern read.
+    pub path: String,
+    /// The tool that read it (Read, Glob, Grep …).
+    pub tool: String,
+    /// The agent's id for the tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+}
+
+/// Payload of `file.changed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileChanged {
+    /// The file changed.
+    pub path: String,
+    /// The tool that changed it (Edit, Write, MultiEdit, NotebookEdit, apply_patch …).
+    pub tool: String,
+    /// How it changed, when the agent says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<FileChangeKind>,
+    /// The agent's id for the tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+}
+
+/// How a file changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FileChangeKind {
+    /// A new file.
+    Added,
+    /// An existing file changed.
+    Modified,
+    /// The file was removed.
+    Deleted,
+    /// The file moved.
+    Renamed,
+}
+
+/// Payload of `command.started`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommandStarted {
+    /// The command line as the agent gave it.
+    pub command: String,
+    /// The agent's id for the tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+}
+
+/// Payload of `command.finished`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommandFinished {
+    /// The command line, matched from its start by tool use id.
+    pub command: String,
+    /// The exit code, when the agent reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Whether the agent marked the result as an error.
+    #[serde(default)]
+    pub is_error: bool,
+    /// The command's output as the agent saw it.
+    #[serde(default)]
+    pub output: String,
+    /// The agent's id for the tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+}
+
+/// Payload of `test.result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestResult {
+    /// The test command.
+    pub command: String,
+    /// Whether the tests passed: false when the output shows failures even if the exit code says 0.
+    pub passed: bool,
+    /// The exit code, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// True when the tests ran in the locked sandbox rather than by the agent.
+    #[serde(default)]
+    pub sandboxed: bool,
+    /// A one-line summary (for example "2 failing").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The agent's id for the tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+}
+
+/// What the provider said, as one of a few states a person can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderState {
+    /// Too many requests; see `resetsAt`.
+    RateLimited,
+    /// The login or API key is no longer accepted.
+    AuthExpired,
+    /// A usage or budget limit was reached.
+    UsageLimit,
+    /// The subscription or billing is not active.
+    SubscriptionInactive,
+    /// The provider is overloaded or down.
+    Down,
+}
+
+/// Payload of `provider.status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProviderStatus {
+    /// The state.
+    pub status: ProviderState,
+    /// What the agent said.
+    pub message: String,
+    /// When a rate limit lifts (RFC 3339), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
+    /// The HTTP status behind it, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// Which retry this is, when the agent is retrying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_attempt: Option<u32>,
+}
+
+/// Payload of `task.finished`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskFinished {
+    /// The agent's final text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// What the run cost in US dollars, exactly as the agent reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Token usage, exactly as the agent reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<serde_json::Value>,
+    /// How long the agent says it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// How many model turns it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_turns: Option<u64>,
+    /// The change since base, filled in by the runner once the process has exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_stat: Option<DiffStat>,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The agent reported an error result.
+    AgentError,
+    /// The agent program could not be started.
+    AgentUnavailable,
+    /// The agent exited without a result.
+    NoResult,
+    /// The provider refused the credentials.
+    AuthFailed,
+    /// The budget ran out.
+    BudgetExhausted,
+    /// No output for too long (the idle watchdog).
+    Idle,
+    /// A result was printed but the process did not exit (the linger watchdog).
+    Linger,
+    /// The input was refused (repo, prompt, options).
+    InvalidInput,
+    /// The repository could not be prepared.
+    Vcs,
+    /// The runner went away while the session ran (found by recover()).
+    Interrupted,
+    /// Anything else.
+    Internal,
+}
+
+/// Payload of `task.failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskFailed {
+    /// Why, as a kind.
+    pub reason: FailureKind,
+    /// Why, in words that say what to do.
+    pub message: String,
+    /// The end of the agent's stderr, when it helps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    /// The exit code, when the process exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// What it cost so far, exactly as the agent reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// Payload of `task.stopped`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskStopped {
+    /// Why, when it was not a plain request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Payload of `approval.requested`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalRequested {
+    /// The branch that approve commits to.
+    pub branch: String,
+    /// The change to decide on.
+    pub diff_stat: DiffStat,
+}

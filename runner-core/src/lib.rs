@@ -1,0 +1,45 @@
+//! The codehands contract and the pieces every adapter and caller share.
+//!
+//! - [`event`]: the events, the product; [`EventSequence`] numbers them.
+//! - [`session`]: session states, the legal moves, the record on disk; [`store`] keeps records.
+//! - [`options`]: what callers pass in and get back.
+//! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
+//! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
+//! - `testkit` (feature): conformance suites that every implementation runs.
+
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod options;
+pub mod schema;
+pub mod sequence;
+pub mod session;
+pub mod store;
+pub mod traits;
+
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
+pub use error::{Error, ErrorKind, Result};
+pub use event::{Event, EventBody};
+pub use ids::SessionId;
+pub use options::{
+    AgentKind, ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions,
+};
+pub use sequence::EventSequence;
+pub use session::{SessionRecord, SessionState};
+pub use store::SessionStore;
+pub use traits::agent::{
+    Agent, AgentCapabilities, AgentParser, AgentRequest, Invocation, ResumeFrom, StdinClose,
+};
+pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
+pub use traits::runner::{EventStream, Runner};
+pub use traits::sandbox::{
+    BoxLimits, Sandbox, SandboxError, SandboxErrorKind, SandboxRequest, SandboxResult,
+};
+pub use traits::vcs::{Signature, ToolWorktree, Vcs, WorktreeSpec};
+
+/// The current time as RFC 3339 with milliseconds, UTC: the format of every `ts`.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,191 @@
+//! What callers pass in (start options) and get back (diffs, approvals, recovery reports).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::ids::SessionId;
+
+/// The agents codehands knows by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentKind {
+    /// Claude Code (`claude -p`).
+    ClaudeCode,
+    /// OpenAI Codex (`codex exec`).
+    Codex,
+    /// runner-fake's agent program, which replays a recording.
+    Fake,
+}
+
+impl AgentKind {
+    /// The kebab-case name used in JSON and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+            Self::Fake => "fake",
+        }
+    }
+}
+
+impl fmt::Display for AgentKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The budget of one run when the caller gives none, in US dollars.
+pub const DEFAULT_BUDGET_USD: f64 = 0.50;
+
+/// What `Runner::start` needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartOptions {
+    /// The caller's id for the session (a UUID).
+    pub session_id: SessionId,
+    /// The person's repository.
+    pub repo_path: PathBuf,
+    /// What the agent should do. Always sent as text, never parsed as a flag.
+    pub prompt: String,
+    /// Which agent runs it.
+    pub agent: AgentKind,
+    /// The model, in the agent's own naming (for example "sonnet").
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The budget for the run in US dollars; [`DEFAULT_BUDGET_USD`] when absent.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// Run the repo's tests in the sandbox after the agent finishes.
+    #[serde(default)]
+    pub verify: bool,
+}
+
+impl StartOptions {
+    /// Options with the defaults for everything optional.
+    pub fn new(
+        session_id: SessionId,
+        repo_path: impl Into<PathBuf>,
+        prompt: impl Into<String>,
+        agent: AgentKind,
+    ) -> Self {
+        Self {
+            session_id,
+            repo_path: repo_path.into(),
+            prompt: prompt.into(),
+            agent,
+            model: None,
+            budget_usd: None,
+            verify: false,
+        }
+    }
+}
+
+/// One file's share of a diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileStat {
+    /// The path, relative to the repo root (the new path for a rename).
+    pub path: String,
+    /// The old path, for a rename.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+    /// Lines added.
+    pub insertions: u64,
+    /// Lines removed.
+    pub deletions: u64,
+    /// True for a binary file (no line counts).
+    #[serde(default)]
+    pub binary: bool,
+}
+
+/// How much changed since the base commit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DiffStat {
+    /// How many files changed.
+    pub files_changed: u64,
+    /// Lines added in all.
+    pub insertions: u64,
+    /// Lines removed in all.
+    pub deletions: u64,
+    /// Per file, sorted by path.
+    #[serde(default)]
+    pub files: Vec<FileStat>,
+}
+
+impl DiffStat {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.files_changed == 0
+    }
+
+    /// Builds the totals from per-file stats.
+    pub fn from_files(mut files: Vec<FileStat>) -> Self {
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        Self {
+            files_changed: files.len() as u64,
+            insertions: files.iter().map(|f| f.insertions).sum(),
+            deletions: files.iter().map(|f| f.deletions).sum(),
+            files,
+        }
+    }
+}
+
+/// What `Runner::diff` returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DiffResult {
+    /// A unified patch that `git apply` accepts on the base commit.
+    pub patch: String,
+    /// The stat of the same change.
+    pub stat: DiffStat,
+}
+
+/// What `Runner::approve` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApproveResult {
+    /// The branch holding the commit.
+    pub branch: String,
+    /// The commit's id.
+    pub commit: String,
+}
+
+/// Something recover() could not clean up; tried again next time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CleanupError {
+    /// The session concerned, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<SessionId>,
+    /// The path concerned.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// What recover() did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecoveryReport {
+    /// Sessions that were queued or running and are now failed.
+    pub failed: Vec<SessionId>,
+    /// Branches kept because the agent had committed to them.
+    #[serde(default)]
+    pub kept_branches: Vec<String>,
+    /// Worktrees on disk with no live session, removed.
+    #[serde(default)]
+    pub removed_worktrees: Vec<PathBuf>,
+    /// Agent processes that outlived their runner, ended.
+    #[serde(default)]
+    pub killed_processes: Vec<u32>,
+    /// What could not be cleaned.
+    #[serde(default)]
+    pub cleanup_errors: Vec<CleanupError>,
+    /// Records that could not be read, with why.
+    #[serde(default)]
+    pub unreadable: Vec<CleanupError>,
+}

@@ -1,0 +1,191 @@
+//! Session states, the table of legal moves, and the record kept on disk.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::ids::SessionId;
+use crate::options::AgentKind;
+
+/// Where a session is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    /// Accepted, not started yet.
+    Queued,
+    /// The agent is working.
+    Running,
+    /// The agent finished; a person decides.
+    AwaitingApproval,
+    /// Committed on its branch (final).
+    Approved,
+    /// Worktree and branch removed (final).
+    Rejected,
+    /// Stopped by request; the worktree is kept and the session can be resumed.
+    Stopped,
+    /// Something broke (final).
+    Failed,
+}
+
+impl SessionState {
+    /// Every state, in table order.
+    pub const ALL: [SessionState; 7] = [
+        Self::Queued,
+        Self::Running,
+        Self::AwaitingApproval,
+        Self::Approved,
+        Self::Rejected,
+        Self::Stopped,
+        Self::Failed,
+    ];
+
+    /// Whether `self → to` is in the state table:
+    /// `queued → running → awaiting_approval → approved | rejected`,
+    /// `running → stopped → running`, and `queued | running → failed`.
+    pub fn can_move_to(self, to: SessionState) -> bool {
+        use SessionState::*;
+        matches!(
+            (self, to),
+            (Queued, Running)
+                | (Queued, Failed)
+                | (Running, AwaitingApproval)
+                | (Running, Stopped)
+                | (Running, Failed)
+                | (Stopped, Running)
+                | (AwaitingApproval, Approved)
+                | (AwaitingApproval, Rejected)
+        )
+    }
+
+    /// Whether no move leaves this state.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Approved | Self::Rejected | Self::Failed)
+    }
+
+    /// The snake_case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::AwaitingApproval => "awaiting_approval",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+            Self::Stopped => "stopped",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for SessionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the runner keeps about a session so that diff, approve, reject and resume
+/// work after a restart. Never holds a pid (that lives in `runs/<sessionId>/`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionRecord {
+    /// The session's id.
+    pub session_id: SessionId,
+    /// The current state; change it only through [`SessionRecord::move_to`].
+    pub state: SessionState,
+    /// Which agent runs the session.
+    pub agent: AgentKind,
+    /// The person's repository (never written to except for the branch on approve).
+    pub repo_path: PathBuf,
+    /// The repo's key (names its worktree and memory folders).
+    pub repo_key: String,
+    /// The private worktree.
+    pub worktree_path: PathBuf,
+    /// The session's branch, `codehands/<slug>-<id8>`.
+    pub branch: String,
+    /// The commit the worktree was made from.
+    pub base_commit: String,
+    /// The prompt of the first run.
+    pub prompt: String,
+    /// The model asked for, if any.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The budget in US dollars for one run.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// The agent's own session or thread id, for resume when it differs from ours.
+    #[serde(default)]
+    pub agent_session_id: Option<String>,
+    /// The last seq handed out, so that a resume continues the numbering.
+    pub last_seq: u64,
+    /// Why the session failed, when it did.
+    #[serde(default)]
+    pub failure: Option<String>,
+    /// The approved commit, once approved.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// When the session was created (RFC 3339).
+    pub created_at: String,
+    /// When the record last changed (RFC 3339).
+    pub updated_at: String,
+}
+
+impl SessionRecord {
+    /// Moves to `to` if the table allows it; `what` names the action for the error.
+    pub fn move_to(&mut self, to: SessionState, what: &str) -> Result<()> {
+        if !self.state.can_move_to(to) {
+            return Err(Error::illegal_move(self.state, to, what));
+        }
+        self.state = to;
+        self.updated_at = crate::now_rfc3339();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionState::{self, *};
+
+    /// The table of DESIGN.md, written out pair by pair so a change to it is a visible diff.
+    const LEGAL: &[(SessionState, SessionState)] = &[
+        (Queued, Running),
+        (Queued, Failed),
+        (Running, AwaitingApproval),
+        (Running, Stopped),
+        (Running, Failed),
+        (Stopped, Running),
+        (AwaitingApproval, Approved),
+        (AwaitingApproval, Rejected),
+    ];
+
+    #[test]
+    fn every_pair_of_states_matches_the_table() {
+        let mut legal = 0;
+        for from in SessionState::ALL {
+            for to in SessionState::ALL {
+                let expected = LEGAL.contains(&(from, to));
+                assert_eq!(from.can_move_to(to), expected, "{from} → {to}");
+                legal += usize::from(expected);
+            }
+        }
+        assert_eq!(legal, LEGAL.len());
+    }
+
+    #[test]
+    fn final_states_have_no_way_out() {
+        for from in SessionState::ALL.into_iter().filter(|s| s.is_final()) {
+            assert!(
+                SessionState::ALL.iter().all(|to| !from.can_move_to(*to)),
+                "{from}"
+            );
+        }
+    }
+
+    #[test]
+    fn state_names_match_serde() {
+        for s in SessionState::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+    }
+}

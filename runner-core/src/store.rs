@@ -1,0 +1,273 @@
+//! The session store: `$CODEHANDS_HOME/sessions/<sessionId>.json`, or memory only.
+//!
+//! Writes are atomic (a temp file in the same folder, fsync, rename, fsync of the
+//! folder), so a crash leaves either the old record or the new one, never half of
+//! one. Reading is strict: unknown fields, unknown states and wrong types are
+//! errors, never defaults.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::SessionId;
+use crate::session::{SessionRecord, SessionState};
+
+/// Where session records live.
+#[derive(Debug)]
+pub struct SessionStore {
+    backend: Backend,
+    /// Serialises read-modify-write within this process; across processes the
+    /// atomic rename keeps every record whole.
+    lock: Mutex<()>,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Memory(Mutex<BTreeMap<SessionId, SessionRecord>>),
+    Files(PathBuf),
+}
+
+/// What [`SessionStore::list`] found: readable records, and files that could not be read.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// The records, oldest first.
+    pub records: Vec<SessionRecord>,
+    /// Files that are not valid records, with why.
+    pub unreadable: Vec<(PathBuf, Error)>,
+}
+
+impl SessionStore {
+    /// A store that keeps records in memory only (the fake runner, tests).
+    pub fn in_memory() -> Self {
+        Self {
+            backend: Backend::Memory(Mutex::default()),
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// A store that keeps one JSON file per session in `dir` (`$CODEHANDS_HOME/sessions`).
+    /// The folder is made on the first write.
+    pub fn on_disk(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            backend: Backend::Files(dir.into()),
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The folder of an on-disk store.
+    pub fn dir(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Files(dir) => Some(dir),
+            Backend::Memory(_) => None,
+        }
+    }
+
+    /// Saves a new record; refuses an id that is already taken.
+    pub fn create(&self, record: &SessionRecord) -> Result<()> {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        if self.read(&record.session_id)?.is_some() {
+            return Err(Error::invalid_input(format!(
+                "session {} already exists: pick a new session id",
+                record.session_id
+            )));
+        }
+        self.write(record)
+    }
+
+    /// The record of `id`.
+    pub fn get(&self, id: &SessionId) -> Result<SessionRecord> {
+        self.read(id)?.ok_or_else(|| {
+            Error::not_found(format!(
+                "no session {id}: `codehands sessions` lists the sessions there are"
+            ))
+        })
+    }
+
+    /// Changes a record with `change` and saves it. A state change made by `change`
+    /// is checked against the state table; the stored record is untouched on error.
+    pub fn update<T>(
+        &self,
+        id: &SessionId,
+        change: impl FnOnce(&mut SessionRecord) -> Result<T>,
+    ) -> Result<(T, SessionRecord)> {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let before = self.get(id)?;
+        let mut after = before.clone();
+        let out = change(&mut after)?;
+        if after.session_id != before.session_id {
+            return Err(Error::internal("a session record's id cannot change"));
+        }
+        if after.state != before.state && !before.state.can_move_to(after.state) {
+            return Err(Error::illegal_move(
+                before.state,
+                after.state,
+                "change the session",
+            ));
+        }
+        after.updated_at = crate::now_rfc3339();
+        self.write(&after)?;
+        Ok((out, after))
+    }
+
+    /// Moves a session to `to`, checked against the table; `what` names the action for the error.
+    pub fn move_to(&self, id: &SessionId, to: SessionState, what: &str) -> Result<SessionRecord> {
+        self.update(id, |r| r.move_to(to, what)).map(|((), r)| r)
+    }
+
+    /// Removes a record (a session that never really started). Missing is fine.
+    pub fn remove(&self, id: &SessionId) -> Result<()> {
+        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        match &self.backend {
+            Backend::Memory(map) => {
+                map.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+                Ok(())
+            }
+            Backend::Files(dir) => match fs::remove_file(record_path(dir, id)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(
+                    format!("cannot remove the record of session {id}"),
+                    &e,
+                )),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// Every record, oldest first, and the files that could not be read.
+    pub fn list(&self) -> Result<Listing> {
+        let mut listing = Listing::default();
+        match &self.backend {
+            Backend::Memory(map) => {
+                listing.records = map
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .values()
+                    .cloned()
+                    .collect();
+            }
+            Backend::Files(dir) => {
+                let entries = match fs::read_dir(dir) {
+                    Ok(entries) => entries,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(listing),
+                    Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), &e)),
+                };
+                for entry in entries {
+                    let path = entry
+                        .map_err(|e| Error::io(format!("cannot read {}", dir.display()), &e))?
+                        .path();
+                    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                        continue;
+                    };
+                    // Temp files of interrupted writes start with a dot; they are not records.
+                    let Some(stem) = name
+                        .strip_suffix(".json")
+                        .filter(|_| !name.starts_with('.'))
+                    else {
+                        continue;
+                    };
+                    let read = SessionId::parse(stem).and_then(|id| parse_record_file(&path, &id));
+                    match read {
+                        Ok(record) => listing.records.push(record),
+                        Err(e) => listing.unreadable.push((path, e)),
+                    }
+                }
+            }
+        }
+        listing.records.sort_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then(a.session_id.cmp(&b.session_id))
+        });
+        Ok(listing)
+    }
+
+    fn read(&self, id: &SessionId) -> Result<Option<SessionRecord>> {
+        match &self.backend {
+            Backend::Memory(map) => Ok(map
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(id)
+                .cloned()),
+            Backend::Files(dir) => {
+                let path = record_path(dir, id);
+                if !path.exists() {
+                    return Ok(None);
+                }
+                parse_record_file(&path, id).map(Some)
+            }
+        }
+    }
+
+    fn write(&self, record: &SessionRecord) -> Result<()> {
+        match &self.backend {
+            Backend::Memory(map) => {
+                map.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(record.session_id, record.clone());
+                Ok(())
+            }
+            Backend::Files(dir) => {
+                let json = serde_json::to_vec_pretty(record)
+                    .map_err(|e| Error::internal(format!("cannot encode a session record: {e}")))?;
+                write_atomically(dir, &record_path(dir, &record.session_id), &json)
+            }
+        }
+    }
+}
+
+/// The file of a session's record. Only a parsed [`SessionId`] ever becomes a path.
+fn record_path(dir: &Path, id: &SessionId) -> PathBuf {
+    dir.join(format!("{id}.json"))
+}
+
+fn parse_record_file(path: &Path, id: &SessionId) -> Result<SessionRecord> {
+    let bytes =
+        fs::read(path).map_err(|e| Error::io(format!("cannot read {}", path.display()), &e))?;
+    let record: SessionRecord = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::new(
+            ErrorKind::CorruptRecord,
+            format!(
+                "{} is not a valid session record ({e}); move it away to continue",
+                path.display()
+            ),
+        )
+    })?;
+    if record.session_id != *id {
+        return Err(Error::new(
+            ErrorKind::CorruptRecord,
+            format!(
+                "{} holds session {}, not {id}; move it away to continue",
+                path.display(),
+                record.session_id
+            ),
+        ));
+    }
+    Ok(record)
+}
+
+/// Writes `bytes` to `path` so that readers see the old file or the new one, never a mix:
+/// temp file in the same folder, fsync, rename, fsync of the folder.
+pub fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    fs::create_dir_all(dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), &e))?;
+    let context = || format!("cannot write {}", path.display());
+    let mut temp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .suffix(".partial")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(context(), &e))?;
+    temp.write_all(bytes)
+        .map_err(|e| Error::io(context(), &e))?;
+    temp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(context(), &e))?;
+    temp.persist(path)
+        .map_err(|e| Error::io(context(), &e.error))?;
+    // The rename is durable only once the folder itself is synced.
+    if let Ok(folder) = fs::File::open(dir) {
+        let _ = folder.sync_all();
+    }
+    Ok(())
+}

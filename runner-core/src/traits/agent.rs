@@ -1,0 +1,112 @@
+//! `Agent`: an agent is data plus a parser.
+//!
+//! An adapter says which program to run, with which arguments, environment
+//! additions and stdin messages, and turns each output line into events. Spawning,
+//! the environment scrub, watchdogs, killing and transcripts live once, in the runner.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::event::EventBody;
+use crate::ids::SessionId;
+
+/// What an agent can do beyond a plain run; callers read it to refuse clearly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentCapabilities {
+    /// The agent can continue an earlier conversation.
+    pub resume: bool,
+    /// The agent enforces a budget in dollars itself.
+    pub budget: bool,
+}
+
+/// Everything an agent needs to build its invocation.
+#[derive(Debug, Clone)]
+pub struct AgentRequest {
+    /// Our session id.
+    pub session_id: SessionId,
+    /// The private worktree the agent works in.
+    pub worktree: PathBuf,
+    /// The prompt; an adapter must never put it where it could be read as a flag.
+    pub prompt: String,
+    /// The model, in the agent's naming.
+    pub model: Option<String>,
+    /// The budget for this run, US dollars.
+    pub budget_usd: f64,
+    /// Repo notes to add to the system prompt (already capped for the prompt).
+    pub notes: Option<String>,
+    /// The repo's test command, which the agent may run.
+    pub test_command: Option<String>,
+    /// Set for a resume: the agent's own session or thread id from the first run.
+    pub resume: Option<ResumeFrom>,
+    /// Provider variables from the caller's environment that this agent may receive
+    /// (for example `ANTHROPIC_BASE_URL`): only names the agent asked for in
+    /// [`Agent::provider_env`], already filtered by the runner.
+    pub provider_env: Vec<(String, String)>,
+}
+
+/// Where a resume continues from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeFrom {
+    /// The agent's id of the conversation (our session id for Claude Code, the thread id for Codex).
+    pub agent_session_id: String,
+}
+
+/// When the runner closes the agent's stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinClose {
+    /// Right after the stdin messages are written.
+    AfterWrite,
+    /// Once a terminal event (a result) has been parsed: agents that wait for more input.
+    AfterResult,
+}
+
+/// A program to run: no shell is ever involved.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// The program (a path or a name looked up on PATH).
+    pub program: PathBuf,
+    /// Its arguments, each one whole.
+    pub args: Vec<OsString>,
+    /// Variables to add to the scrubbed environment.
+    pub env: Vec<(String, String)>,
+    /// Lines written to stdin, each followed by a newline.
+    pub stdin: Vec<String>,
+    /// When to close stdin.
+    pub close_stdin: StdinClose,
+}
+
+/// Turns one agent's output lines into events. One parser per run: it keeps state
+/// such as tool uses waiting for their results.
+pub trait AgentParser: Send {
+    /// The events of one complete output line (without its newline). Never panics;
+    /// a line it cannot read becomes a `message` with the text.
+    fn parse_line(&mut self, line: &str) -> Vec<EventBody>;
+
+    /// Events owed at the end of the stream (for example tool uses that never got a result).
+    fn finish(&mut self) -> Vec<EventBody> {
+        Vec::new()
+    }
+}
+
+/// A coding agent that codehands can run.
+pub trait Agent: Send + Sync {
+    /// The agent's name as used in session records.
+    fn kind(&self) -> crate::options::AgentKind;
+
+    /// What this agent supports.
+    fn capabilities(&self) -> AgentCapabilities;
+
+    /// The names of the caller's environment variables this agent may receive
+    /// (its provider's base URL and key). Everything else is scrubbed.
+    fn provider_env(&self) -> &[&str] {
+        &[]
+    }
+
+    /// The program, arguments, environment additions and stdin of one run.
+    /// Refuses (as `InvalidInput` or `AgentUnavailable`) what it cannot run.
+    fn invocation(&self, request: &AgentRequest) -> Result<Invocation>;
+
+    /// A fresh parser for one run.
+    fn parser(&self) -> Box<dyn AgentParser>;
+}

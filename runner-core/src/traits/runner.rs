@@ -1,0 +1,49 @@
+//! `Runner`: what a daemon codes against.
+
+use std::pin::Pin;
+
+use async_trait::async_trait;
+use futures::Stream;
+
+use crate::error::Result;
+use crate::event::Event;
+use crate::ids::SessionId;
+use crate::options::{ApproveResult, DiffResult, RecoveryReport, StartOptions};
+use crate::session::SessionRecord;
+
+/// The events of one run, in seq order; it ends after the run's last event.
+pub type EventStream = Pin<Box<dyn Stream<Item = Event> + Send + 'static>>;
+
+/// Runs agent sessions: start, watch, decide.
+///
+/// Errors returned directly (rather than as a `task.failed` event) mean nothing was
+/// started and nothing was left behind.
+#[async_trait]
+pub trait Runner: Send + Sync {
+    /// Starts a session; the stream ends with `approval.requested`, `task.failed` or `task.stopped`.
+    async fn start(&self, options: StartOptions) -> Result<EventStream>;
+
+    /// The change so far since the base commit.
+    async fn diff(&self, session_id: &SessionId) -> Result<DiffResult>;
+
+    /// Commits the change on the session's branch (only from `awaiting_approval`).
+    async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult>;
+
+    /// Throws the change away: worktree and branch (only from `awaiting_approval`).
+    async fn reject(&self, session_id: &SessionId) -> Result<()>;
+
+    /// Stops a running session; returns once it is `stopped`. The start stream ends with `task.stopped`.
+    async fn stop(&self, session_id: &SessionId) -> Result<()>;
+
+    /// Resumes a stopped session in the same worktree; seq continues.
+    async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream>;
+
+    /// Cleans up after a restart: interrupted sessions become failed. Call once at start-up.
+    async fn recover(&self) -> Result<RecoveryReport>;
+
+    /// One session's record.
+    async fn session(&self, session_id: &SessionId) -> Result<SessionRecord>;
+
+    /// All sessions' records, oldest first.
+    async fn sessions(&self) -> Result<Vec<SessionRecord>>;
+}

@@ -1,0 +1,91 @@
+//! `Vcs`: the private worktree, the diff since base, and the commit on approve.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::ids::SessionId;
+use crate::options::DiffResult;
+
+/// A worktree to make: on a new branch from `base`, at `path`, outside the repo.
+#[derive(Debug, Clone)]
+pub struct WorktreeSpec {
+    /// The person's repository.
+    pub repo: PathBuf,
+    /// The commit to branch from.
+    pub base: String,
+    /// The new branch (`codehands/<slug>-<id8>`).
+    pub branch: String,
+    /// Where the worktree goes (`$CODEHANDS_HOME/worktrees/<repoKey>/<id8>`).
+    pub path: PathBuf,
+}
+
+/// Who a commit is by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signature {
+    /// The name.
+    pub name: String,
+    /// The e-mail address.
+    pub email: String,
+}
+
+/// A worktree this tool made, as the repository lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolWorktree {
+    /// Its folder.
+    pub path: PathBuf,
+    /// Its branch, when it has one.
+    pub branch: Option<String>,
+}
+
+/// Version control for codehands: every method leaves the person's checkout
+/// (HEAD, current branch, index, working files) exactly as it was.
+#[async_trait]
+pub trait Vcs: Send + Sync {
+    /// The HEAD commit of `repo`. Refuses a missing path, a non-repo, a bare repo or
+    /// a repo with no commits: "… is not a git repo or has no commits yet".
+    async fn base_commit(&self, repo: &Path) -> Result<String>;
+
+    /// The repo's key: 12 hex characters of the SHA-1 of its origin URL, or of its absolute path.
+    async fn repo_key(&self, repo: &Path) -> Result<String>;
+
+    /// The branch name for a session: `codehands/<slug>-<id8>`, always a valid ref.
+    fn branch_name(&self, prompt: &str, session_id: &SessionId) -> String;
+
+    /// Makes the worktree on a new branch. On any error nothing is left behind.
+    async fn create_worktree(&self, spec: &WorktreeSpec) -> Result<()>;
+
+    /// Everything that changed in `worktree` since `base`, untracked files included.
+    async fn diff(&self, worktree: &Path, base: &str) -> Result<DiffResult>;
+
+    /// Commits everything not ignored as one commit on the worktree's branch on top
+    /// of `base`, removes the worktree and keeps the branch; returns the commit id.
+    /// Refuses with `NothingToApprove` when nothing changed.
+    async fn commit(
+        &self,
+        repo: &Path,
+        worktree: &Path,
+        base: &str,
+        message: &str,
+        author: Option<&Signature>,
+    ) -> Result<String>;
+
+    /// Removes a worktree, even with changes in it. Keeps its branch.
+    async fn remove_worktree(&self, repo: &Path, worktree: &Path) -> Result<()>;
+
+    /// Deletes a local branch (not checked out anywhere).
+    async fn delete_branch(&self, repo: &Path, branch: &str) -> Result<()>;
+
+    /// The worktrees of `repo` that live under `root` (this tool's worktrees).
+    async fn list_worktrees(&self, repo: &Path, root: &Path) -> Result<Vec<ToolWorktree>>;
+
+    /// Forgets worktree entries whose folders are gone.
+    async fn prune(&self, repo: &Path) -> Result<()>;
+
+    /// Whether `branch` has commits beyond `base` (the agent committed).
+    async fn has_commits_beyond(&self, repo: &Path, branch: &str, base: &str) -> Result<bool>;
+
+    /// Whether `branch` exists in `repo`.
+    async fn branch_exists(&self, repo: &Path, branch: &str) -> Result<bool>;
+}

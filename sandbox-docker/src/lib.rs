@@ -1,0 +1,1 @@
+//! Not built yet: see its issue.

@@ -1,0 +1,49 @@
+//! Development tasks for codehands, run as `cargo xtask <task>`.
+//!
+//! Each task lives in its own module; `main` only dispatches. Tasks print what
+//! they do and exit non-zero with a message when they fail.
+
+mod codegen;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  codegen [--check]     write the contract's JSON Schemas to schemas/ (--check: fail on drift)
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (task, rest) = match args.split_first() {
+        Some((task, rest)) => (task.as_str(), rest),
+        None => {
+            eprint!("{USAGE}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match task {
+        "codegen" => codegen::run(rest),
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => Err(format!("unknown task {other:?}\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask {task}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of xtask's manifest folder).
+pub fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_path_buf()
+}
