@@ -1,0 +1,252 @@
+//! `FakeRunner`: an implementation of `runner_core::Runner` that plays a script.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use runner_core::event::{ApprovalRequested, TaskStopped};
+use runner_core::{
+    AgentKind, ApproveResult, DiffResult, Error, Event, EventBody, EventSequence, EventStream, RecoveryReport,
+    Result, Runner, SessionId, SessionRecord, SessionState, SessionStore, StartOptions,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::script;
+
+/// How the fake runner plays.
+#[derive(Debug, Clone)]
+pub struct FakeRunnerOptions {
+    /// The pause before each event (300 ms by default, 0 in tests).
+    pub delay: Duration,
+}
+
+impl Default for FakeRunnerOptions {
+    fn default() -> Self {
+        Self { delay: Duration::from_millis(300) }
+    }
+}
+
+/// A `Runner` that needs no repo and no agent: 12 scripted events, then
+/// `approval.requested`. Every method works, stop and resume included, with the
+/// same state rules as the real runner. Records live in memory.
+pub struct FakeRunner {
+    store: Arc<SessionStore>,
+    options: FakeRunnerOptions,
+    /// Running sessions: where to send a stop request (answered once stopped).
+    live: Arc<Mutex<HashMap<SessionId, mpsc::Sender<oneshot::Sender<()>>>>>,
+}
+
+impl FakeRunner {
+    /// A fake runner with `options`.
+    pub fn new(options: FakeRunnerOptions) -> Self {
+        Self { store: Arc::new(SessionStore::in_memory()), options, live: Arc::default() }
+    }
+
+    fn play(&self, record: &SessionRecord, bodies: Vec<EventBody>) -> EventStream {
+        let (events_tx, events_rx) = mpsc::channel(1);
+        let (stop_tx, stop_rx) = mpsc::channel(1);
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).insert(record.session_id, stop_tx);
+        let player = Player {
+            store: self.store.clone(),
+            live: self.live.clone(),
+            seq: EventSequence::continuing(record.session_id, record.last_seq),
+            branch: record.branch.clone(),
+            delay: self.options.delay,
+            events: events_tx,
+            stops: stop_rx,
+        };
+        tokio::spawn(player.run(bodies));
+        Box::pin(futures::stream::unfold(events_rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }))
+    }
+}
+
+impl Default for FakeRunner {
+    fn default() -> Self {
+        Self::new(FakeRunnerOptions::default())
+    }
+}
+
+/// Plays one run's script into the stream, honouring stop requests between events.
+struct Player {
+    store: Arc<SessionStore>,
+    live: Arc<Mutex<HashMap<SessionId, mpsc::Sender<oneshot::Sender<()>>>>>,
+    seq: EventSequence,
+    branch: String,
+    delay: Duration,
+    events: mpsc::Sender<Event>,
+    stops: mpsc::Receiver<oneshot::Sender<()>>,
+}
+
+impl Player {
+    async fn run(mut self, bodies: Vec<EventBody>) {
+        for body in bodies {
+            if !self.delay.is_zero() {
+                tokio::select! {
+                    () = tokio::time::sleep(self.delay) => {}
+                    Some(ack) = self.stops.recv() => return self.stop(None, ack).await,
+                }
+            }
+            if let EventBody::TaskFinished(mut finished) = body {
+                finished.diff_stat = Some(script::fake_diff_stat());
+                return self.finish(EventBody::TaskFinished(finished)).await;
+            }
+            let event = self.seq.next(body, None);
+            if self.save_seq().is_err() {
+                return;
+            }
+            // Hand the event over, unless a stop arrives while the reader is busy:
+            // then the event still goes out first, so seq stays contiguous.
+            let send = self.events.send(event.clone());
+            tokio::select! {
+                _ = send => {}
+                Some(ack) = self.stops.recv() => return self.stop(Some(event), ack).await,
+            }
+        }
+    }
+
+    fn save_seq(&self) -> Result<()> {
+        let last = self.seq.last_seq();
+        self.store.update(&self.seq.session_id(), |r| {
+            r.last_seq = last;
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    async fn finish(mut self, finished: EventBody) {
+        let stat = script::fake_diff_stat();
+        let done = self.seq.next(finished, None);
+        let approval = self.seq.next(
+            EventBody::ApprovalRequested(ApprovalRequested { branch: self.branch.clone(), diff_stat: stat }),
+            None,
+        );
+        let last = self.seq.last_seq();
+        // The state and the last seq change together, before anyone can see task.finished.
+        let saved = self.store.update(&self.seq.session_id(), |r| {
+            r.last_seq = last;
+            r.move_to(SessionState::AwaitingApproval, "finish the run")
+        });
+        self.forget();
+        if saved.is_ok() {
+            let _ = self.events.send(done).await;
+            let _ = self.events.send(approval).await;
+        }
+    }
+
+    async fn stop(mut self, pending: Option<Event>, ack: oneshot::Sender<()>) {
+        let stopped = self.seq.next(EventBody::TaskStopped(TaskStopped::default()), None);
+        let last = self.seq.last_seq();
+        let saved = self.store.update(&self.seq.session_id(), |r| {
+            r.last_seq = last;
+            r.move_to(SessionState::Stopped, "stop the session")
+        });
+        self.forget();
+        let _ = ack.send(());
+        if saved.is_ok() {
+            if let Some(event) = pending {
+                let _ = self.events.send(event).await;
+            }
+            let _ = self.events.send(stopped).await;
+        }
+    }
+
+    fn forget(&self) {
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.seq.session_id());
+    }
+}
+
+fn fake_commit(id: &SessionId) -> String {
+    // 40 hex characters, stable per session; there is no repository behind it.
+    let hex: String = id.to_string().chars().filter(char::is_ascii_hexdigit).collect();
+    format!("{hex}{}", &hex[..8])
+}
+
+#[async_trait]
+impl Runner for FakeRunner {
+    async fn start(&self, options: StartOptions) -> Result<EventStream> {
+        if options.prompt.trim().is_empty() {
+            return Err(Error::invalid_input("the prompt is empty: say what the agent should do"));
+        }
+        let now = runner_core::now_rfc3339();
+        let id = options.session_id;
+        let record = SessionRecord {
+            session_id: id,
+            state: SessionState::Queued,
+            agent: AgentKind::Fake,
+            repo_path: options.repo_path.clone(),
+            repo_key: "fake".into(),
+            worktree_path: options.repo_path.clone(),
+            branch: format!("codehands/fake-{}", id.short()),
+            base_commit: "0".repeat(40),
+            prompt: options.prompt.clone(),
+            model: options.model.clone(),
+            budget_usd: options.budget_usd,
+            agent_session_id: None,
+            last_seq: 0,
+            failure: None,
+            commit: None,
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        self.store.create(&record)?;
+        let record = self.store.move_to(&id, SessionState::Running, "start the session")?;
+        Ok(self.play(&record, script::first_run(options.model.as_deref())))
+    }
+
+    async fn diff(&self, session_id: &SessionId) -> Result<DiffResult> {
+        self.store.get(session_id)?;
+        Ok(DiffResult { patch: script::FAKE_PATCH.into(), stat: script::fake_diff_stat() })
+    }
+
+    async fn approve(&self, session_id: &SessionId, _message: &str) -> Result<ApproveResult> {
+        let commit = fake_commit(session_id);
+        let (_, record) = self.store.update(session_id, |r| {
+            r.move_to(SessionState::Approved, "approve")?;
+            r.commit = Some(commit.clone());
+            Ok(())
+        })?;
+        Ok(ApproveResult { branch: record.branch, commit })
+    }
+
+    async fn reject(&self, session_id: &SessionId) -> Result<()> {
+        self.store.move_to(session_id, SessionState::Rejected, "reject").map(drop)
+    }
+
+    async fn stop(&self, session_id: &SessionId) -> Result<()> {
+        let record = self.store.get(session_id)?;
+        if !record.state.can_move_to(SessionState::Stopped) {
+            return Err(Error::illegal_move(record.state, SessionState::Stopped, "stop"));
+        }
+        let control = self.live.lock().unwrap_or_else(|e| e.into_inner()).get(session_id).cloned();
+        let (ack_tx, ack_rx) = oneshot::channel();
+        let acknowledged = match control {
+            Some(control) => control.send(ack_tx).await.is_ok() && ack_rx.await.is_ok(),
+            None => false,
+        };
+        if acknowledged {
+            return Ok(());
+        }
+        // The run ended between our check and the request: report the state it ended in.
+        let now = self.store.get(session_id)?.state;
+        Err(Error::illegal_move(now, SessionState::Stopped, "stop"))
+    }
+
+    async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream> {
+        let record = self.store.move_to(session_id, SessionState::Running, "resume")?;
+        Ok(self.play(&record, script::resumed_run(prompt.as_deref())))
+    }
+
+    async fn recover(&self) -> Result<RecoveryReport> {
+        // Records live in memory, so nothing outlives this runner: nothing to recover.
+        Ok(RecoveryReport::default())
+    }
+
+    async fn session(&self, session_id: &SessionId) -> Result<SessionRecord> {
+        self.store.get(session_id)
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionRecord>> {
+        Ok(self.store.list()?.records)
+    }
+}
