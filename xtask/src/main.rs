@@ -4,6 +4,7 @@
 //! they do and exit non-zero with a message when they fail.
 
 mod codegen;
+mod test;
 
 use std::process::ExitCode;
 
@@ -12,6 +13,8 @@ usage: cargo xtask <task>
 
 tasks:
   codegen [--check]     write the contract's JSON Schemas to schemas/ (--check: fail on drift)
+  install               install what the tests need (pinned agent CLIs, local Docker images), cached
+  test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
 ";
 
 fn main() -> ExitCode {
@@ -25,6 +28,8 @@ fn main() -> ExitCode {
     };
     let result = match task {
         "codegen" => codegen::run(rest),
+        "install" => test::install(rest),
+        "test" => test::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())
