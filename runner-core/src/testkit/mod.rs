@@ -3,6 +3,7 @@
 //!
 //! Each function panics with a message naming the broken promise.
 
+pub mod memory;
 pub mod runner;
 
 use crate::{ErrorKind, Result};

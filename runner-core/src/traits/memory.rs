@@ -86,18 +86,27 @@ pub struct RunSummary {
 
 /// Per-repo memory: notes the agent gets as context, and the repo's profile.
 /// Missing data reads as empty, never as an error.
+///
+/// `repo_key` is what `Vcs::repo_key` returns (12 lowercase hex characters); it names a
+/// folder, so every method refuses anything else with `ErrorKind::InvalidInput`.
+///
+/// The runner reads `notes_for_prompt` before a run, saves `detect_profile`'s answer with
+/// `save_profile`, and calls `record_run` after a finished run (never after a stop or a
+/// failure); a memory error never fails a run.
 #[async_trait]
 pub trait MemoryStore: Send + Sync {
     /// All notes of the repo, oldest first (empty when there are none).
     async fn notes(&self, repo_key: &str) -> Result<String>;
 
-    /// Appends a note; concurrent writers lose nothing.
+    /// Appends a note (its text: the store adds a heading with the time); concurrent
+    /// writers lose nothing. Refuses an empty note, or one longer than the prompt cap.
     async fn add_note(&self, repo_key: &str, note: &str) -> Result<()>;
 
     /// The notes as the agent gets them: the newest end, capped (about 6,000 characters).
     async fn notes_for_prompt(&self, repo_key: &str) -> Result<String>;
 
-    /// Adds the note of a finished run (its summary on one line).
+    /// Adds the note of a finished run: its branch, and its summary (the prompt, what
+    /// changed, the agent's result) on one line.
     async fn record_run(&self, repo_key: &str, run: &RunSummary) -> Result<()>;
 
     /// The saved profile, if any.
