@@ -1,1 +1,56 @@
-//! Not built yet: see its issue.
+//! An implementation of `runner_core::Sandbox` for the Docker engine, with bollard.
+//!
+//! [`DockerSandbox`] runs a repo's test command in a locked box (no network,
+//! read-only worktree and root, non-root, no capabilities, memory without
+//! swap, one CPU, bounded processes, open files and time), after an install
+//! box when the repo needs its dependencies. The exact flags are plain data in
+//! [`flags`]. Images come from the repo profile through an [`ImageMap`]; on an
+//! engine that cannot pull, `cargo xtask images` builds [`ImageMap::local`]'s.
+
+pub mod flags;
+mod images;
+mod install;
+mod leftovers;
+mod output;
+mod results;
+mod run;
+mod sandbox;
+mod timezone;
+
+use std::path::{Path, PathBuf};
+
+use runner_core::{BoxLimits, RepoProfile, Sandbox, SandboxRequest, SandboxResult, SessionId};
+
+pub use images::{ImageMap, LOCAL_BUSYBOX_IMAGE, LOCAL_DEBIAN_IMAGE, node_major};
+pub use install::NOT_IGNORED;
+pub use sandbox::DockerSandbox;
+pub use timezone::{host_timezone, is_iana_name};
+
+/// Where a run's result is written: `<home>/runs/<sessionId>/test-<n>.json`.
+pub fn result_file(home: &Path, session: &SessionId, n: u32) -> PathBuf {
+    results::runs_dir(home, session).join(format!("test-{n}.json"))
+}
+
+/// `codehands sandbox [REPO] [--tz ZONE]`: runs `repo`'s tests once in the box,
+/// under a fresh session id, with the default limits. Returns the session id
+/// (the result is also in [`result_file`]) and the result.
+pub async fn run_repo(
+    home: &Path,
+    repo: &Path,
+    profile: RepoProfile,
+    timezone: Option<String>,
+    images: ImageMap,
+) -> (SessionId, SandboxResult) {
+    let session_id = SessionId::new_random();
+    let request = SandboxRequest {
+        session_id,
+        worktree: repo.to_path_buf(),
+        profile,
+        test_command: None,
+        image: None,
+        timezone,
+        limits: BoxLimits::default(),
+    };
+    let sandbox = DockerSandbox::new(home).with_images(images);
+    (session_id, sandbox.run_tests(&request).await)
+}

@@ -23,8 +23,10 @@ pub struct BoxLimits {
     pub open_files: u32,
     /// Size of the tmpfs /tmp in bytes.
     pub tmp_bytes: u64,
-    /// Wall-clock limit in seconds.
+    /// Wall-clock limit of the test box in seconds.
     pub timeout_secs: u64,
+    /// Wall-clock limit of the install box in seconds (installing takes longer than testing).
+    pub install_timeout_secs: u64,
     /// Output kept, the last bytes.
     pub output_bytes: usize,
 }
@@ -38,6 +40,7 @@ impl Default for BoxLimits {
             open_files: 1024,
             tmp_bytes: 64 << 20,
             timeout_secs: 60,
+            install_timeout_secs: 300,
             output_bytes: 64 * 1024,
         }
     }

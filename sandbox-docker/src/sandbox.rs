@@ -1,0 +1,332 @@
+//! `DockerSandbox`: the `Sandbox` trait over the Docker engine.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::errors::Error as DockerError;
+use bollard::query_parameters::CreateImageOptionsBuilder;
+use futures::StreamExt;
+use runner_core::{
+    Sandbox, SandboxError, SandboxErrorKind, SandboxRequest, SandboxResult, SessionId,
+};
+use tokio::sync::OnceCell;
+
+use crate::flags::{BoxSpec, install_box, test_box};
+use crate::images::ImageMap;
+use crate::install::{NOT_IGNORED, install_command, node_modules_ignored};
+use crate::run::{BoxOutcome, engine_message, run_box};
+use crate::timezone::{host_timezone, is_iana_name};
+use crate::{leftovers, results};
+
+/// How long the engine may take to answer before it counts as unavailable.
+const ENGINE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long pulling a missing image may take.
+const PULL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Runs a repo's tests in a locked Docker box; results go to
+/// `<home>/runs/<sessionId>/test-<n>.json`.
+///
+/// Connects lazily, on first use, with `Docker::connect_with_defaults()`, so
+/// `DOCKER_HOST` (unix or tcp) is honoured; the API version is negotiated so
+/// older engines work.
+pub struct DockerSandbox {
+    home: PathBuf,
+    images: ImageMap,
+    host: Option<String>,
+    docker: OnceCell<Docker>,
+}
+
+impl DockerSandbox {
+    /// A sandbox writing its results under the codehands home, with the
+    /// official images of [`ImageMap::default`].
+    pub fn new(home: impl Into<PathBuf>) -> Self {
+        Self {
+            home: home.into(),
+            images: ImageMap::default(),
+            host: None,
+            docker: OnceCell::new(),
+        }
+    }
+
+    /// Uses another image map (for example [`ImageMap::local`]).
+    pub fn with_images(mut self, images: ImageMap) -> Self {
+        self.images = images;
+        self
+    }
+
+    /// Talks to the engine at `host` (`unix:///path` or `tcp://host:port`)
+    /// instead of `DOCKER_HOST` or the local socket.
+    pub fn with_docker_host(mut self, host: impl Into<String>) -> Self {
+        self.host = Some(host.into());
+        self
+    }
+
+    /// Removes the boxes a crashed run left behind: those of `session`, or of
+    /// every session when `None`. Returns the names removed. The runner's
+    /// `recover()` calls this.
+    pub async fn remove_leftovers(
+        &self,
+        session: Option<&SessionId>,
+    ) -> Result<Vec<String>, SandboxError> {
+        let docker = self
+            .docker()
+            .await
+            .map_err(|m| error(SandboxErrorKind::Unavailable, m))?;
+        leftovers::remove_leftovers(docker, session)
+            .await
+            .map_err(|m| error(SandboxErrorKind::Failed, m))
+    }
+
+    async fn docker(&self) -> Result<&Docker, String> {
+        let where_ = || {
+            self.host
+                .clone()
+                .or_else(|| std::env::var("DOCKER_HOST").ok())
+                .unwrap_or_else(|| "the local socket".into())
+        };
+        self.docker
+            .get_or_try_init(|| async {
+                let docker = match &self.host {
+                    Some(host) => Docker::connect_with_host(host),
+                    None => Docker::connect_with_defaults(),
+                }
+                .map_err(|e| format!("cannot reach the Docker engine at {}: {e}", where_()))?;
+                match tokio::time::timeout(ENGINE_TIMEOUT, docker.negotiate_version()).await {
+                    Ok(Ok(docker)) => Ok(docker),
+                    Ok(Err(e)) => Err(format!(
+                        "the Docker engine at {} does not answer: {}. Start Docker (or set DOCKER_HOST) and try again",
+                        where_(),
+                        engine_message(&e)
+                    )),
+                    Err(_) => Err(format!(
+                        "the Docker engine at {} did not answer within 5 s. Start Docker (or set DOCKER_HOST) and try again",
+                        where_()
+                    )),
+                }
+            })
+            .await
+    }
+
+    async fn run(
+        &self,
+        request: &SandboxRequest,
+        result: &mut SandboxResult,
+    ) -> Result<(), SandboxError> {
+        use SandboxErrorKind::{Failed, InstallFailed, Unavailable, Unsupported};
+        let profile = &request.profile;
+        result.command = request
+            .test_command
+            .clone()
+            .or_else(|| profile.test_command.clone())
+            .ok_or_else(|| error(Unsupported, format!(
+                "no test command for this {:?} repo: add one (for npm, a \"test\" script in package.json) or pass a test command",
+                profile.language
+            )))?;
+        result.image = request.image.clone().or_else(|| self.images.pick(profile)).ok_or_else(|| {
+            error(Unsupported, "the sandbox does not know which image tests a repo of unknown language: pass an image".to_owned())
+        })?;
+        let timezone = request.timezone.clone().unwrap_or_else(host_timezone);
+        if !is_iana_name(&timezone) {
+            return Err(error(
+                Failed,
+                format!(
+                    "the timezone {timezone:?} is not an IANA name: pass one like Asia/Karachi or UTC"
+                ),
+            ));
+        }
+        let worktree = std::fs::canonicalize(&request.worktree)
+            .ok()
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| {
+                error(
+                    Failed,
+                    format!(
+                        "the worktree {} is not a folder: pass the repo's folder",
+                        request.worktree.display()
+                    ),
+                )
+            })?;
+        let docker = self.docker().await.map_err(|m| error(Unavailable, m))?;
+        ensure_image(docker, &result.image)
+            .await
+            .map_err(|m| error(Failed, m))?;
+        let spec = BoxSpec {
+            session_id: request.session_id,
+            n: result.n,
+            image: result.image.clone(),
+            command: result.command.clone(),
+            owner: owner(&worktree),
+            worktree,
+            timezone,
+            limits: request.limits.clone(),
+        };
+        let cap = request.limits.output_bytes;
+        if profile.needs_install {
+            match node_modules_ignored(&spec.worktree) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(error(
+                        Unsupported,
+                        format!(
+                            "{NOT_IGNORED}: the sandbox installs into the worktree, and whatever git does not ignore lands in the commit you approve"
+                        ),
+                    ));
+                }
+                Err(m) => return Err(error(Failed, m)),
+            }
+            let install = BoxSpec {
+                command: install_command(profile, &spec.worktree)
+                    .map_err(|m| error(Unsupported, m))?,
+                ..spec.clone()
+            };
+            let limit = Duration::from_secs(request.limits.install_timeout_secs);
+            let outcome = run_box(
+                docker,
+                &install.install_name(),
+                install_box(&install),
+                limit,
+                cap,
+            )
+            .await
+            .map_err(|m| error(InstallFailed, format!("the install box could not run: {m}")))?;
+            if let Some(why) = failure(&outcome, limit) {
+                result.output = outcome.output;
+                return Err(error(
+                    InstallFailed,
+                    format!(
+                        "installing the dependencies with `{}` failed ({why}): the output says why; fix the dependencies, then try again",
+                        install.command
+                    ),
+                ));
+            }
+        }
+        let limit = Duration::from_secs(request.limits.timeout_secs);
+        let outcome = run_box(docker, &spec.test_name(), test_box(&spec), limit, cap)
+            .await
+            .map_err(|m| error(Failed, m))?;
+        result.passed = failure(&outcome, limit).is_none();
+        result.exit_code = outcome.exit_code;
+        result.timed_out = outcome.timed_out;
+        result.out_of_memory = outcome.out_of_memory;
+        result.output = outcome.output;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Sandbox for DockerSandbox {
+    async fn available(&self) -> bool {
+        match self.docker().await {
+            Ok(docker) => tokio::time::timeout(ENGINE_TIMEOUT, docker.ping())
+                .await
+                .is_ok_and(|r| r.is_ok()),
+            Err(_) => false,
+        }
+    }
+
+    async fn run_tests(&self, request: &SandboxRequest) -> SandboxResult {
+        let started = Instant::now();
+        let mut result = SandboxResult {
+            n: 0,
+            command: String::new(),
+            image: String::new(),
+            passed: false,
+            exit_code: None,
+            timed_out: false,
+            out_of_memory: false,
+            output: String::new(),
+            duration_ms: 0,
+            error: None,
+        };
+        match results::reserve(&self.home, &request.session_id) {
+            Ok(n) => result.n = n,
+            Err(m) => {
+                result.error = Some(error(SandboxErrorKind::Failed, m));
+                return result;
+            }
+        }
+        if let Err(e) = self.run(request, &mut result).await {
+            result.passed = false;
+            result.error = Some(e);
+        }
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        if let Err(m) = results::write(&self.home, &request.session_id, &result) {
+            result.passed = false;
+            result.error.get_or_insert(error(
+                SandboxErrorKind::Failed,
+                format!("the result could not be saved: {m}"),
+            ));
+        }
+        result
+    }
+}
+
+/// Why a finished box counts as failed, or `None` when it passed.
+fn failure(outcome: &BoxOutcome, limit: Duration) -> Option<String> {
+    if outcome.timed_out {
+        Some(format!("killed after {} s", limit.as_secs()))
+    } else if outcome.out_of_memory {
+        Some("out of memory".into())
+    } else {
+        match outcome.exit_code {
+            Some(0) => None,
+            Some(code) => Some(format!("exit code {code}")),
+            None => Some("no exit code".into()),
+        }
+    }
+}
+
+/// Makes sure the engine has `image`, pulling it when it can.
+async fn ensure_image(docker: &Docker, image: &str) -> Result<(), String> {
+    match docker.inspect_image(image).await {
+        Ok(_) => return Ok(()),
+        Err(DockerError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {}
+        Err(e) => {
+            return Err(format!(
+                "the engine could not look up the image {image}: {}",
+                engine_message(&e)
+            ));
+        }
+    }
+    let options = CreateImageOptionsBuilder::default()
+        .from_image(image)
+        .build();
+    let pull = async {
+        let mut stream = docker.create_image(Some(options), None, None);
+        while let Some(step) = stream.next().await {
+            step.map_err(|e| engine_message(&e))?;
+        }
+        Ok::<(), String>(())
+    };
+    let why = match tokio::time::timeout(PULL_TIMEOUT, pull).await {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(m)) => m,
+        Err(_) => format!("no answer within {} s", PULL_TIMEOUT.as_secs()),
+    };
+    Err(format!(
+        "the image {image} is not on the engine and could not be pulled ({why}). Provide it: \
+         `cargo xtask images` builds codehands' local images, `docker load -i FILE` loads a saved one, \
+         or choose an image the engine has in the image map"
+    ))
+}
+
+#[cfg(unix)]
+fn owner(path: &Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .map(|m| (m.uid(), m.gid()))
+        .unwrap_or((65534, 65534))
+}
+
+#[cfg(not(unix))]
+fn owner(_path: &Path) -> (u32, u32) {
+    (65534, 65534)
+}
+
+fn error(kind: SandboxErrorKind, message: String) -> SandboxError {
+    SandboxError { kind, message }
+}
