@@ -4,13 +4,19 @@
 //! - [`session`]: session states, the legal moves, the record on disk; [`store`] keeps records.
 //! - [`options`]: what callers pass in and get back.
 //! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
+//! - [`process`]: spawning agents with a scrubbed environment, framing their output, ending their tree.
+//! - [`runner`]: [`LocalRunner`], the real runner over the four traits.
+//! - [`home`]: the paths under `$CODEHANDS_HOME`.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 //! - `testkit` (feature): conformance suites that every implementation runs.
 
 pub mod error;
 pub mod event;
+pub mod home;
 pub mod ids;
 pub mod options;
+pub mod process;
+pub mod runner;
 pub mod schema;
 pub mod sequence;
 pub mod session;
@@ -22,10 +28,12 @@ pub mod testkit;
 
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventBody};
+pub use home::Home;
 pub use ids::SessionId;
 pub use options::{
     AgentKind, ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions,
 };
+pub use runner::{LocalRunner, RunnerSettings, Watchdog};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState};
 pub use store::SessionStore;

@@ -1,0 +1,74 @@
+//! `$CODEHANDS_HOME` (default `~/.codehands`) and the paths under it.
+//!
+//! Only parsed ids ([`SessionId`]) and checked repo keys become path segments.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::ids::SessionId;
+
+/// The folder that holds everything codehands keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    root: PathBuf,
+}
+
+impl Home {
+    /// A home at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// `$CODEHANDS_HOME`, or `~/.codehands`.
+    pub fn from_env() -> Result<Self> {
+        if let Some(root) = std::env::var_os("CODEHANDS_HOME").filter(|v| !v.is_empty()) {
+            return Ok(Self::new(root));
+        }
+        let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or_else(|| {
+            Error::invalid_input("neither CODEHANDS_HOME nor HOME is set: set CODEHANDS_HOME to a folder codehands may use")
+        })?;
+        Ok(Self::new(Path::new(&home).join(".codehands")))
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `sessions/`: one record per session.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+
+    /// `worktrees/`: every worktree this tool made.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.root.join("worktrees")
+    }
+
+    /// `worktrees/<repoKey>/<id8>`: a session's worktree.
+    pub fn worktree_path(&self, repo_key: &str, id: &SessionId) -> Result<PathBuf> {
+        check_repo_key(repo_key)?;
+        Ok(self.worktrees_dir().join(repo_key).join(id.short()))
+    }
+
+    /// `memory/`: per-repo notes and profiles.
+    pub fn memory_dir(&self) -> PathBuf {
+        self.root.join("memory")
+    }
+
+    /// `runs/<sessionId>/`: the transcript, sandbox results and process files of a session.
+    pub fn run_dir(&self, id: &SessionId) -> PathBuf {
+        self.root.join("runs").join(id.to_string())
+    }
+}
+
+/// Refuses a repo key that is not 12 lower-case hex characters (what vcs-git makes).
+pub fn check_repo_key(key: &str) -> Result<()> {
+    if key.len() == 12 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "repo key {key:?} is not 12 lower-case hex characters"
+        )))
+    }
+}

@@ -1,0 +1,188 @@
+//! Process supervision, once for every agent: spawn with an environment built
+//! from scratch and no shell, in its own process group; frame its stdout into
+//! lines; keep the end of its stderr; end its whole tree.
+
+pub mod env;
+pub mod lines;
+pub mod tree;
+
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdout};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::traits::agent::{Invocation, StdinClose};
+use lines::LineDecoder;
+use tree::ProcessIdentity;
+
+/// How much of stderr is kept for failure messages.
+pub const STDERR_TAIL: usize = 16 * 1024;
+
+/// A running agent program.
+pub struct AgentProcess {
+    child: Child,
+    identity: ProcessIdentity,
+    /// The agent's stdout, framed.
+    pub stdout: LineDecoder<ChildStdout>,
+    stderr: Option<JoinHandle<String>>,
+    close_stdin: Option<oneshot::Sender<()>>,
+    exited: bool,
+}
+
+impl AgentProcess {
+    /// Starts `invocation` in `cwd` with exactly `env`: no shell, its own process group,
+    /// stdin messages written in the background (a big prompt cannot block stdout).
+    pub fn spawn(invocation: &Invocation, cwd: &Path, env: &[(String, String)]) -> Result<Self> {
+        let mut command = tokio::process::Command::new(&invocation.program);
+        command
+            .args(&invocation.args)
+            .current_dir(cwd)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|e| spawn_error(&invocation.program, &e))?;
+        let pid = child
+            .id()
+            .ok_or_else(|| Error::internal("the agent exited before it could be watched"))?;
+        // Read from /proc right away; the process may exit quickly, so fall back to 0.
+        let identity = ProcessIdentity::of(pid).unwrap_or(ProcessIdentity { pid, start_time: 0 });
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Error::internal("no stdout pipe"))?;
+        let stderr = child.stderr.take().map(|mut pipe| {
+            tokio::spawn(async move {
+                let mut tail = Vec::new();
+                let mut chunk = vec![0u8; 8192];
+                while let Ok(n) = pipe.read(&mut chunk).await {
+                    if n == 0 {
+                        break;
+                    }
+                    tail.extend_from_slice(&chunk[..n]);
+                    if tail.len() > 2 * STDERR_TAIL {
+                        tail.drain(..tail.len() - STDERR_TAIL);
+                    }
+                }
+                let start = tail.len().saturating_sub(STDERR_TAIL);
+                String::from_utf8_lossy(&tail[start..]).into_owned()
+            })
+        });
+        let (close_tx, close_rx) = oneshot::channel::<()>();
+        if let Some(mut stdin) = child.stdin.take() {
+            let messages = invocation.stdin.clone();
+            let policy = invocation.close_stdin;
+            tokio::spawn(async move {
+                for message in messages {
+                    let mut line = message.into_bytes();
+                    line.push(b'\n');
+                    if stdin.write_all(&line).await.is_err() {
+                        return;
+                    }
+                }
+                let _ = stdin.flush().await;
+                if policy == StdinClose::AfterResult {
+                    // Keep stdin open until the runner says the result has arrived (or it is dropped).
+                    let _ = close_rx.await;
+                }
+                drop(stdin);
+            });
+        }
+        Ok(Self {
+            child,
+            identity,
+            stdout: LineDecoder::new(stdout),
+            stderr,
+            close_stdin: Some(close_tx),
+            exited: false,
+        })
+    }
+
+    /// The agent's pid and start time (it leads its process group).
+    pub fn identity(&self) -> ProcessIdentity {
+        self.identity
+    }
+
+    /// Closes stdin (for agents that wait for more input after their result).
+    pub fn close_stdin(&mut self) {
+        if let Some(close) = self.close_stdin.take() {
+            let _ = close.send(());
+        }
+    }
+
+    /// Waits for the agent to exit.
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        let status = self.child.wait().await;
+        self.exited = true;
+        status
+    }
+
+    /// Ends the whole process tree: SIGTERM to the group, SIGKILL after `grace`.
+    pub async fn end_tree(&mut self, grace: std::time::Duration) {
+        // Reap the leader while waiting, so it does not linger as a zombie.
+        let leader = self.identity;
+        let ending = tree::end_group(&leader, grace);
+        tokio::pin!(ending);
+        tokio::select! {
+            _ = &mut ending => {}
+            _ = self.child.wait() => { self.exited = true; ending.await; }
+        }
+        if !self.exited {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+            self.exited = true;
+        }
+    }
+
+    /// The end of what the agent wrote to stderr (waits for the pipe to close, briefly).
+    pub async fn stderr_tail(&mut self) -> String {
+        let Some(task) = self.stderr.take() else {
+            return String::new();
+        };
+        match tokio::time::timeout(std::time::Duration::from_secs(2), task).await {
+            Ok(Ok(text)) => text,
+            _ => String::new(),
+        }
+    }
+}
+
+impl Drop for AgentProcess {
+    /// A dropped process (the runner went away mid-run) must not leave its children behind.
+    fn drop(&mut self) {
+        if tree::group_alive(self.identity.pid) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(self.identity.pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
+    let what = program.display();
+    match e.kind() {
+        std::io::ErrorKind::NotFound => Error::new(
+            ErrorKind::AgentUnavailable,
+            format!(
+                "the agent program {what} was not found: install it, or name it with CLAUDE_BIN / CODEX_BIN"
+            ),
+        ),
+        std::io::ErrorKind::PermissionDenied => Error::new(
+            ErrorKind::AgentUnavailable,
+            format!("the agent program {what} is not executable: check its permissions"),
+        ),
+        _ => Error::new(
+            ErrorKind::AgentUnavailable,
+            format!("cannot start the agent program {what}: {e}"),
+        ),
+    }
+}

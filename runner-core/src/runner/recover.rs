@@ -1,0 +1,168 @@
+//! recover(): cleaning up after a restart (seed 000's rules, and more).
+//!
+//! - Sessions still `queued` or `running` with no live runner become `failed`;
+//!   their agent process groups are ended, their worktrees removed, and their
+//!   branches deleted unless the agent committed to them.
+//! - `awaiting_approval` and `stopped` sessions, and runs another live process
+//!   supervises, are left alone.
+//! - Worktree folders under `worktrees/` that belong to no live session are removed.
+//! - What cannot be cleaned or read is reported, and tried again next time.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use super::Shared;
+use super::cleanup::{BranchFate, discard_failed};
+use super::control::RunFiles;
+use crate::error::Result;
+use crate::ids::SessionId;
+use crate::options::{CleanupError, RecoveryReport};
+use crate::process::tree;
+use crate::session::{SessionRecord, SessionState};
+
+const INTERRUPTED: &str =
+    "interrupted: the runner stopped while the session ran; start a new session";
+
+pub(super) async fn recover(shared: &Shared, live_here: &[SessionId]) -> Result<RecoveryReport> {
+    let mut report = RecoveryReport::default();
+    let listing = shared.store.list()?;
+    for (path, error) in listing.unreadable {
+        report.unreadable.push(CleanupError {
+            session_id: None,
+            path,
+            message: error.to_string(),
+        });
+    }
+    for record in &listing.records {
+        let interrupted = matches!(record.state, SessionState::Queued | SessionState::Running)
+            && !live_here.contains(&record.session_id)
+            && !supervised_elsewhere(shared, &record.session_id);
+        if interrupted {
+            fail_interrupted(shared, record, &mut report).await;
+        } else if record.state == SessionState::Failed && record.worktree_path.exists() {
+            // An earlier cleanup failed: try again.
+            clean_failed(shared, record, &mut report).await;
+        }
+    }
+    let records = shared.store.list()?.records;
+    remove_orphan_worktrees(shared, &records, &mut report).await;
+    Ok(report)
+}
+
+fn supervised_elsewhere(shared: &Shared, id: &SessionId) -> bool {
+    RunFiles::new(shared.home.run_dir(id))
+        .runner()
+        .is_some_and(|r| r.is_alive() && Some(r) != tree::ProcessIdentity::current())
+}
+
+async fn fail_interrupted(shared: &Shared, record: &SessionRecord, report: &mut RecoveryReport) {
+    let id = record.session_id;
+    let files = RunFiles::new(shared.home.run_dir(&id));
+    if let Some(agent) = files.agent() {
+        if agent.is_alive() || tree::group_alive(agent.pid) {
+            tree::end_group(&agent, shared.settings.stop_grace).await;
+            report.killed_processes.push(agent.pid);
+        }
+    }
+    files.clear_agent();
+    files.clear_runner();
+    files.clear_stop();
+    let moved = shared.store.update(&id, |r| {
+        r.failure = Some(INTERRUPTED.into());
+        r.move_to(SessionState::Failed, "recover the session")
+    });
+    match moved {
+        Ok(_) => report.failed.push(id),
+        Err(e) => {
+            report.cleanup_errors.push(CleanupError {
+                session_id: Some(id),
+                path: shared
+                    .store
+                    .dir()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_default(),
+                message: e.to_string(),
+            });
+            return;
+        }
+    }
+    clean_failed(shared, record, report).await;
+}
+
+async fn clean_failed(shared: &Shared, record: &SessionRecord, report: &mut RecoveryReport) {
+    match discard_failed(shared, record).await {
+        Ok(BranchFate::Kept) => report.kept_branches.push(record.branch.clone()),
+        Ok(_) => {}
+        Err(e) => report.cleanup_errors.push(CleanupError {
+            session_id: Some(record.session_id),
+            path: record.worktree_path.clone(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Worktree folders on disk that no queued, running, awaiting or stopped session owns.
+async fn remove_orphan_worktrees(
+    shared: &Shared,
+    records: &[SessionRecord],
+    report: &mut RecoveryReport,
+) {
+    let kept: HashSet<PathBuf> = records
+        .iter()
+        .filter(|r| !r.state.is_final())
+        .map(|r| r.worktree_path.clone())
+        .collect();
+    let mut repos: Vec<PathBuf> = records.iter().map(|r| r.repo_path.clone()).collect();
+    repos.sort();
+    repos.dedup();
+    let root = shared.home.worktrees_dir();
+    // Worktrees that git knows of, per repo we have records for.
+    for repo in &repos {
+        let Ok(listed) = shared.vcs.list_worktrees(repo, &root).await else {
+            continue;
+        };
+        for wt in listed {
+            if kept.contains(&wt.path) {
+                continue;
+            }
+            match shared.vcs.remove_worktree(repo, &wt.path).await {
+                Ok(()) => report.removed_worktrees.push(wt.path),
+                Err(e) => report.cleanup_errors.push(CleanupError {
+                    session_id: None,
+                    path: wt.path,
+                    message: e.to_string(),
+                }),
+            }
+        }
+        let _ = shared.vcs.prune(repo).await;
+    }
+    // Folders left on disk that no repo lists any more.
+    for folder in session_folders(&root) {
+        if kept.contains(&folder) || report.removed_worktrees.contains(&folder) {
+            continue;
+        }
+        match std::fs::remove_dir_all(&folder) {
+            Ok(()) => report.removed_worktrees.push(folder),
+            Err(e) => report.cleanup_errors.push(CleanupError {
+                session_id: None,
+                path: folder,
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// `worktrees/<repoKey>/<id8>` folders.
+fn session_folders(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(repos) = std::fs::read_dir(root) else {
+        return found;
+    };
+    for repo in repos.flatten() {
+        if let Ok(sessions) = std::fs::read_dir(repo.path()) {
+            found.extend(sessions.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+        }
+    }
+    found.sort();
+    found
+}
