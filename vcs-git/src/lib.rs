@@ -1,1 +1,129 @@
-//! Not built yet: see its issue.
+//! An implementation of `runner_core::Vcs` for git, with [gix].
+//!
+//! [`GitVcs`] gives each session a private worktree on a new branch
+//! (`codehands/<slug>-<id8>`) outside the person's repository, diffs it against the base
+//! commit (untracked files, deletions, renames, binary files and mode changes included), and on
+//! approve makes exactly one commit on that branch. The person's checkout (HEAD, current branch,
+//! index, working files) is never read for writing.
+//!
+//! Everything goes through gix; **the `git` program is not needed**. gix 0.91 has no
+//! `worktree prune`, so [`Vcs::prune`] follows git's rule itself: an entry under
+//! `.git/worktrees/` that is not locked and whose folder (or back link) is gone is removed, using
+//! gix's own worktree removal where the entry can still be read.
+//!
+//! How the pieces fit: the worktree's tree is built from the base tree plus what gix's status
+//! reports (stat data in the index spares unchanged files from being hashed), and is diffed
+//! against base with rename tracking; the diff keeps its new objects in memory, the commit
+//! writes them. Patches are written as `git diff --binary` writes them.
+//!
+//! Commit identity: the author passed in, else the repo's git config (`author.*`, `user.*`, the
+//! `GIT_AUTHOR_*` variables), else the committer; the committer comes from the config
+//! (`committer.*`, `user.*`, `GIT_COMMITTER_*`), and when nothing is configured it is
+//! `codehands <codehands@localhost>`.
+
+mod branch;
+mod commit;
+mod diff;
+mod error;
+mod patch;
+mod repo;
+mod snapshot;
+mod worktree;
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use runner_core::{
+    DiffResult, Error, Result, SessionId, Signature, ToolWorktree, Vcs, WorktreeSpec,
+};
+
+/// The git `Vcs`. It holds no state: every call opens the repository afresh, so several
+/// `codehands` processes can work on one repository.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GitVcs;
+
+impl GitVcs {
+    /// A git `Vcs`.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+/// Runs blocking repository work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::internal(format!("a git task panicked: {e}")))?
+}
+
+#[async_trait]
+impl Vcs for GitVcs {
+    async fn base_commit(&self, repo: &Path) -> Result<String> {
+        let repo = repo.to_owned();
+        blocking(move || repo::base_commit(&repo)).await
+    }
+
+    async fn repo_key(&self, repo: &Path) -> Result<String> {
+        let repo = repo.to_owned();
+        blocking(move || repo::repo_key(&repo)).await
+    }
+
+    fn branch_name(&self, prompt: &str, session_id: &SessionId) -> String {
+        branch::branch_name(prompt, session_id)
+    }
+
+    async fn create_worktree(&self, spec: &WorktreeSpec) -> Result<()> {
+        let spec = spec.clone();
+        blocking(move || worktree::create(&spec)).await
+    }
+
+    async fn diff(&self, worktree: &Path, base: &str) -> Result<DiffResult> {
+        let (worktree, base) = (worktree.to_owned(), base.to_owned());
+        blocking(move || diff::diff(&worktree, &base)).await
+    }
+
+    async fn commit(
+        &self,
+        repo: &Path,
+        worktree: &Path,
+        base: &str,
+        message: &str,
+        author: Option<&Signature>,
+    ) -> Result<String> {
+        let (repo, worktree): (PathBuf, PathBuf) = (repo.to_owned(), worktree.to_owned());
+        let (base, message, author) = (base.to_owned(), message.to_owned(), author.cloned());
+        blocking(move || commit::commit(&repo, &worktree, &base, &message, author.as_ref())).await
+    }
+
+    async fn remove_worktree(&self, repo: &Path, worktree: &Path) -> Result<()> {
+        let (repo, worktree) = (repo.to_owned(), worktree.to_owned());
+        blocking(move || worktree::remove(&repo, &worktree)).await
+    }
+
+    async fn delete_branch(&self, repo: &Path, branch: &str) -> Result<()> {
+        let (repo, branch) = (repo.to_owned(), branch.to_owned());
+        blocking(move || branch::delete(&repo, &branch)).await
+    }
+
+    async fn list_worktrees(&self, repo: &Path, root: &Path) -> Result<Vec<ToolWorktree>> {
+        let (repo, root) = (repo.to_owned(), root.to_owned());
+        blocking(move || worktree::list(&repo, &root)).await
+    }
+
+    async fn prune(&self, repo: &Path) -> Result<()> {
+        let repo = repo.to_owned();
+        blocking(move || worktree::prune(&repo)).await
+    }
+
+    async fn has_commits_beyond(&self, repo: &Path, branch: &str, base: &str) -> Result<bool> {
+        let (repo, branch, base) = (repo.to_owned(), branch.to_owned(), base.to_owned());
+        blocking(move || branch::has_commits_beyond(&repo, &branch, &base)).await
+    }
+
+    async fn branch_exists(&self, repo: &Path, branch: &str) -> Result<bool> {
+        let (repo, branch) = (repo.to_owned(), branch.to_owned());
+        blocking(move || branch::exists(&repo, &branch)).await
+    }
+}

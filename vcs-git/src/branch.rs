@@ -1,0 +1,194 @@
+//! Branch names from prompts, and the branch questions and changes recovery needs.
+
+use std::path::Path;
+
+use runner_core::{Error, Result, SessionId};
+
+use crate::{error, repo};
+
+/// How many characters of the prompt the slug keeps; the whole name stays under 60.
+const SLUG_MAX: usize = 40;
+
+/// `codehands/<slug>-<id8>`: ASCII letters and digits of the prompt, lower-cased, every other
+/// run of characters one `-`, at most [`SLUG_MAX`] long, `task` when nothing is left.
+///
+/// Only `[a-z0-9-]` reach the slug and it never starts or ends with `-`, so no prompt can break
+/// git's ref rules (no `..`, `@{`, `.lock`, leading `-` or `.`, control characters, spaces).
+pub(crate) fn branch_name(prompt: &str, session_id: &SessionId) -> String {
+    format!("codehands/{}-{}", slug(prompt), session_id.short())
+}
+
+fn slug(prompt: &str) -> String {
+    let mut out = String::with_capacity(SLUG_MAX);
+    let mut pending_dash = false;
+    for c in prompt.chars() {
+        if c.is_ascii_alphanumeric() {
+            if pending_dash && !out.is_empty() {
+                if out.len() + 1 >= SLUG_MAX {
+                    break;
+                }
+                out.push('-');
+            }
+            pending_dash = false;
+            if out.len() >= SLUG_MAX {
+                break;
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            pending_dash = true;
+        }
+    }
+    if out.is_empty() {
+        out.push_str("task");
+    }
+    out
+}
+
+/// `refs/heads/<branch>`, refusing a name git would not accept.
+pub(crate) fn full_name(branch: &str) -> Result<gix::refs::FullName> {
+    let invalid = || {
+        Error::invalid_input(format!(
+            "{branch:?} is not a valid branch name: pass a name like codehands/fix-the-bug-3f2a9c1e"
+        ))
+    };
+    if branch.is_empty() || branch.starts_with("refs/") || branch.starts_with('-') {
+        return Err(invalid());
+    }
+    gix::refs::FullName::try_from(format!("refs/heads/{branch}")).map_err(|_| invalid())
+}
+
+/// Whether `refs/heads/<branch>` exists.
+pub(crate) fn exists(repo_path: &Path, branch: &str) -> Result<bool> {
+    let repo = repo::open_checkout(repo_path)?;
+    let name = full_name(branch)?;
+    repo.try_find_reference(name.as_ref())
+        .map(|r| r.is_some())
+        .map_err(|e| error::gix(format!("cannot read branch {branch}"), &e))
+}
+
+/// Deletes `refs/heads/<branch>`; a branch that is already gone is not an error.
+pub(crate) fn delete(repo_path: &Path, branch: &str) -> Result<()> {
+    let mut repo = repo::open_checkout(repo_path)?;
+    let name = full_name(branch)?;
+    match repo.delete_local_branches([name]) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            if let Some(out) =
+                e.downcast_any_ref::<gix::repository::branch::delete::CheckedOutError>()
+            {
+                let dirs: Vec<String> = out
+                    .worktree_dirs
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect();
+                return Err(error::vcs(format!(
+                    "cannot delete branch {branch}: it is checked out in {}; remove that worktree \
+                     first (reject the session), then delete the branch",
+                    dirs.join(", ")
+                )));
+            }
+            if error::is_lock_held(&e) {
+                return Err(error::vcs(format!(
+                    "cannot delete branch {branch}: another git process holds a lock on it; \
+                     wait for it to finish and try again ({})",
+                    error::gix("", &e).message().trim_start_matches(": ")
+                )));
+            }
+            Err(error::gix(format!("cannot delete branch {branch}"), &e))
+        }
+    }
+}
+
+/// The commit `refs/heads/<branch>` points to.
+pub(crate) fn tip(repo: &gix::Repository, branch: &str) -> Result<Option<gix::ObjectId>> {
+    let name = full_name(branch)?;
+    let found = repo
+        .try_find_reference(name.as_ref())
+        .map_err(|e| error::gix(format!("cannot read branch {branch}"), &e))?;
+    match found {
+        None => Ok(None),
+        Some(mut reference) => reference
+            .peel_to_id()
+            .map(|id| Some(id.detach()))
+            .map_err(|e| error::gix(format!("cannot resolve branch {branch}"), &e)),
+    }
+}
+
+/// Whether `branch` holds commits that `base` does not (the agent committed).
+pub(crate) fn has_commits_beyond(repo_path: &Path, branch: &str, base: &str) -> Result<bool> {
+    let repo = repo::open_checkout(repo_path)?;
+    let base = repo::parse_commit(&repo, base)?;
+    let Some(tip) = tip(&repo, branch)? else {
+        return Err(Error::not_found(format!(
+            "branch {branch} does not exist in {}: it was deleted or never made",
+            repo_path.display()
+        )));
+    };
+    if tip == base {
+        return Ok(false);
+    }
+    let mut walk = repo
+        .rev_walk([tip])
+        .with_hidden([base])
+        .all()
+        .map_err(|e| error::gix(format!("cannot walk branch {branch}"), &e))?;
+    match walk.next() {
+        None => Ok(false),
+        Some(Ok(_)) => Ok(true),
+        Some(Err(e)) => Err(error::gix(format!("cannot walk branch {branch}"), &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id() -> SessionId {
+        SessionId::parse("3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42").unwrap()
+    }
+
+    #[test]
+    fn slugs_keep_words_and_drop_the_rest() {
+        assert_eq!(
+            branch_name("Fix the date bug!", &id()),
+            "codehands/fix-the-date-bug-3f2a9c1e"
+        );
+        assert_eq!(branch_name("", &id()), "codehands/task-3f2a9c1e");
+        assert_eq!(branch_name("--..//@{}", &id()), "codehands/task-3f2a9c1e");
+        assert_eq!(
+            branch_name("日本語のテキスト", &id()),
+            "codehands/task-3f2a9c1e"
+        );
+        assert_eq!(
+            branch_name("  -leading dash", &id()),
+            "codehands/leading-dash-3f2a9c1e"
+        );
+    }
+
+    #[test]
+    fn slugs_are_bounded_and_never_end_in_a_dash() {
+        let long = "word ".repeat(2000);
+        let name = branch_name(&long, &id());
+        let slug = name
+            .strip_prefix("codehands/")
+            .unwrap()
+            .strip_suffix("-3f2a9c1e")
+            .unwrap();
+        assert!(slug.len() <= SLUG_MAX, "{slug}");
+        assert!(!slug.ends_with('-') && !slug.starts_with('-'), "{slug}");
+        let one_word = "a".repeat(10_000);
+        assert_eq!(slug_len(&one_word), SLUG_MAX);
+    }
+
+    fn slug_len(prompt: &str) -> usize {
+        slug(prompt).len()
+    }
+
+    #[test]
+    fn refuses_names_git_would_refuse() {
+        for bad in ["", "a..b", "-x", "refs/heads/x", "a b", "x.lock", "a@{b"] {
+            assert!(full_name(bad).is_err(), "accepted {bad:?}");
+        }
+        assert!(full_name("codehands/fix-3f2a9c1e").is_ok());
+    }
+}

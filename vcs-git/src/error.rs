@@ -1,0 +1,74 @@
+//! Turning gix and I/O failures into `runner_core::Error`s whose messages say what to do.
+
+use std::path::Path;
+
+use runner_core::{Error, ErrorKind};
+
+/// A `Vcs` error: `what` failed, with gix's chain of causes after it.
+pub(crate) fn gix(what: impl std::fmt::Display, err: &gix::Error) -> Error {
+    Error::new(ErrorKind::Vcs, format!("{what}: {}", chain(err)))
+}
+
+/// A `Vcs` error with a message that already says what to do.
+pub(crate) fn vcs(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Vcs, message)
+}
+
+/// An I/O failure on `path` while doing `what`.
+pub(crate) fn io(what: &str, path: &Path, err: &std::io::Error) -> Error {
+    let hint = match err.kind() {
+        std::io::ErrorKind::PermissionDenied => {
+            ": check that this folder and its parents are writable by you"
+        }
+        std::io::ErrorKind::NotADirectory | std::io::ErrorKind::AlreadyExists => {
+            ": a file is in the way; move it, or set CODEHANDS_HOME to another folder"
+        }
+        _ => "",
+    };
+    Error::new(
+        ErrorKind::Vcs,
+        format!("{what} {}: {err}{hint}", path.display()),
+    )
+}
+
+/// The refusal for a path that cannot give a base commit, worded as seed 000 has it.
+pub(crate) fn not_a_repo(path: &Path, why: &str) -> Error {
+    Error::invalid_input(format!(
+        "{} is not a git repo or has no commits yet ({why}): pass the top folder of a \
+         git checkout that has at least one commit",
+        path.display()
+    ))
+}
+
+/// The messages of every error in gix's chain, outermost first, without repeats.
+fn chain(err: &gix::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.iter_errors() {
+        let text = cause.to_string();
+        if !text.is_empty() && !parts.iter().any(|p| p == &text) {
+            parts.push(text);
+        }
+    }
+    if parts.is_empty() {
+        err.to_string()
+    } else {
+        parts.join(": ")
+    }
+}
+
+/// True when the chain of `err` holds an I/O error of `kind`.
+pub(crate) fn has_io_kind(err: &gix::Error, kind: std::io::ErrorKind) -> bool {
+    err.iter_errors().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == kind)
+    })
+}
+
+/// True when the chain of `err` mentions a lock file held by another process.
+pub(crate) fn is_lock_held(err: &gix::Error) -> bool {
+    has_io_kind(err, std::io::ErrorKind::AlreadyExists)
+        || err
+            .iter_errors()
+            .any(|cause| cause.to_string().contains(".lock"))
+}

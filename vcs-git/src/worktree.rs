@@ -1,0 +1,335 @@
+//! Making, removing, listing and pruning this tool's worktrees.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
+use runner_core::{Error, Result, ToolWorktree, WorktreeSpec};
+
+use crate::{branch, error, repo};
+
+/// Makes the worktree of `spec` on a new branch; on any error nothing new is left behind.
+pub(crate) fn create(spec: &WorktreeSpec) -> Result<()> {
+    let (repo, _) = repo::open_with_commits(&spec.repo)?;
+    let base = repo::parse_commit(&repo, &spec.base)?;
+    let name = branch::full_name(&spec.branch)?;
+    let path = absolute(&spec.path, "worktree path")?;
+    refuse_inside_repo(&repo, &path)?;
+
+    if branch::tip(&repo, &spec.branch)?.is_some() {
+        return Err(error::vcs(format!(
+            "branch {} already exists in {}, a leftover of an earlier run with this session id: \
+             run `codehands recover`, or delete it with `git branch -D {}` if you do not need it",
+            spec.branch,
+            spec.repo.display(),
+            spec.branch
+        )));
+    }
+    clear_stale_registration(&repo, &path)?;
+    refuse_occupied(&path)?;
+
+    let made_dirs = create_parents(&path)?;
+    let result = add_on_new_branch(&repo, &path, name, base, &spec.branch);
+    if result.is_err() {
+        remove_made_dirs(&made_dirs);
+    }
+    result
+}
+
+/// Creates the branch, then the worktree on it; takes the branch back if the worktree fails.
+fn add_on_new_branch(
+    repo: &gix::Repository,
+    path: &Path,
+    name: gix::refs::FullName,
+    base: gix::ObjectId,
+    branch: &str,
+) -> Result<()> {
+    repo.reference(
+        name.clone(),
+        base,
+        PreviousValue::MustNotExist,
+        format!("branch: Created from {base}"),
+    )
+    .map_err(|e| {
+        if error::is_lock_held(&e) {
+            error::vcs(format!(
+                "cannot create branch {branch}: another git process holds its lock \
+                 (a .lock file under refs/heads); wait for it, or delete the stale .lock file \
+                 if no git is running ({})",
+                error::gix("", &e).message().trim_start_matches(": ")
+            ))
+        } else {
+            error::gix(format!("cannot create branch {branch}"), &e)
+        }
+    })?;
+
+    let interrupt = AtomicBool::new(false);
+    match repo.add_worktree(
+        path,
+        gix::worktree::add::Head::Attached(name.clone()),
+        gix::progress::Discard,
+        &interrupt,
+    ) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            // gix rolled back its own files; the branch is ours to take back.
+            let _ = repo.edit_reference(RefEdit {
+                change: Change::Delete {
+                    expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(base)),
+                    log: RefLog::AndReference,
+                },
+                name,
+                deref: false,
+            });
+            let hint = if error::has_io_kind(&e, std::io::ErrorKind::PermissionDenied) {
+                ": the folder is not writable; make it writable or set CODEHANDS_HOME elsewhere"
+            } else {
+                ""
+            };
+            Err(error::vcs(format!(
+                "{}{hint}",
+                error::gix(
+                    format!("cannot make the worktree at {}", path.display()),
+                    &e
+                )
+                .message()
+            )))
+        }
+    }
+}
+
+/// Removes `worktree` even with changes in it; keeps its branch. One already gone is fine.
+pub(crate) fn remove(repo_path: &Path, worktree: &Path) -> Result<()> {
+    let repo = repo::open_checkout(repo_path)?;
+    let worktree = absolute(worktree, "worktree path")?;
+    let Some(proxy) = find_registration(&repo, &worktree)? else {
+        if worktree.exists() {
+            return Err(Error::invalid_input(format!(
+                "{} is not a worktree of {}: it was not made by codehands for this repo, so it is left alone",
+                worktree.display(),
+                repo_path.display()
+            )));
+        }
+        return Ok(());
+    };
+    remove_registered(proxy, &worktree)
+}
+
+fn remove_registered(proxy: gix::worktree::Proxy<'_>, worktree: &Path) -> Result<()> {
+    if proxy.is_locked() {
+        return Err(error::vcs(format!(
+            "the worktree {} is locked{}: unlock it with `git worktree unlock {}` and try again",
+            worktree.display(),
+            proxy
+                .lock_reason()
+                .filter(|r| !r.is_empty())
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default(),
+            worktree.display()
+        )));
+    }
+    proxy
+        .remove(
+            gix::worktree::remove::Force::DiscardChanges,
+            gix::progress::Discard,
+        )
+        .map_err(|e| {
+            error::gix(
+                format!("cannot remove the worktree {}", worktree.display()),
+                &e,
+            )
+        })
+}
+
+/// The repo's worktrees whose folders are under `root`, with their branches.
+pub(crate) fn list(repo_path: &Path, root: &Path) -> Result<Vec<ToolWorktree>> {
+    let repo = repo::open_checkout(repo_path)?;
+    let root = comparable(&absolute(root, "worktree root")?);
+    let mut out = Vec::new();
+    for proxy in worktrees(&repo)? {
+        let Ok(base) = proxy.base() else { continue };
+        if !comparable(&base).starts_with(&root) {
+            continue;
+        }
+        out.push(ToolWorktree {
+            branch: head_branch(proxy.git_dir()),
+            path: base,
+        });
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Forgets worktree entries whose folders are gone, like `git worktree prune`: locked entries stay.
+pub(crate) fn prune(repo_path: &Path) -> Result<()> {
+    let repo = repo::open_checkout(repo_path)?;
+    let admin = repo.common_dir().join("worktrees");
+    let entries = match std::fs::read_dir(&admin) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(error::io("cannot read", &admin, &e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| error::io("cannot read", &admin, &e))?;
+        let git_dir = entry.path();
+        if !git_dir.is_dir() || git_dir.join("locked").exists() {
+            continue;
+        }
+        if !git_dir.join("gitdir").is_file() {
+            // An entry without its back link cannot be used by anyone: git prunes it too.
+            std::fs::remove_dir_all(&git_dir)
+                .map_err(|e| error::io("cannot prune the stale worktree entry", &git_dir, &e))?;
+        }
+    }
+    for proxy in worktrees(&repo)? {
+        if proxy.is_prunable() {
+            let git_dir = proxy.git_dir().to_owned();
+            match proxy.base() {
+                Ok(base) => remove_registered(proxy, &base)?,
+                Err(_) => std::fs::remove_dir_all(&git_dir).map_err(|e| {
+                    error::io("cannot prune the stale worktree entry", &git_dir, &e)
+                })?,
+            }
+        }
+    }
+    Ok(())
+}
+
+fn worktrees(repo: &gix::Repository) -> Result<Vec<gix::worktree::Proxy<'_>>> {
+    repo.worktrees()
+        .map_err(|e| error::gix("cannot list the repo's worktrees", &e))
+}
+
+/// The registration whose folder is `worktree`, if any.
+fn find_registration<'r>(
+    repo: &'r gix::Repository,
+    worktree: &Path,
+) -> Result<Option<gix::worktree::Proxy<'r>>> {
+    let wanted = comparable(worktree);
+    Ok(worktrees(repo)?
+        .into_iter()
+        .find(|p| p.base().is_ok_and(|base| comparable(&base) == wanted)))
+}
+
+/// A registration for `path` whose folder is gone blocks a new worktree there: forget it,
+/// as `git worktree prune` would.
+fn clear_stale_registration(repo: &gix::Repository, path: &Path) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    if let Some(proxy) = find_registration(repo, path)? {
+        remove_registered(proxy, path)?;
+    }
+    Ok(())
+}
+
+fn refuse_occupied(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Ok(()),
+        Ok(meta) if meta.is_dir() => {
+            let empty = std::fs::read_dir(path)
+                .map_err(|e| error::io("cannot read", path, &e))?
+                .next()
+                .is_none();
+            if empty {
+                Ok(())
+            } else {
+                Err(error::vcs(format!(
+                    "{} already exists and is not empty, a leftover of an earlier run: \
+                     run `codehands recover`, or remove the folder if you do not need it",
+                    path.display()
+                )))
+            }
+        }
+        Ok(_) => Err(error::vcs(format!(
+            "{} already exists and is a file: move it away, or set CODEHANDS_HOME to another folder",
+            path.display()
+        ))),
+    }
+}
+
+/// Worktrees never nest: refuse a path inside the checkout or the .git folder.
+fn refuse_inside_repo(repo: &gix::Repository, path: &Path) -> Result<()> {
+    let path = comparable(path);
+    let top = repo::top_folder(repo)?;
+    let common = comparable(repo.common_dir());
+    if path.starts_with(&top) || path.starts_with(&common) {
+        return Err(Error::invalid_input(format!(
+            "the worktree path {} is inside the repo {}: worktrees go outside it, under \
+             $CODEHANDS_HOME/worktrees",
+            path.display(),
+            top.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Creates the missing parents of `path`, returning those it made, deepest last.
+fn create_parents(path: &Path) -> Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut cursor = path.parent();
+    while let Some(dir) = cursor {
+        if dir.exists() {
+            break;
+        }
+        missing.push(dir.to_owned());
+        cursor = dir.parent();
+    }
+    missing.reverse();
+    let mut made = Vec::new();
+    for dir in missing {
+        if let Err(e) = std::fs::create_dir(&dir) {
+            remove_made_dirs(&made);
+            return Err(error::io("cannot create the worktree folder", &dir, &e));
+        }
+        made.push(dir);
+    }
+    Ok(made)
+}
+
+fn remove_made_dirs(made: &[PathBuf]) {
+    for dir in made.iter().rev() {
+        // Only empty folders go: anything another process put there stays.
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+fn absolute(path: &Path, what: &str) -> Result<PathBuf> {
+    if !path.is_absolute() {
+        return Err(Error::invalid_input(format!(
+            "the {what} {} is relative: pass an absolute path",
+            path.display()
+        )));
+    }
+    Ok(path.to_owned())
+}
+
+/// `path` with its longest existing prefix canonicalized, so spellings of one folder compare equal.
+fn comparable(path: &Path) -> PathBuf {
+    let mut tail = Vec::new();
+    let mut head = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(head) {
+            let mut out = real;
+            for part in tail.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (head.parent(), head.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_owned());
+                head = parent;
+            }
+            _ => return path.to_owned(),
+        }
+    }
+}
+
+/// The branch a worktree's HEAD file names, if it is on one.
+fn head_branch(git_dir: &Path) -> Option<String> {
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    head.trim()
+        .strip_prefix("ref: refs/heads/")
+        .map(str::to_owned)
+}
