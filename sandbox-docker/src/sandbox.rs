@@ -92,7 +92,9 @@ impl DockerSandbox {
                     Some(host) => Docker::connect_with_host(host),
                     None => Docker::connect_with_defaults(),
                 }
-                .map_err(|e| format!("cannot reach the Docker engine at {}: {e}", where_()))?;
+                .map_err(|e| {
+                    format!("cannot reach the Docker engine at {}: {e}. Start Docker (or set DOCKER_HOST) and try again", where_())
+                })?;
                 match tokio::time::timeout(ENGINE_TIMEOUT, docker.negotiate_version()).await {
                     Ok(Ok(docker)) => Ok(docker),
                     Ok(Err(e)) => Err(format!(

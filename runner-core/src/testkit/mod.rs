@@ -5,6 +5,7 @@
 
 pub mod memory;
 pub mod runner;
+pub mod sandbox;
 pub mod vcs;
 
 use crate::{ErrorKind, Result};
