@@ -3,7 +3,9 @@
 //! Each task lives in its own module; `main` only dispatches. Tasks print what
 //! they do and exit non-zero with a message when they fail.
 
+mod bench_sandbox;
 mod codegen;
+mod images;
 mod test;
 
 use std::process::ExitCode;
@@ -13,6 +15,8 @@ usage: cargo xtask <task>
 
 tasks:
   codegen [--check]     write the contract's JSON Schemas to schemas/ (--check: fail on drift)
+  images                build the sandbox's images locally (cached under $CODEHANDS_CACHE/images)
+  bench sandbox         time the sandbox box against `docker run` with the same flags
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
 ";
@@ -28,6 +32,8 @@ fn main() -> ExitCode {
     };
     let result = match task {
         "codegen" => codegen::run(rest),
+        "images" => images::run(rest),
+        "bench" if rest.first().map(String::as_str) == Some("sandbox") => bench_sandbox::run(&rest[1..]),
         "install" => test::install(rest),
         "test" => test::run(rest),
         "-h" | "--help" | "help" => {
