@@ -1,12 +1,97 @@
 //! The codehands facade: the crate a daemon depends on.
 //!
-//! It picks adapters by cargo feature and builds a ready `Runner`. A build
-//! without a feature answers "… is not in this build of codehands" instead of
-//! failing to compile. The contract is re-exported as [`core`].
+//! It picks adapters by cargo feature (`claude`, `codex`, `git`, `docker`,
+//! `memory-fs`, `fake`) and builds a ready [`LocalRunner`]. A build without a
+//! feature answers "… is not in this build of codehands" instead of failing to
+//! compile. The contract is re-exported as [`core`].
+//!
+//! ```no_run
+//! # async fn demo() -> codehands::core::Result<()> {
+//! use codehands::{Setup, build_runner};
+//! use codehands::core::{AgentKind, Runner, SessionId, StartOptions};
+//! let runner = build_runner(Setup::from_env()?)?;
+//! runner.recover().await?; // once, at start-up
+//! let id = SessionId::new_random();
+//! let events = runner.start(StartOptions::new(id, "/path/to/repo", "Fix the failing test.", AgentKind::ClaudeCode)).await?;
+//! # Ok(()) }
+//! ```
+
+mod agents;
+mod memory;
 
 pub use runner_core as core;
 
-use runner_core::{Result, Runner};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use runner_core::{AgentKind, Error, Home, LocalRunner, Result, Runner, RunnerSettings};
+
+pub use agents::{FAKE_AGENT_ARG, FakeAgentSetup};
+
+/// Everything needed to build a runner; [`Setup::from_env`] fills it the usual way.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// `$CODEHANDS_HOME`.
+    pub home: Home,
+    /// The runner's behaviour (watchdog, grace, extra variables …).
+    pub settings: RunnerSettings,
+    /// The Claude Code program (`CLAUDE_BIN`, or `claude` on PATH).
+    pub claude_bin: PathBuf,
+    /// The Codex program (`CODEX_BIN`, or `codex` on PATH).
+    pub codex_bin: PathBuf,
+    /// How the fake agent runs, when it is in the build.
+    pub fake: FakeAgentSetup,
+}
+
+impl Setup {
+    /// The home from `CODEHANDS_HOME` (or `~/.codehands`), the programs from
+    /// `CLAUDE_BIN` and `CODEX_BIN`, default settings.
+    pub fn from_env() -> Result<Self> {
+        let program = |var: &str, default: &str| {
+            std::env::var_os(var).filter(|v| !v.is_empty()).map_or_else(|| PathBuf::from(default), PathBuf::from)
+        };
+        Ok(Self {
+            home: Home::from_env()?,
+            settings: RunnerSettings::default(),
+            claude_bin: program("CLAUDE_BIN", "claude"),
+            codex_bin: program("CODEX_BIN", "codex"),
+            fake: FakeAgentSetup::default(),
+        })
+    }
+}
+
+/// Whether `kind` is in this build; the error says which feature to enable.
+pub fn agent_in_build(kind: AgentKind) -> Result<()> {
+    let (built, feature) = match kind {
+        AgentKind::ClaudeCode => (cfg!(feature = "claude"), "claude"),
+        AgentKind::Codex => (cfg!(feature = "codex"), "codex"),
+        AgentKind::Fake => (cfg!(feature = "fake"), "fake"),
+    };
+    if built { Ok(()) } else { Err(Error::not_in_build(&format!("the {kind} agent"), feature)) }
+}
+
+/// Builds the real runner with every adapter of this build.
+pub fn build_runner(setup: Setup) -> Result<LocalRunner> {
+    #[cfg(feature = "git")]
+    {
+        let vcs = Arc::new(vcs_git::GitVcs::new());
+        let memory = memory::store(&setup.home);
+        let mut runner = LocalRunner::new(setup.home.clone(), vcs, memory, setup.settings.clone());
+        for agent in agents::all(&setup) {
+            runner = runner.with_agent(agent);
+        }
+        #[cfg(feature = "docker")]
+        {
+            runner = runner.with_sandbox(Arc::new(sandbox_docker::DockerSandbox::new(setup.home.root())));
+        }
+        Ok(runner)
+    }
+    #[cfg(not(feature = "git"))]
+    {
+        let _ = setup;
+        Err(Error::not_in_build("the real runner (git worktrees)", "git"))
+    }
+}
 
 /// Builds the scripted fake runner (feature `fake`): 12 events `delay_ms` apart, then approval.
 pub fn fake_runner(delay_ms: u64) -> Result<Box<dyn Runner>> {
@@ -18,6 +103,26 @@ pub fn fake_runner(delay_ms: u64) -> Result<Box<dyn Runner>> {
     #[cfg(not(feature = "fake"))]
     {
         let _ = delay_ms;
-        Err(runner_core::Error::not_in_build("the fake runner", "fake"))
+        Err(Error::not_in_build("the fake runner", "fake"))
+    }
+}
+
+/// Runs `repo`'s tests once in the locked Docker box (feature `docker`); the profile
+/// (test command, Node version, install) is read from the repo's files.
+pub async fn sandbox_repo(
+    home: &Home,
+    repo: &std::path::Path,
+    timezone: Option<String>,
+) -> Result<(runner_core::SessionId, runner_core::SandboxResult)> {
+    #[cfg(feature = "docker")]
+    {
+        let profile = memory::store(home).detect_profile(repo);
+        let images = sandbox_docker::ImageMap::default();
+        Ok(sandbox_docker::run_repo(home.root(), repo, profile, timezone, images).await)
+    }
+    #[cfg(not(feature = "docker"))]
+    {
+        let _ = (home, repo, timezone);
+        Err(Error::not_in_build("the Docker sandbox", "docker"))
     }
 }

@@ -18,5 +18,8 @@ fn committed_schemas_match_the_code() {
         .collect();
     on_disk.sort();
     expected_files.sort();
-    assert_eq!(on_disk, expected_files, "schemas/ holds exactly the generated files");
+    assert_eq!(
+        on_disk, expected_files,
+        "schemas/ holds exactly the generated files"
+    );
 }

@@ -59,23 +59,38 @@ fn a_new_store_finds_what_the_old_one_saved() {
 fn moves_are_still_checked_after_loading() {
     let home = tempfile::tempdir().unwrap();
     let id = SessionId::new_random();
-    SessionStore::on_disk(home.path()).create(&record(id)).unwrap();
+    SessionStore::on_disk(home.path())
+        .create(&record(id))
+        .unwrap();
     let store = SessionStore::on_disk(home.path());
-    let err = store.move_to(&id, SessionState::Approved, "approve").unwrap_err();
+    let err = store
+        .move_to(&id, SessionState::Approved, "approve")
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::IllegalMove);
     assert_eq!(err.current_state(), Some(SessionState::Queued));
     assert!(err.to_string().contains("queued"), "{err}");
-    assert_eq!(store.get(&id).unwrap().state, SessionState::Queued, "a refused move changes nothing");
+    assert_eq!(
+        store.get(&id).unwrap().state,
+        SessionState::Queued,
+        "a refused move changes nothing"
+    );
 }
 
 #[test]
 fn the_pid_is_never_saved() {
     let home = tempfile::tempdir().unwrap();
     let id = SessionId::new_random();
-    SessionStore::on_disk(home.path()).create(&record(id)).unwrap();
+    SessionStore::on_disk(home.path())
+        .create(&record(id))
+        .unwrap();
     let text = fs::read_to_string(home.path().join(format!("{id}.json"))).unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let keys: Vec<_> = value.as_object().unwrap().keys().map(|k| k.to_lowercase()).collect();
+    let keys: Vec<_> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.to_lowercase())
+        .collect();
     assert!(keys.iter().all(|k| !k.contains("pid")), "{keys:?}");
 }
 
@@ -86,7 +101,8 @@ fn reading_is_strict() {
     let store = SessionStore::on_disk(home.path());
     store.create(&record(id)).unwrap();
     let path = home.path().join(format!("{id}.json"));
-    let good: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let good: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
 
     let mut cases: Vec<(&str, serde_json::Value)> = Vec::new();
     let mut unknown = good.clone();
@@ -109,7 +125,11 @@ fn reading_is_strict() {
         fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
         let err = store.get(&id).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::CorruptRecord, "{what}: {err}");
-        assert_eq!(store.list().unwrap().unreadable.len(), 1, "{what} is listed as unreadable");
+        assert_eq!(
+            store.list().unwrap().unreadable.len(),
+            1,
+            "{what} is listed as unreadable"
+        );
     }
     fs::write(&path, b"{ not json").unwrap();
     assert_eq!(store.get(&id).unwrap_err().kind(), ErrorKind::CorruptRecord);
@@ -119,15 +139,33 @@ fn reading_is_strict() {
 fn ids_that_are_not_uuids_never_reach_the_disk() {
     let home = tempfile::tempdir().unwrap();
     let long = "x".repeat(300);
-    for bad in ["../x", "a/b", "", "\0", long.as_str(), "not-a-uuid", "../../etc/passwd"] {
-        assert_eq!(SessionId::parse(bad).unwrap_err().kind(), ErrorKind::InvalidInput, "{bad:?}");
+    for bad in [
+        "../x",
+        "a/b",
+        "",
+        "\0",
+        long.as_str(),
+        "not-a-uuid",
+        "../../etc/passwd",
+    ] {
+        assert_eq!(
+            SessionId::parse(bad).unwrap_err().kind(),
+            ErrorKind::InvalidInput,
+            "{bad:?}"
+        );
         // The only way to name a record is a parsed id, so the store cannot even be asked;
         // a record arriving as JSON with a bad id is refused while parsing, too.
         let mut value = serde_json::to_value(record(SessionId::new_random())).unwrap();
         value["sessionId"] = bad.into();
-        assert!(serde_json::from_value::<SessionRecord>(value).is_err(), "{bad:?}");
+        assert!(
+            serde_json::from_value::<SessionRecord>(value).is_err(),
+            "{bad:?}"
+        );
     }
-    assert!(files_under(home.path()).is_empty(), "nothing written anywhere");
+    assert!(
+        files_under(home.path()).is_empty(),
+        "nothing written anywhere"
+    );
 }
 
 #[test]
@@ -137,15 +175,28 @@ fn a_crash_between_temp_write_and_rename_keeps_the_old_record() {
     let store = SessionStore::on_disk(home.path());
     store.create(&record(id)).unwrap();
     // What a crash leaves: a half-written temp file beside the record, never renamed.
-    fs::write(home.path().join(".tmp-crash.partial"), b"{\"sessionId\": \"3f2a").unwrap();
+    fs::write(
+        home.path().join(".tmp-crash.partial"),
+        b"{\"sessionId\": \"3f2a",
+    )
+    .unwrap();
     let reloaded = SessionStore::on_disk(home.path());
     assert_eq!(reloaded.get(&id).unwrap().state, SessionState::Queued);
     let listing = reloaded.list().unwrap();
     assert_eq!(listing.records.len(), 1);
-    assert!(listing.unreadable.is_empty(), "temp files are not records: {:?}", listing.unreadable);
+    assert!(
+        listing.unreadable.is_empty(),
+        "temp files are not records: {:?}",
+        listing.unreadable
+    );
     // And a write after the crash still works and replaces the record whole.
-    reloaded.move_to(&id, SessionState::Running, "start").unwrap();
-    assert_eq!(SessionStore::on_disk(home.path()).get(&id).unwrap().state, SessionState::Running);
+    reloaded
+        .move_to(&id, SessionState::Running, "start")
+        .unwrap();
+    assert_eq!(
+        SessionStore::on_disk(home.path()).get(&id).unwrap().state,
+        SessionState::Running
+    );
 }
 
 #[test]
@@ -155,6 +206,12 @@ fn no_root_means_memory_only() {
     store.create(&record(id)).unwrap();
     assert!(store.dir().is_none());
     assert_eq!(store.get(&id).unwrap().session_id, id);
-    assert_eq!(store.create(&record(id)).unwrap_err().kind(), ErrorKind::InvalidInput);
-    assert_eq!(store.get(&SessionId::new_random()).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        store.create(&record(id)).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        store.get(&SessionId::new_random()).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
 }

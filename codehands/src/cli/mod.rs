@@ -1,17 +1,27 @@
 //! Commands of the `codehands` binary, one module each.
 
+mod decide;
+mod demo;
+mod doctor;
 mod fake;
 mod output;
+mod run;
+mod sandbox;
 mod schema;
+mod sessions;
+mod view;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use runner_core::Result;
+use runner_core::{Result, SessionId};
 
 /// Run headless coding agents on a private git worktree, then approve or reject the change.
+///
+/// Everything lives under $CODEHANDS_HOME (default ~/.codehands). CLAUDE_BIN and
+/// CODEX_BIN name the agent programs.
 #[derive(Debug, Parser)]
-#[command(name = "codehands", version, about, long_about = None)]
+#[command(name = "codehands", version, about, long_about)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,16 +29,59 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run an agent on a private worktree of REPO, watch it, then approve, reject or keep.
+    Run(run::RunArgs),
+    /// Make a small repo with a failing test and run the fake agent on it end to end.
+    Demo(demo::DemoArgs),
+    /// Print the change of a session since its base commit.
+    Diff(sessions::DiffArgs),
+    /// Commit a finished session's change on its branch.
+    Approve(sessions::ApproveArgs),
+    /// Throw a finished session's change away (worktree and branch).
+    Reject(sessions::IdArgs),
+    /// Stop a running session (also one run by another codehands process); it can be resumed.
+    Stop(sessions::IdArgs),
+    /// Resume a stopped session in the same worktree.
+    Resume(run::ResumeArgs),
+    /// List the sessions.
+    Sessions(sessions::ListArgs),
+    /// Clean up after a crash: interrupted sessions fail, leftovers are removed.
+    Recover(sessions::ListArgs),
+    /// Run a repo's tests once in the locked Docker box.
+    Sandbox(sandbox::SandboxArgs),
     /// Print the fake runner's events, one JSON object per line (what a daemon receives).
     Fake(fake::FakeArgs),
     /// Print the JSON Schemas of the contract.
     Schema(schema::SchemaArgs),
+    /// Show what is installed: git, claude, codex, Docker, and whether our tests ran those versions.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Runs one parsed command line.
 pub async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Demo(args) => demo::run(args).await,
+        Command::Diff(args) => sessions::diff(args).await,
+        Command::Approve(args) => sessions::approve(args).await,
+        Command::Reject(args) => sessions::reject(args).await,
+        Command::Stop(args) => sessions::stop(args).await,
+        Command::Resume(args) => run::resume(args).await,
+        Command::Sessions(args) => sessions::list(args).await,
+        Command::Recover(args) => sessions::recover(args).await,
+        Command::Sandbox(args) => sandbox::run(args).await,
         Command::Fake(args) => fake::run(args).await,
         Command::Schema(args) => schema::run(args),
+        Command::Doctor(args) => doctor::run(args).await,
     }
+}
+
+/// Parses a session id argument (clap value parser).
+fn session_id(text: &str) -> std::result::Result<SessionId, String> {
+    SessionId::parse(text).map_err(|e| e.to_string())
+}
+
+/// The runner every command uses: the real one, from the environment.
+fn runner() -> Result<runner_core::LocalRunner> {
+    codehands::build_runner(codehands::Setup::from_env()?)
 }

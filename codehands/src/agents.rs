@@ -1,0 +1,82 @@
+//! The agents of this build, and the fake agent: Claude Code's adapter pointed
+//! at a program that replays a recording instead of calling a model.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use runner_core::{Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result};
+
+use crate::Setup;
+
+/// The first argument that turns the `codehands` binary into the fake agent program.
+pub const FAKE_AGENT_ARG: &str = "__fake-agent";
+
+/// How the fake agent runs.
+#[derive(Debug, Clone, Default)]
+pub struct FakeAgentSetup {
+    /// The program that plays the fake agent: the `codehands` binary (it does when
+    /// its first argument is `__fake-agent`). Defaults to this process's executable.
+    pub program: Option<PathBuf>,
+    /// `CODEHANDS_FAKE_MODE` for the program (`replay` by default).
+    pub mode: Option<String>,
+    /// A recording to replay instead of the embedded one.
+    pub script: Option<PathBuf>,
+    /// A pause between lines, in milliseconds.
+    pub delay_ms: Option<u64>,
+}
+
+/// Every agent of this build, ready for a runner.
+pub fn all(setup: &Setup) -> Vec<Arc<dyn Agent>> {
+    let mut agents: Vec<Arc<dyn Agent>> = Vec::new();
+    #[cfg(feature = "claude")]
+    agents.push(Arc::new(agent_claude::ClaudeCode::with_program(&setup.claude_bin)));
+    #[cfg(feature = "fake")]
+    agents.push(Arc::new(FakeAgent::new(setup.fake.clone())));
+    let _ = setup;
+    agents
+}
+
+/// `--agent fake`: Claude Code's arguments and parser, run against the fake agent program.
+#[cfg(feature = "fake")]
+struct FakeAgent {
+    inner: agent_claude::ClaudeCode,
+    setup: FakeAgentSetup,
+}
+
+#[cfg(feature = "fake")]
+impl FakeAgent {
+    fn new(setup: FakeAgentSetup) -> Self {
+        let program = setup.program.clone().or_else(|| std::env::current_exe().ok()).unwrap_or_else(|| "codehands".into());
+        Self { inner: agent_claude::ClaudeCode::with_program(program), setup }
+    }
+}
+
+#[cfg(feature = "fake")]
+impl Agent for FakeAgent {
+    fn kind(&self) -> AgentKind {
+        AgentKind::Fake
+    }
+
+    fn capabilities(&self) -> AgentCapabilities {
+        self.inner.capabilities()
+    }
+
+    fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
+        let mut invocation = self.inner.invocation(request)?;
+        invocation.args.insert(0, OsString::from(FAKE_AGENT_ARG));
+        let mut set = |key: &str, value: Option<String>| {
+            if let Some(value) = value {
+                invocation.env.push((key.to_owned(), value));
+            }
+        };
+        set("CODEHANDS_FAKE_MODE", self.setup.mode.clone());
+        set("CODEHANDS_FAKE_SCRIPT", self.setup.script.as_ref().map(|p| p.display().to_string()));
+        set("CODEHANDS_FAKE_DELAY_MS", self.setup.delay_ms.map(|d| d.to_string()));
+        Ok(invocation)
+    }
+
+    fn parser(&self) -> Box<dyn AgentParser> {
+        self.inner.parser()
+    }
+}

@@ -1,0 +1,70 @@
+//! `codehands demo`: a real run end to end on any machine. It makes a small repo
+//! with a failing test in a temp folder, runs the fake agent on it (a replay of
+//! Claude Code fixing the bug), and approves, printing the branch and commit.
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+use clap::Args;
+use runner_core::{AgentKind, Error, ErrorKind, Home, Result, SessionId, StartOptions};
+
+use super::decide::Then;
+use super::run::DecideArgs;
+
+/// Arguments of `codehands demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Milliseconds between the fake agent's lines, so the run can be watched.
+    #[arg(long, default_value_t = 150)]
+    delay_ms: u64,
+    /// Print every event as contract JSON, one per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Makes the repo, runs, approves.
+pub async fn run(args: DemoArgs) -> Result<ExitCode> {
+    codehands::agent_in_build(AgentKind::Fake)?;
+    let folder = tempfile::Builder::new()
+        .prefix("codehands-demo-")
+        .tempdir()
+        .map_err(|e| Error::io("cannot make a temp folder for the demo", &e))?
+        .keep();
+    let repo = folder.join("date-bug");
+    make_repo(&repo)?;
+    let mut setup = codehands::Setup::from_env()?;
+    // The demo keeps everything in its own folder: the person's ~/.codehands is untouched.
+    setup.home = Home::new(folder.join("codehands-home"));
+    setup.fake.delay_ms = Some(args.delay_ms);
+    let runner = codehands::build_runner(setup)?;
+    if !args.json {
+        println!("demo repo: {} (a failing test: the month is off by one)", repo.display());
+    }
+    let id = SessionId::new_random();
+    let options = StartOptions::new(id, &repo, runner_fake::demo_repo::PROMPT, AgentKind::Fake);
+    let events = runner_core::Runner::start(&runner, options).await?;
+    let decide = DecideArgs { then: Some(Then::Approve), message: Some("Fix the off-by-one month in formatDate".into()), json: args.json };
+    let code = super::run::watch_and_decide(&runner, id, events, &decide).await?;
+    if !args.json {
+        println!("look at it: git -C {} log --oneline --all", repo.display());
+    }
+    Ok(code)
+}
+
+fn make_repo(repo: &Path) -> Result<()> {
+    runner_fake::demo_repo::write(repo).map_err(|e| Error::io(format!("cannot write the demo repo at {}", repo.display()), &e))?;
+    git(repo, &["init", "--quiet", "--initial-branch=main"])?;
+    git(repo, &["add", "--all"])?;
+    git(repo, &["-c", "user.name=codehands demo", "-c", "user.email=demo@codehands.invalid", "commit", "--quiet", "-m", "A date formatter with a failing test"])
+}
+
+fn git(repo: &Path, args: &[&str]) -> Result<()> {
+    let out = Command::new("git").arg("-C").arg(repo).args(args).output().map_err(|e| {
+        Error::new(ErrorKind::Vcs, format!("cannot run git ({e}): the demo needs git installed"))
+    })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorKind::Vcs, format!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())))
+    }
+}

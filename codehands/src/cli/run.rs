@@ -1,0 +1,157 @@
+//! `codehands run` and `codehands resume`: stream a session's events, then decide.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use futures::StreamExt;
+use runner_core::{AgentKind, Event, EventBody, EventStream, Result, Runner, SessionId, StartOptions};
+
+use super::decide::{self, Then};
+use super::output;
+use super::view::HumanView;
+
+/// The prompt when none is given.
+const DEFAULT_PROMPT: &str = "Fix the failing test. Run npm test to check.";
+
+/// The agents on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentArg {
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI Codex.
+    Codex,
+    /// The fake agent: replays a recording of Claude Code, no model needed.
+    Fake,
+}
+
+impl From<AgentArg> for AgentKind {
+    fn from(a: AgentArg) -> Self {
+        match a {
+            AgentArg::ClaudeCode => AgentKind::ClaudeCode,
+            AgentArg::Codex => AgentKind::Codex,
+            AgentArg::Fake => AgentKind::Fake,
+        }
+    }
+}
+
+/// Arguments of `codehands run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The repository (default: the current folder).
+    #[arg(default_value = ".")]
+    pub repo: PathBuf,
+    /// What the agent should do; always text, even when it starts with `--` (put `--` before it).
+    #[arg(allow_hyphen_values = true, default_value = DEFAULT_PROMPT)]
+    pub prompt: String,
+    /// Which agent runs.
+    #[arg(long, value_enum, default_value = "claude-code")]
+    pub agent: AgentArg,
+    /// The model, in the agent's own naming (for example `sonnet`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The budget of the run in US dollars (default 0.50).
+    #[arg(long)]
+    pub budget_usd: Option<f64>,
+    /// The session id (a UUID; a random one by default).
+    #[arg(long, value_parser = super::session_id)]
+    pub session_id: Option<SessionId>,
+    /// Run the repo's tests in the Docker sandbox after the agent finishes.
+    #[arg(long)]
+    pub verify: bool,
+    #[command(flatten)]
+    pub decide: DecideArgs,
+}
+
+/// What to do once the agent has finished.
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// approve, reject or keep (default: ask on a terminal, keep otherwise).
+    #[arg(long, value_enum)]
+    pub then: Option<Then>,
+    /// The commit message when approving.
+    #[arg(short, long)]
+    pub message: Option<String>,
+    /// Print every event as contract JSON, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `codehands resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The session to resume.
+    #[arg(value_parser = super::session_id)]
+    pub id: SessionId,
+    /// What to tell the agent now (default: carry on).
+    #[arg(allow_hyphen_values = true)]
+    pub prompt: Option<String>,
+    #[command(flatten)]
+    pub decide: DecideArgs,
+}
+
+/// `codehands run`.
+pub async fn run(args: RunArgs) -> Result<ExitCode> {
+    let agent = AgentKind::from(args.agent);
+    codehands::agent_in_build(agent)?;
+    let runner = super::runner()?;
+    let id = args.session_id.unwrap_or_else(SessionId::new_random);
+    let mut options = StartOptions::new(id, args.repo, args.prompt, agent);
+    options.model = args.model;
+    options.budget_usd = args.budget_usd;
+    options.verify = args.verify;
+    let events = runner.start(options).await?;
+    watch_and_decide(&runner, id, events, &args.decide).await
+}
+
+/// `codehands resume`.
+pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
+    let runner = super::runner()?;
+    let events = runner.resume(&args.id, args.prompt).await?;
+    watch_and_decide(&runner, args.id, events, &args.decide).await
+}
+
+/// Streams the events (Ctrl-C stops the session cleanly), then decides.
+pub async fn watch_and_decide(runner: &dyn Runner, id: SessionId, events: EventStream, decide: &DecideArgs) -> Result<ExitCode> {
+    let last = watch(runner, id, events, decide.json).await?;
+    match last.as_ref().map(|e| &e.body) {
+        Some(EventBody::ApprovalRequested(_)) => decide::after_approval(runner, id, decide).await,
+        Some(EventBody::TaskStopped(_)) => {
+            if !decide.json {
+                output::line(&format!("stopped. Resume with: codehands resume {id}"))?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Ok(ExitCode::FAILURE),
+    }
+}
+
+/// Prints every event (JSON or the human view) and returns the last.
+async fn watch(runner: &dyn Runner, id: SessionId, mut events: EventStream, json: bool) -> Result<Option<Event>> {
+    let mut view = HumanView::new(output::colour());
+    let mut last = None;
+    let mut ticker = tokio::time::interval(HumanView::TICK);
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            event = events.next() => {
+                let Some(event) = event else { break };
+                if json { output::json_line(&event)?; } else { view.print(&event); }
+                last = Some(event);
+            }
+            _ = ticker.tick(), if !json => view.tick(),
+            _ = &mut ctrl_c, if !stopping => {
+                stopping = true;
+                view.clear_spinner();
+                eprintln!("stopping session {id} …");
+                if let Err(e) = runner.stop(&id).await {
+                    eprintln!("codehands: {e}");
+                }
+            }
+        }
+    }
+    view.clear_spinner();
+    Ok(last)
+}

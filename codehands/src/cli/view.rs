@@ -1,0 +1,155 @@
+//! The human view of a run: one readable line per event, a spinner with the
+//! elapsed time and the cost while the agent works, the diff stat at the end.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use runner_core::event::{EventBody, ProviderState};
+use runner_core::{DiffStat, Event};
+
+use super::output::paint;
+
+/// Renders events as lines of text.
+pub struct HumanView {
+    colour: bool,
+    started: Instant,
+    cost_usd: Option<f64>,
+    spinner: bool,
+    frame: usize,
+}
+
+impl HumanView {
+    /// A view; colour and the spinner only on a terminal.
+    pub fn new(colour: bool) -> Self {
+        let spinner = std::io::stderr().is_terminal() && std::env::var_os("CODEHANDS_NO_SPINNER").is_none();
+        Self { colour, started: Instant::now(), cost_usd: None, spinner, frame: 0 }
+    }
+
+    /// The line of one event.
+    pub fn line(&mut self, event: &Event) -> String {
+        let c = self.colour;
+        let (kind, text) = describe(&event.body);
+        if let EventBody::TaskFinished(f) = &event.body {
+            self.cost_usd = f.cost_usd.or(self.cost_usd);
+        }
+        let colour_code = match &event.body {
+            EventBody::TaskFailed(_) => "31",
+            EventBody::TaskFinished(_) | EventBody::ApprovalRequested(_) => "32",
+            EventBody::TestResult(t) if t.passed => "32",
+            EventBody::TestResult(_) => "31",
+            EventBody::Message(m) if m.denied => "33",
+            EventBody::ProviderStatus(_) | EventBody::TaskStopped(_) => "33",
+            _ => "36",
+        };
+        format!("{} {} {}", paint(c, "2", &format!("{:>4}", event.seq)), paint(c, colour_code, &format!("{kind:<18}")), text)
+    }
+
+    /// Prints an event's line (clearing the spinner first).
+    pub fn print(&mut self, event: &Event) {
+        self.clear_spinner();
+        let line = self.line(event);
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+
+    /// Redraws the spinner on stderr.
+    pub fn tick(&mut self) {
+        if !self.spinner {
+            return;
+        }
+        const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let cost = self.cost_usd.map_or("$–".to_owned(), |c| format!("${c:.4}"));
+        let elapsed = self.started.elapsed().as_secs();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{} working {}:{:02} · {cost}", FRAMES[self.frame], elapsed / 60, elapsed % 60);
+        let _ = err.flush();
+    }
+
+    /// Removes the spinner line.
+    pub fn clear_spinner(&self) {
+        if self.spinner {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+
+    /// How often the spinner redraws.
+    pub const TICK: Duration = Duration::from_millis(120);
+}
+
+/// `type` and a short description of an event.
+pub fn describe(body: &EventBody) -> (&'static str, String) {
+    let text = match body {
+        EventBody::TaskStarted(s) => {
+            let model = s.model.as_deref().unwrap_or("default model");
+            if s.resumed { format!("resumed ({model})") } else { format!("started ({model})") }
+        }
+        EventBody::Message(m) if m.denied => format!("denied {}: {}", m.tool.as_deref().unwrap_or("a tool"), one_line(&m.text)),
+        EventBody::Message(m) => one_line(&m.text),
+        EventBody::FileRead(f) => format!("{} ({})", f.path, f.tool),
+        EventBody::FileChanged(f) => format!("{} ({})", f.path, f.tool),
+        EventBody::CommandStarted(c) => format!("$ {}", one_line(&c.command)),
+        EventBody::CommandFinished(c) => match c.exit_code {
+            Some(code) => format!("$ {} → exit {code}", one_line(&c.command)),
+            None if c.is_error => format!("$ {} → error", one_line(&c.command)),
+            None => format!("$ {} → done", one_line(&c.command)),
+        },
+        EventBody::TestResult(t) => {
+            let verdict = if t.passed { "passed" } else { "failed" };
+            let place = if t.sandboxed { " in the sandbox" } else { "" };
+            let summary = t.summary.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+            format!("{} {verdict}{place}{summary}", t.command)
+        }
+        EventBody::ProviderStatus(p) => {
+            let state = match p.status {
+                ProviderState::RateLimited => "rate limited",
+                ProviderState::AuthExpired => "authentication failed",
+                ProviderState::UsageLimit => "usage limit reached",
+                ProviderState::SubscriptionInactive => "subscription inactive",
+                ProviderState::Down => "provider down",
+            };
+            let resets = p.resets_at.as_deref().map(|r| format!(", resets at {r}")).unwrap_or_default();
+            format!("{state}{resets}: {}", one_line(&p.message))
+        }
+        EventBody::TaskFinished(f) => {
+            let cost = f.cost_usd.map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+            let stat = f.diff_stat.as_ref().map(|s| format!(" · {}", stat_line(s))).unwrap_or_default();
+            format!("finished{cost}{stat}")
+        }
+        EventBody::TaskFailed(f) => one_line(&f.message),
+        EventBody::TaskStopped(s) => s.reason.clone().unwrap_or_else(|| "stopped; resume it with `codehands resume`".into()),
+        EventBody::ApprovalRequested(a) => format!("waiting for approval on {}", a.branch),
+    };
+    (body.type_name(), text)
+}
+
+/// "2 files changed, 3 insertions(+), 1 deletion(-)".
+pub fn stat_line(stat: &DiffStat) -> String {
+    let plural = |n: u64, one: &str, many: &str| if n == 1 { format!("{n} {one}") } else { format!("{n} {many}") };
+    format!(
+        "{}, {}(+), {}(-)",
+        plural(stat.files_changed, "file changed", "files changed"),
+        plural(stat.insertions, "insertion", "insertions"),
+        plural(stat.deletions, "deletion", "deletions")
+    )
+}
+
+/// The per-file stat, as `git diff --stat` shows it.
+pub fn stat_table(stat: &DiffStat) -> String {
+    let width = stat.files.iter().map(|f| f.path.chars().count()).max().unwrap_or(0);
+    let mut out = String::new();
+    for f in &stat.files {
+        let counts = if f.binary { "binary".to_owned() } else { format!("+{} -{}", f.insertions, f.deletions) };
+        out.push_str(&format!(" {:<width$} | {counts}\n", f.path));
+    }
+    out.push_str(&format!(" {}", stat_line(stat)));
+    out
+}
+
+fn one_line(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 160 { format!("{}…", flat.chars().take(159).collect::<String>()) } else { flat }
+}

@@ -1,0 +1,46 @@
+//! The repo memory of this build.
+
+use std::sync::Arc;
+
+use runner_core::{Home, MemoryStore};
+
+/// Files under `$CODEHANDS_HOME/memory` with feature `memory-fs`.
+#[cfg(feature = "memory-fs")]
+pub fn store(home: &Home) -> Arc<dyn MemoryStore> {
+    Arc::new(memory_fs::FileMemory::new(home.memory_dir()))
+}
+
+/// Without `memory-fs`, runs have no memory: notes read as empty and nothing is kept.
+#[cfg(not(feature = "memory-fs"))]
+pub fn store(_home: &Home) -> Arc<dyn MemoryStore> {
+    Arc::new(NoMemory)
+}
+
+#[cfg(not(feature = "memory-fs"))]
+struct NoMemory;
+
+#[cfg(not(feature = "memory-fs"))]
+#[async_trait::async_trait]
+impl MemoryStore for NoMemory {
+    async fn notes(&self, _: &str) -> runner_core::Result<String> {
+        Ok(String::new())
+    }
+    async fn add_note(&self, _: &str, _: &str) -> runner_core::Result<()> {
+        Ok(())
+    }
+    async fn notes_for_prompt(&self, _: &str) -> runner_core::Result<String> {
+        Ok(String::new())
+    }
+    async fn record_run(&self, _: &str, _: &runner_core::RunSummary) -> runner_core::Result<()> {
+        Ok(())
+    }
+    async fn profile(&self, _: &str) -> runner_core::Result<Option<runner_core::RepoProfile>> {
+        Ok(None)
+    }
+    async fn save_profile(&self, _: &str, _: &runner_core::RepoProfile) -> runner_core::Result<()> {
+        Ok(())
+    }
+    fn detect_profile(&self, _: &std::path::Path) -> runner_core::RepoProfile {
+        runner_core::RepoProfile::default()
+    }
+}
