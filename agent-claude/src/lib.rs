@@ -1,1 +1,108 @@
-//! Not built yet: see its issue.
+//! An implementation of `runner_core::Agent` for Claude Code (`claude -p` with
+//! stream-json in and out).
+//!
+//! - [`ClaudeCode`]: the program, its arguments (seed 000's safety rules) and the
+//!   prompt as the first stdin message.
+//! - The parser turns each stream-json line into events (seed 000's mapping table);
+//!   [`JsonlDecoder`] cuts raw output bytes into those lines.
+
+mod args;
+mod framing;
+mod parse;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use runner_core::{
+    Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result,
+};
+
+pub use framing::{DEFAULT_MAX_LINE, Frame, JsonlDecoder};
+
+/// The provider variables Claude Code may receive from the caller's environment.
+const PROVIDER_ENV: &[&str] = &[
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+];
+
+/// Claude Code as a codehands agent.
+#[derive(Debug, Clone)]
+pub struct ClaudeCode {
+    program: PathBuf,
+    extra_args: Vec<OsString>,
+}
+
+impl ClaudeCode {
+    /// The program named by `CLAUDE_BIN`, or `claude` from PATH.
+    pub fn new() -> Self {
+        let program = std::env::var_os("CLAUDE_BIN")
+            .filter(|p| !p.is_empty())
+            .map_or_else(|| PathBuf::from("claude"), PathBuf::from);
+        Self::with_program(program)
+    }
+
+    /// This program (a path, or a name looked up on PATH).
+    pub fn with_program(program: impl Into<PathBuf>) -> Self {
+        Self {
+            program: program.into(),
+            extra_args: Vec::new(),
+        }
+    }
+
+    /// Adds arguments to every run (for example `--effort high`). Refuses, as
+    /// `InvalidInput`, arguments that conflict with the flags codehands owns:
+    /// the stream formats, session and resume, permissions, budget, model and notes.
+    pub fn with_args<I, S>(mut self, args: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+        args::check_extra_args(&args)?;
+        self.extra_args.extend(args);
+        Ok(self)
+    }
+
+    /// The program this agent runs.
+    pub fn program(&self) -> &std::path::Path {
+        &self.program
+    }
+}
+
+impl Default for ClaudeCode {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Agent for ClaudeCode {
+    fn kind(&self) -> AgentKind {
+        AgentKind::ClaudeCode
+    }
+
+    fn capabilities(&self) -> AgentCapabilities {
+        AgentCapabilities {
+            resume: true,
+            budget: true,
+        }
+    }
+
+    fn provider_env(&self) -> &[&str] {
+        PROVIDER_ENV
+    }
+
+    fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
+        args::build(self.program.clone(), &self.extra_args, request)
+    }
+
+    fn parser(&self) -> Box<dyn AgentParser> {
+        Box::new(parse::ClaudeParser::default())
+    }
+}
+
+/// Builds the stdin line that sends `text` as a further user message to a running
+/// Claude Code (a second turn in the same process).
+pub fn user_message(text: &str) -> String {
+    args::user_message(text)
+}

@@ -3,9 +3,12 @@
 //! Each task lives in its own module; `main` only dispatches. Tasks print what
 //! they do and exit non-zero with a message when they fail.
 
+mod agents;
+mod bench_parse;
 mod bench_sandbox;
 mod codegen;
 mod images;
+mod record;
 mod test;
 
 use std::process::ExitCode;
@@ -17,6 +20,9 @@ tasks:
   codegen [--check]     write the contract's JSON Schemas to schemas/ (--check: fail on drift)
   images                build the sandbox's images locally (cached under $CODEHANDS_CACHE/images)
   bench sandbox         time the sandbox box against `docker run` with the same flags
+  agents                fetch the pinned agent CLIs into the cache (Claude Code 2.1.332)
+  record claude <name>  record a fixture from the real Claude Code (`all` for every scenario)
+  bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
 ";
@@ -34,6 +40,9 @@ fn main() -> ExitCode {
         "codegen" => codegen::run(rest),
         "images" => images::run(rest),
         "bench" if rest.first().map(String::as_str) == Some("sandbox") => bench_sandbox::run(&rest[1..]),
+        "agents" => agents::run(rest),
+        "record" => record::run(rest),
+        "bench" if rest.first().map(String::as_str) == Some("parse") => bench_parse::run(&rest[1..]),
         "install" => test::install(rest),
         "test" => test::run(rest),
         "-h" | "--help" | "help" => {

@@ -3,6 +3,8 @@
 //!
 //! Each function panics with a message naming the broken promise.
 
+pub mod agent;
+pub mod agents;
 pub mod memory;
 pub mod runner;
 pub mod sandbox;

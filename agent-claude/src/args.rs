@@ -1,0 +1,198 @@
+//! The arguments, environment and stdin of one Claude Code run (seed 000, "Safety").
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use runner_core::{AgentRequest, Error, Invocation, Result, SessionId, StdinClose};
+
+/// The tools every run may use without asking. Bash is added only for the repo's
+/// test command, so any other command is refused and reported as denied.
+const ALLOWED_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
+
+/// What a resume says when the caller gives no new prompt.
+const RESUME_PROMPT: &str = "Continue where you left off.";
+
+/// Flags codehands sets itself (the format flags of seed 004 and the safety flags of
+/// seed 000), or that would widen what the agent may do. A caller's argument naming
+/// one of them is refused.
+const OWNED_FLAGS: &[&str] = &[
+    "-p",
+    "--print",
+    "--output-format",
+    "--input-format",
+    "--verbose",
+    "--include-partial-messages",
+    "--replay-user-messages",
+    "-r",
+    "--resume",
+    "-c",
+    "--continue",
+    "--fork-session",
+    "--session-id",
+    "--permission-mode",
+    "--permission-prompts",
+    "--allowedTools",
+    "--allowed-tools",
+    "--dangerously-skip-permissions",
+    "--allow-dangerously-skip-permissions",
+    "--max-budget-usd",
+    "--strict-mcp-config",
+    "--mcp-config",
+    "--settings",
+    "--setting-sources",
+    "--add-dir",
+    "--append-system-prompt",
+    "--append-system-prompt-file",
+    "--model",
+];
+
+/// Checks a caller's extra arguments: each must be a flag (or the value right after
+/// one) that codehands does not own.
+pub(crate) fn check_extra_args(args: &[OsString]) -> Result<()> {
+    for arg in args {
+        let Some(text) = arg.to_str() else {
+            return Err(Error::invalid_input(format!(
+                "the Claude Code argument {arg:?} is not UTF-8: pass plain text arguments"
+            )));
+        };
+        let name = text.split('=').next().unwrap_or(text);
+        if OWNED_FLAGS.contains(&name) {
+            return Err(Error::invalid_input(format!(
+                "the Claude Code argument {text:?} conflicts with what codehands sets itself \
+                 (output format, session, permissions, budget, model, notes): remove it and use \
+                 the run's options instead"
+            )));
+        }
+        if text.contains("bypassPermissions") {
+            return Err(Error::invalid_input(format!(
+                "the Claude Code argument {text:?} would bypass permissions, which codehands never does"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The whole invocation of one run.
+pub(crate) fn build(
+    program: PathBuf,
+    extra_args: &[OsString],
+    request: &AgentRequest,
+) -> Result<Invocation> {
+    let budget = request.budget_usd;
+    if !budget.is_finite() || budget <= 0.0 {
+        return Err(Error::invalid_input(format!(
+            "the budget must be a positive number of US dollars, not {budget}: pass for example 0.5"
+        )));
+    }
+    let mut args: Vec<OsString> = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--input-format",
+        "stream-json",
+        "--permission-mode",
+        "acceptEdits",
+        // Without this a tool that needs approval asks the host over stdin and the
+        // run waits forever; with it, the prompt is refused and reported.
+        "--permission-prompts",
+        "none",
+        "--strict-mcp-config",
+    ]
+    .map(OsString::from)
+    .to_vec();
+    match &request.resume {
+        Some(from) => {
+            // Ours is a UUID; checking keeps an id that looks like a flag off argv.
+            SessionId::parse(&from.agent_session_id).map_err(|_| {
+                Error::invalid_input(format!(
+                    "cannot resume Claude Code session {:?}: it is not a UUID",
+                    from.agent_session_id
+                ))
+            })?;
+            args.push("--resume".into());
+            args.push(from.agent_session_id.clone().into());
+        }
+        None => {
+            args.push("--session-id".into());
+            args.push(request.session_id.to_string().into());
+        }
+    }
+    args.push("--allowedTools".into());
+    args.push(allowed_tools(request.test_command.as_deref())?.into());
+    // `--flag=value` keeps a value that starts with `-` from being read as a flag.
+    args.push(format!("--max-budget-usd={}", budget).into());
+    if let Some(model) = &request.model {
+        if model.is_empty() || model.chars().any(char::is_control) {
+            return Err(Error::invalid_input(format!(
+                "the model name {model:?} is empty or has control characters: pass a name like \"sonnet\""
+            )));
+        }
+        args.push(format!("--model={model}").into());
+    }
+    if let Some(notes) = request.notes.as_deref().filter(|n| !n.trim().is_empty()) {
+        args.push(format!("--append-system-prompt={notes}").into());
+    }
+    args.extend(extra_args.iter().cloned());
+
+    let prompt = if request.prompt.trim().is_empty() {
+        if request.resume.is_none() {
+            return Err(Error::invalid_input(
+                "the prompt is empty: say what the agent should do",
+            ));
+        }
+        RESUME_PROMPT
+    } else {
+        request.prompt.as_str()
+    };
+
+    let mut env: Vec<(String, String)> = vec![
+        // No update checks, telemetry or error reports from an agent run.
+        (
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+            "1".into(),
+        ),
+        ("DISABLE_AUTOUPDATER".into(), "1".into()),
+    ];
+    env.extend(request.provider_env.iter().cloned());
+
+    Ok(Invocation {
+        program,
+        args,
+        env,
+        stdin: vec![user_message(prompt)],
+        close_stdin: StdinClose::AfterResult,
+    })
+}
+
+/// One stdin message of `--input-format stream-json`: the prompt as a text block.
+/// JSON escapes every newline, so no prompt can end the line early.
+pub(crate) fn user_message(text: &str) -> String {
+    serde_json::json!({
+        "type": "user",
+        "message": { "role": "user", "content": [{ "type": "text", "text": text }] },
+    })
+    .to_string()
+}
+
+/// The allow list: the file tools, and Bash for exactly the repo's test command.
+fn allowed_tools(test_command: Option<&str>) -> Result<String> {
+    let mut tools = ALLOWED_TOOLS.join(",");
+    if let Some(command) = test_command.map(str::trim).filter(|c| !c.is_empty()) {
+        // Parentheses, commas and line breaks would let the command end the rule early
+        // and smuggle in another one.
+        if command
+            .chars()
+            .any(|c| matches!(c, '(' | ')' | ',') || c.is_control())
+        {
+            return Err(Error::invalid_input(format!(
+                "the test command {command:?} has a parenthesis, comma or control character, \
+                 which cannot go into Claude Code's allow list: use a plain command like \"npm test\""
+            )));
+        }
+        tools.push_str(",Bash(");
+        tools.push_str(command);
+        tools.push(')');
+    }
+    Ok(tools)
+}

@@ -1,0 +1,512 @@
+//! The stream-json parser: seed 000's mapping table, line by line.
+//!
+//! | Claude Code line | Event |
+//! |---|---|
+//! | `system`/`init` | `task.started` |
+//! | `system`/`permission_denied` | `message` with `denied: true` |
+//! | `system`/`api_retry` | `provider.status` (live, at every retry) |
+//! | assistant text block | `message` |
+//! | assistant tool use: Read, Glob, Grep | `file.read` |
+//! | assistant tool use: Edit, Write, MultiEdit, NotebookEdit | `file.changed`, once its result says it worked (a failed edit is a `message`) |
+//! | assistant tool use: Bash, PowerShell | `command.started` |
+//! | user tool result for a command | `command.finished`, plus `test.result` for a test run |
+//! | assistant line with `is_api_error_message` | `provider.status` |
+//! | `result` | `task.finished`, or `task.failed` when `is_error` is true |
+//! | a line that is not JSON | `message` with the raw text |
+//! | `rate_limit_event`, thinking, other system lines, unknown types | skipped |
+//!
+//! The outcome comes from `is_error`, never from `subtype` alone: 2.1.332 prints
+//! `subtype: "success"` with `is_error: true` when the API gave up.
+
+mod provider;
+mod testrun;
+mod wire;
+
+use std::collections::HashMap;
+
+use runner_core::event::{
+    CommandFinished, CommandStarted, FailureKind, FileChangeKind, FileChanged, FileRead, Message,
+    MessageRole, ProviderState, TaskFailed, TaskFinished, TaskStarted, TestResult,
+};
+use runner_core::{AgentParser, EventBody};
+use serde_json::value::RawValue;
+
+use wire::{Block, Content, Line, MessageField, Str, ToolInput, ToolUseResult};
+
+/// The most of a command's output kept in `command.finished` (its end); the whole
+/// line stays in the event's `raw`.
+const OUTPUT_KEEP: usize = 64 * 1024;
+
+/// What a tool use does, as far as events go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ToolKind {
+    Read,
+    Change,
+    Command,
+    Other,
+}
+
+fn tool_kind(name: &str) -> ToolKind {
+    match name {
+        "Read" | "Glob" | "Grep" | "LS" | "NotebookRead" => ToolKind::Read,
+        "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => ToolKind::Change,
+        "Bash" | "PowerShell" => ToolKind::Command,
+        _ => ToolKind::Other,
+    }
+}
+
+/// A tool use waiting for its result.
+#[derive(Debug)]
+struct Pending {
+    tool: String,
+    kind: ToolKind,
+    /// The path for file tools, the command line for commands.
+    target: String,
+}
+
+/// Claude Code's stream-json lines to events. One per run.
+#[derive(Debug, Default)]
+pub(crate) struct ClaudeParser {
+    /// The agent's working folder (from `init`), to make paths repo-relative.
+    cwd: Option<String>,
+    pending: HashMap<String, Pending>,
+    /// Tool uses refused by permission, whose error result is already reported.
+    denied: std::collections::HashSet<String>,
+    /// The last provider trouble seen, which explains an error result.
+    provider: Option<ProviderState>,
+}
+
+impl AgentParser for ClaudeParser {
+    fn parse_line(&mut self, line: &str) -> Vec<EventBody> {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            return Vec::new();
+        }
+        match serde_json::from_str::<Line<'_>>(trimmed) {
+            Ok(parsed) => self.events_of(parsed),
+            // Valid JSON that is not an object (a number, a list) is nothing we know: skip.
+            Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok() => Vec::new(),
+            Err(_) => vec![system_message(line.to_owned(), None)],
+        }
+    }
+
+    fn finish(&mut self) -> Vec<EventBody> {
+        let mut pending: Vec<(String, Pending)> = self.pending.drain().collect();
+        pending.sort_by(|a, b| a.0.cmp(&b.0));
+        pending
+            .into_iter()
+            .filter_map(|(id, p)| match p.kind {
+                ToolKind::Command => Some(EventBody::CommandFinished(CommandFinished {
+                    command: p.target,
+                    exit_code: None,
+                    is_error: true,
+                    output: "the run ended before this command reported a result".into(),
+                    tool_use_id: Some(id),
+                })),
+                // The change may have happened; the diff says for sure.
+                ToolKind::Change => Some(EventBody::FileChanged(FileChanged {
+                    path: p.target,
+                    tool: p.tool,
+                    change: None,
+                    tool_use_id: Some(id),
+                })),
+                ToolKind::Read | ToolKind::Other => None,
+            })
+            .collect()
+    }
+}
+
+fn system_message(text: String, tool: Option<String>) -> EventBody {
+    EventBody::Message(Message {
+        text,
+        role: MessageRole::System,
+        denied: false,
+        tool,
+    })
+}
+
+impl ClaudeParser {
+    fn events_of(&mut self, line: Line<'_>) -> Vec<EventBody> {
+        match line.kind.get() {
+            Some("system") => self.system(&line).into_iter().collect(),
+            Some("assistant") => self.assistant(line),
+            Some("user") => self.user(line),
+            Some("result") => vec![result(&line, self.provider)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn system(&mut self, line: &Line<'_>) -> Option<EventBody> {
+        match line.subtype.get()? {
+            "init" => {
+                self.cwd = line.cwd.owned();
+                let tools = line
+                    .tools
+                    .and_then(|raw| serde_json::from_str::<Vec<Str<'_>>>(raw.get()).ok())
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(Str::owned)
+                    .collect();
+                Some(EventBody::TaskStarted(TaskStarted {
+                    model: line.model.owned(),
+                    agent_session_id: line.session_id.owned(),
+                    cwd: line.cwd.owned(),
+                    tools,
+                    resumed: false,
+                }))
+            }
+            "permission_denied" => {
+                let tool = line.tool_name.owned();
+                let id = line.tool_use_id.owned();
+                let target = id
+                    .as_ref()
+                    .and_then(|id| self.pending.get(id))
+                    .map(|p| p.target.clone());
+                if let Some(id) = id {
+                    self.denied.insert(id);
+                }
+                let name = tool.as_deref().unwrap_or("a tool");
+                let what = target.map_or_else(String::new, |t| format!(": {t}"));
+                let why = line
+                    .decision_reason
+                    .get()
+                    .map_or_else(String::new, |r| format!(" ({r})"));
+                Some(EventBody::Message(Message {
+                    text: format!("Claude Code was refused {name}{what}{why}"),
+                    role: MessageRole::System,
+                    denied: true,
+                    tool,
+                }))
+            }
+            "api_retry" => provider::from_retry(
+                line.error.get(),
+                wire::u64_of(line.error_status).and_then(|s| u16::try_from(s).ok()),
+                wire::u64_of(line.attempt),
+                wire::u64_of(line.retry_delay_ms),
+            )
+            .map(|status| {
+                self.provider = Some(status.status);
+                EventBody::ProviderStatus(status)
+            }),
+            _ => None,
+        }
+    }
+
+    fn assistant(&mut self, line: Line<'_>) -> Vec<EventBody> {
+        let MessageField::Body(body) = line.message else {
+            return Vec::new();
+        };
+        let Content::Blocks(blocks) = body.content else {
+            return Vec::new();
+        };
+        if wire::bool_of(line.is_api_error_message) == Some(true) {
+            let text = blocks
+                .iter()
+                .filter(|b| b.kind.is("text"))
+                .filter_map(|b| b.text.get())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let status = wire::u64_of(line.api_error_status).and_then(|s| u16::try_from(s).ok());
+            return vec![
+                match provider::from_api_error(line.error.get(), status, text.clone()) {
+                    Some(status) => {
+                        self.provider = Some(status.status);
+                        EventBody::ProviderStatus(status)
+                    }
+                    None => system_message(text, None),
+                },
+            ];
+        }
+        blocks
+            .iter()
+            .filter_map(|block| self.assistant_block(block))
+            .collect()
+    }
+
+    fn assistant_block(&mut self, block: &Block<'_>) -> Option<EventBody> {
+        match block.kind.get()? {
+            "text" => {
+                let text = block.text.owned()?;
+                Some(EventBody::Message(Message {
+                    text,
+                    role: MessageRole::Assistant,
+                    denied: false,
+                    tool: None,
+                }))
+            }
+            "tool_use" => self.tool_use(block),
+            _ => None,
+        }
+    }
+
+    fn tool_use(&mut self, block: &Block<'_>) -> Option<EventBody> {
+        let id = block.id.owned()?;
+        let name = block.name.owned()?;
+        let kind = tool_kind(&name);
+        let input = block
+            .input
+            .and_then(|raw| serde_json::from_str::<ToolInput<'_>>(raw.get()).ok())
+            .unwrap_or_default();
+        let target = match (kind, name.as_str()) {
+            (ToolKind::Command, _) => input.command.owned().unwrap_or_default(),
+            (_, "Glob") => match (input.path.get(), input.pattern.get()) {
+                (Some(dir), Some(pattern)) => format!("{}/{pattern}", self.relative(dir)),
+                (None, Some(pattern)) => pattern.to_owned(),
+                (dir, None) => self.relative(dir.unwrap_or(".")),
+            },
+            (_, "Grep") => input
+                .path
+                .get()
+                .map(|p| self.relative(p))
+                .or_else(|| input.pattern.owned())
+                .unwrap_or_default(),
+            _ => input
+                .file_path
+                .get()
+                .or(input.notebook_path.get())
+                .or(input.path.get())
+                .map(|p| self.relative(p))
+                .unwrap_or_default(),
+        };
+        let event = match kind {
+            ToolKind::Read => Some(EventBody::FileRead(FileRead {
+                path: target.clone(),
+                tool: name.clone(),
+                tool_use_id: Some(id.clone()),
+            })),
+            ToolKind::Command => Some(EventBody::CommandStarted(CommandStarted {
+                command: target.clone(),
+                tool_use_id: Some(id.clone()),
+            })),
+            ToolKind::Change | ToolKind::Other => None,
+        };
+        self.pending.insert(
+            id,
+            Pending {
+                tool: name,
+                kind,
+                target,
+            },
+        );
+        event
+    }
+
+    fn user(&mut self, line: Line<'_>) -> Vec<EventBody> {
+        let MessageField::Body(body) = line.message else {
+            return Vec::new();
+        };
+        let Content::Blocks(blocks) = body.content else {
+            return Vec::new();
+        };
+        let mut events = Vec::new();
+        for block in blocks.iter().filter(|b| b.kind.is("tool_result")) {
+            self.tool_result(block, line.tool_use_result, &mut events);
+        }
+        events
+    }
+
+    fn tool_result(
+        &mut self,
+        block: &Block<'_>,
+        structured: Option<&RawValue>,
+        events: &mut Vec<EventBody>,
+    ) {
+        let Some(id) = block.tool_use_id.owned() else {
+            return;
+        };
+        let Some(pending) = self.pending.remove(&id) else {
+            return;
+        };
+        let is_error = wire::bool_of(block.is_error) == Some(true);
+        let was_denied = self.denied.remove(&id);
+        match pending.kind {
+            ToolKind::Command => {
+                let output = wire::result_text(block.content);
+                let exit_code = exit_code(&output, is_error);
+                if !was_denied && testrun::is_test_command(&pending.target) {
+                    let verdict = testrun::read_output(&output);
+                    events.push(EventBody::CommandFinished(CommandFinished {
+                        command: pending.target.clone(),
+                        exit_code,
+                        is_error,
+                        output: keep_end(output),
+                        tool_use_id: Some(id.clone()),
+                    }));
+                    events.push(EventBody::TestResult(TestResult {
+                        command: pending.target,
+                        passed: !is_error && exit_code == Some(0) && !verdict.failed,
+                        exit_code,
+                        sandboxed: false,
+                        summary: verdict.summary,
+                        tool_use_id: Some(id),
+                    }));
+                } else {
+                    events.push(EventBody::CommandFinished(CommandFinished {
+                        command: pending.target,
+                        exit_code,
+                        is_error,
+                        output: keep_end(output),
+                        tool_use_id: Some(id),
+                    }));
+                }
+            }
+            _ if was_denied => {}
+            ToolKind::Change if !is_error => {
+                let change = match structured
+                    .and_then(|raw| serde_json::from_str::<ToolUseResult<'_>>(raw.get()).ok())
+                    .as_ref()
+                    .and_then(|r| r.kind.get())
+                {
+                    Some("create") => Some(FileChangeKind::Added),
+                    Some("update") => Some(FileChangeKind::Modified),
+                    _ if pending.tool != "Write" => Some(FileChangeKind::Modified),
+                    _ => None,
+                };
+                events.push(EventBody::FileChanged(FileChanged {
+                    path: pending.target,
+                    tool: pending.tool,
+                    change,
+                    tool_use_id: Some(id),
+                }));
+            }
+            ToolKind::Change | ToolKind::Read | ToolKind::Other if is_error => {
+                let text = wire::result_text(block.content);
+                let text = strip_tool_error(&text);
+                events.push(system_message(
+                    format!("{} failed: {text}", pending.tool),
+                    Some(pending.tool),
+                ));
+            }
+            ToolKind::Change | ToolKind::Read | ToolKind::Other => {}
+        }
+    }
+
+    /// A path relative to the agent's folder when it lies inside it.
+    fn relative(&self, path: &str) -> String {
+        if let Some(cwd) = self.cwd.as_deref()
+            && let Some(rest) = path.strip_prefix(cwd)
+        {
+            if rest.is_empty() {
+                return ".".into();
+            }
+            if let Some(rest) = rest.strip_prefix('/') {
+                return rest.to_owned();
+            }
+        }
+        path.to_owned()
+    }
+}
+
+/// Claude Code's Bash result starts with "Exit code N" when the command failed.
+fn exit_code(output: &str, is_error: bool) -> Option<i32> {
+    if let Some(rest) = output.strip_prefix("Exit code ") {
+        return rest
+            .split(|c: char| !c.is_ascii_digit() && c != '-')
+            .next()
+            .and_then(|n| n.parse().ok());
+    }
+    (!is_error).then_some(0)
+}
+
+/// "<tool_use_error>Error: No such tool</tool_use_error>" → "No such tool".
+fn strip_tool_error(text: &str) -> &str {
+    let text = text.trim();
+    let text = text
+        .strip_prefix("<tool_use_error>")
+        .and_then(|t| t.strip_suffix("</tool_use_error>"))
+        .unwrap_or(text);
+    text.strip_prefix("Error: ").unwrap_or(text)
+}
+
+/// The end of a long output (where test summaries are), on a character boundary.
+fn keep_end(mut output: String) -> String {
+    if output.len() <= OUTPUT_KEEP {
+        return output;
+    }
+    let mut start = output.len() - OUTPUT_KEEP;
+    while !output.is_char_boundary(start) {
+        start += 1;
+    }
+    output.replace_range(..start, "…");
+    output
+}
+
+fn result(line: &Line<'_>, provider: Option<ProviderState>) -> EventBody {
+    let cost_usd = wire::f64_of(line.total_cost_usd);
+    if wire::bool_of(line.is_error) != Some(true) {
+        return EventBody::TaskFinished(TaskFinished {
+            result: line.result.owned(),
+            cost_usd,
+            usage: line
+                .usage
+                .and_then(|raw| serde_json::from_str(raw.get()).ok()),
+            duration_ms: wire::u64_of(line.duration_ms),
+            num_turns: wire::u64_of(line.num_turns),
+            diff_stat: None,
+        });
+    }
+    let errors: Vec<String> = line
+        .errors
+        .and_then(|raw| serde_json::from_str::<Vec<Str<'_>>>(raw.get()).ok())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Str::owned)
+        .collect();
+    let said = line
+        .result
+        .owned()
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| errors.join("; "));
+    let status = wire::u64_of(line.api_error_status);
+    let (reason, advice) =
+        if line.subtype.is("error_max_budget_usd") || line.terminal_reason.is("budget_exhausted") {
+            (
+                FailureKind::BudgetExhausted,
+                "raise the budget and resume the session",
+            )
+        } else {
+            let state = provider
+                .or_else(|| provider::state_for(None, status.and_then(|s| u16::try_from(s).ok())));
+            match state {
+                Some(ProviderState::AuthExpired) => (
+                    FailureKind::AuthFailed,
+                    "check ANTHROPIC_API_KEY, or log in to Claude Code again",
+                ),
+                Some(ProviderState::RateLimited) => (
+                    FailureKind::AgentError,
+                    "wait for the rate limit to lift, then resume",
+                ),
+                Some(ProviderState::SubscriptionInactive | ProviderState::UsageLimit) => (
+                    FailureKind::AgentError,
+                    "check the account's plan and billing, then resume",
+                ),
+                Some(ProviderState::Down) => (
+                    FailureKind::AgentError,
+                    "the model provider is failing: try again later",
+                ),
+                None if status.is_some() => (
+                    FailureKind::AgentError,
+                    "the model provider refused the request",
+                ),
+                None => (FailureKind::AgentError, "read the agent's output above"),
+            }
+        };
+    let said = if said.is_empty() {
+        format!(
+            "Claude Code ended with an error ({})",
+            line.subtype.get().unwrap_or("no subtype")
+        )
+    } else {
+        said
+    };
+    EventBody::TaskFailed(TaskFailed {
+        reason,
+        message: format!("{said} — {advice}"),
+        stderr: None,
+        exit_code: None,
+        cost_usd,
+    })
+}
+
+#[cfg(test)]
+mod tests;

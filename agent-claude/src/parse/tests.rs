@@ -1,0 +1,152 @@
+//! Unit tests of the mapping on hand-written lines; the recordings are replayed in tests/.
+
+use super::*;
+
+fn parse(lines: &[&str]) -> Vec<EventBody> {
+    let mut parser = ClaudeParser::default();
+    lines.iter().flat_map(|l| parser.parse_line(l)).collect()
+}
+
+#[test]
+fn a_line_that_is_not_json_is_a_message_with_its_text() {
+    let events = parse(&["Error: something broke"]);
+    assert_eq!(
+        events,
+        [system_message("Error: something broke".into(), None)]
+    );
+}
+
+#[test]
+fn unknown_types_and_shapes_are_skipped() {
+    assert!(
+        parse(&[
+            r##"{"type":"rate_limit_event","rate_limit_info":{}}"##,
+            r##"{"type":"stream_event"}"##,
+            r##"{"type":"system","subtype":"thinking_tokens"}"##,
+            r##"{"type":"assistant","message":"odd"}"##,
+            r##"{"type":"user","message":{"content":"a plain prompt"}}"##,
+            r##"{"type":{"nested":true}}"##,
+            "[1,2,3]",
+            "   ",
+        ])
+        .is_empty()
+    );
+}
+
+#[test]
+fn a_field_of_another_type_reads_as_absent() {
+    let events = parse(&[
+        r##"{"type":"system","subtype":"init","model":{"odd":1},"session_id":"s","tools":"none"}"##,
+    ]);
+    assert_eq!(
+        events,
+        [EventBody::TaskStarted(TaskStarted {
+            agent_session_id: Some("s".into()),
+            ..TaskStarted::default()
+        })]
+    );
+}
+
+#[test]
+fn several_blocks_in_one_line_give_several_events() {
+    let events = parse(&[
+        r##"{"type":"system","subtype":"init","cwd":"/w","session_id":"s"}"##,
+        r##"{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"Reading."},{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/w/a.js"}},{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"npm test"}}]}}"##,
+        r##"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t2","content":"# pass 1\n# fail 0"},{"type":"tool_result","tool_use_id":"t1","content":"1\tx"}]}}"##,
+    ]);
+    let types: Vec<&str> = events.iter().map(EventBody::type_name).collect();
+    assert_eq!(
+        types,
+        [
+            "task.started",
+            "message",
+            "file.read",
+            "command.started",
+            "command.finished",
+            "test.result"
+        ]
+    );
+    assert!(matches!(&events[2], EventBody::FileRead(r) if r.path == "a.js"));
+    assert!(matches!(&events[5], EventBody::TestResult(t) if t.passed && t.exit_code == Some(0)));
+}
+
+#[test]
+fn results_match_their_tool_use_by_id_in_any_order() {
+    let events = parse(&[
+        r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a","name":"Bash","input":{"command":"echo a"}}]}}"##,
+        r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"b","name":"Bash","input":{"command":"echo b"}}]}}"##,
+        r##"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"b","content":"b"}]}}"##,
+        r##"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"a","content":"Exit code 3\n\na","is_error":true}]}}"##,
+    ]);
+    let finished: Vec<(String, Option<i32>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::CommandFinished(f) => Some((f.command.clone(), f.exit_code)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        finished,
+        [("echo b".into(), Some(0)), ("echo a".into(), Some(3))]
+    );
+}
+
+#[test]
+fn cost_and_usage_pass_through_exactly() {
+    let events = parse(&[
+        r##"{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.00014000000000000001,"num_turns":2,"duration_ms":241,"usage":{"input_tokens":10,"weird":[1.5e-7,{"a":null}]}}"##,
+    ]);
+    let EventBody::TaskFinished(done) = &events[0] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(done.cost_usd, Some(0.00014000000000000001));
+    assert_eq!(
+        serde_json::to_string(&done.cost_usd).unwrap(),
+        "0.00014000000000000001"
+    );
+    assert_eq!(
+        done.usage.as_ref().unwrap().to_string(),
+        r##"{"input_tokens":10,"weird":[1.5e-7,{"a":null}]}"##
+    );
+    assert_eq!((done.num_turns, done.duration_ms), (Some(2), Some(241)));
+}
+
+#[test]
+fn the_outcome_comes_from_is_error_not_subtype() {
+    let events = parse(&[
+        r##"{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"Invalid API key","total_cost_usd":0}"##,
+    ]);
+    let EventBody::TaskFailed(failed) = &events[0] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(failed.reason, FailureKind::AuthFailed);
+    assert!(
+        failed
+            .message
+            .starts_with("Invalid API key — check ANTHROPIC_API_KEY")
+    );
+}
+
+#[test]
+fn pending_commands_and_changes_are_owed_at_the_end() {
+    let mut parser = ClaudeParser::default();
+    parser.parse_line(r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c","name":"Bash","input":{"command":"sleep 9"}},{"type":"tool_use","id":"e","name":"Edit","input":{"file_path":"x"}}]}}"##);
+    let owed: Vec<&str> = parser.finish().iter().map(EventBody::type_name).collect();
+    assert_eq!(owed, ["command.finished", "file.changed"]);
+    assert!(parser.finish().is_empty());
+}
+
+#[test]
+fn a_huge_output_keeps_its_end() {
+    let big = format!("{}\n# fail 1", "x".repeat(OUTPUT_KEEP * 2));
+    let line = serde_json::json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":big}]}}).to_string();
+    let events = parse(&[
+        r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"npm test"}}]}}"##,
+        &line,
+    ]);
+    let EventBody::CommandFinished(done) = &events[1] else {
+        panic!()
+    };
+    assert!(done.output.len() <= OUTPUT_KEEP + 3 && done.output.ends_with("# fail 1"));
+    assert!(matches!(&events[2], EventBody::TestResult(t) if !t.passed));
+}

@@ -1,0 +1,117 @@
+//! `cargo xtask agents`: fetches the pinned agent CLIs into the cache, checking the
+//! cache first. Claude Code 2.1.332 comes from the Python package
+//! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use runner_core::testkit::agents::{CLAUDE_VERSION, claude_cache_path};
+
+const SDK_PACKAGE: &str = "claude-agent-sdk==0.2.189";
+const BUNDLED_MEMBER: &str = "claude_agent_sdk/_bundled/claude";
+
+/// Runs the task.
+pub fn run(args: &[String]) -> Result<(), String> {
+    if !args.is_empty() {
+        return Err("usage: cargo xtask agents".into());
+    }
+    let claude = claude_cache_path();
+    if version_of(&claude).as_deref() == Some(CLAUDE_VERSION) {
+        println!("Claude Code {CLAUDE_VERSION}: cached at {}", claude.display());
+        return Ok(());
+    }
+    fetch_claude(&claude)?;
+    println!("Claude Code {CLAUDE_VERSION}: installed at {}", claude.display());
+    Ok(())
+}
+
+/// The version `claude --version` prints (`2.1.332 (Claude Code)` → `2.1.332`).
+fn version_of(program: &Path) -> Option<String> {
+    let output = Command::new(program).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    output
+        .status
+        .success()
+        .then(|| text.split_whitespace().next().map(str::to_owned))
+        .flatten()
+}
+
+fn fetch_claude(target: &Path) -> Result<(), String> {
+    let folder = target.parent().expect("the cache path has a folder");
+    let agents = folder.parent().expect("the cache path has an agents folder");
+    std::fs::create_dir_all(agents).map_err(|e| format!("{}: {e}", agents.display()))?;
+    // Everything is made in a temp folder beside the target and moved in whole, so
+    // an interrupted fetch leaves nothing that looks installed.
+    let work = tempfile::Builder::new()
+        .prefix(".claude-fetch-")
+        .tempdir_in(agents)
+        .map_err(|e| format!("temp folder in {}: {e}", agents.display()))?;
+    println!("fetching {SDK_PACKAGE} with pip (about 180 MB)…");
+    let pip = python();
+    let status = Command::new(&pip[0])
+        .args(&pip[1..])
+        .args(["-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q"])
+        .args(["--only-binary", ":all:", "--platform", "manylinux_2_17_x86_64"])
+        .arg("-d")
+        .arg(work.path())
+        .arg(SDK_PACKAGE)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e} (install Python 3 with pip)", pip[0]))?;
+    if !status.success() {
+        return Err(format!("pip download {SDK_PACKAGE} failed ({status})"));
+    }
+    let wheel = find_wheel(work.path())?;
+    let staged = work.path().join("claude-code");
+    std::fs::create_dir_all(&staged).map_err(|e| format!("{}: {e}", staged.display()))?;
+    extract_member(&pip, &wheel, BUNDLED_MEMBER, &staged.join("claude"))?;
+    let version = version_of(&staged.join("claude"));
+    if version.as_deref() != Some(CLAUDE_VERSION) {
+        return Err(format!(
+            "the bundled claude says version {version:?}, not {CLAUDE_VERSION}: the package changed"
+        ));
+    }
+    if folder.exists() {
+        std::fs::remove_dir_all(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+    }
+    std::fs::rename(&staged, folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+    Ok(())
+}
+
+fn python() -> Vec<String> {
+    for candidate in ["python3", "python"] {
+        if Command::new(candidate).arg("--version").output().is_ok_and(|o| o.status.success()) {
+            return vec![candidate.to_owned()];
+        }
+    }
+    vec!["python3".to_owned()]
+}
+
+fn find_wheel(folder: &Path) -> Result<PathBuf, String> {
+    std::fs::read_dir(folder)
+        .map_err(|e| format!("{}: {e}", folder.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or_else(|| format!("pip left no wheel in {}", folder.display()))
+}
+
+/// Unzips one member with Python's zipfile (a wheel is a zip; Python is already
+/// needed for pip), then makes it executable.
+fn extract_member(python: &[String], wheel: &Path, member: &str, dest: &Path) -> Result<(), String> {
+    const SCRIPT: &str = "import sys, zipfile, shutil\n\
+        with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as out:\n\
+        \x20   shutil.copyfileobj(src, out, 1 << 20)\n";
+    let status = Command::new(&python[0])
+        .args(&python[1..])
+        .args(["-c", SCRIPT])
+        .arg(wheel)
+        .arg(member)
+        .arg(dest)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", python[0]))?;
+    if !status.success() {
+        return Err(format!("extracting {member} from {} failed ({status})", wheel.display()));
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dest, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("{}: {e}", dest.display()))
+}
