@@ -26,6 +26,21 @@ pub struct FakeAgentSetup {
     pub delay_ms: Option<u64>,
 }
 
+impl FakeAgentSetup {
+    /// From `CODEHANDS_FAKE_MODE`, `CODEHANDS_FAKE_SCRIPT` and `CODEHANDS_FAKE_DELAY_MS`
+    /// (for tests and demos of the command line; the fake agent's own environment is
+    /// still built from scratch and gets only these three, from here).
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Self {
+            program: None,
+            mode: var("CODEHANDS_FAKE_MODE"),
+            script: var("CODEHANDS_FAKE_SCRIPT").map(PathBuf::from),
+            delay_ms: var("CODEHANDS_FAKE_DELAY_MS").and_then(|v| v.parse().ok()),
+        }
+    }
+}
+
 /// Every agent of this build, ready for a runner.
 pub fn all(setup: &Setup) -> Vec<Arc<dyn Agent>> {
     let mut agents: Vec<Arc<dyn Agent>> = Vec::new();

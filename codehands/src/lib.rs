@@ -45,7 +45,7 @@ pub struct Setup {
 
 impl Setup {
     /// The home from `CODEHANDS_HOME` (or `~/.codehands`), the programs from
-    /// `CLAUDE_BIN` and `CODEX_BIN`, default settings.
+    /// `CLAUDE_BIN` and `CODEX_BIN`, the fake agent from `CODEHANDS_FAKE_*`, default settings.
     pub fn from_env() -> Result<Self> {
         let program = |var: &str, default: &str| {
             std::env::var_os(var).filter(|v| !v.is_empty()).map_or_else(|| PathBuf::from(default), PathBuf::from)
@@ -55,7 +55,7 @@ impl Setup {
             settings: RunnerSettings::default(),
             claude_bin: program("CLAUDE_BIN", "claude"),
             codex_bin: program("CODEX_BIN", "codex"),
-            fake: FakeAgentSetup::default(),
+            fake: FakeAgentSetup::from_env(),
         })
     }
 }

@@ -1,0 +1,139 @@
+//! Shared set-up for the runner tests: real repos in temp folders, a runner
+//! over a temp `$CODEHANDS_HOME`, the fake agent program, the real Claude Code.
+
+#![allow(dead_code)] // each test file uses part of it
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use codehands::{FakeAgentSetup, Setup};
+use runner_core::{Event, Home, LocalRunner, RunnerSettings, SessionId};
+
+/// A temp folder with a repo and a codehands home in it.
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub repo: PathBuf,
+    pub home: Home,
+    /// HOME for the agent (Claude Code writes its settings there).
+    pub agent_home: PathBuf,
+}
+
+impl World {
+    /// A repo holding `files` in one commit on `main`.
+    pub fn new(files: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        for (path, content) in files {
+            let path = repo.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        git(&repo, &["init", "--quiet", "--initial-branch=main"]);
+        git(&repo, &["add", "--all"]);
+        git(&repo, &["-c", "user.name=Test", "-c", "user.email=test@example.invalid", "commit", "--quiet", "-m", "base"]);
+        let home = Home::new(dir.path().join("home"));
+        let agent_home = dir.path().join("agent-home");
+        std::fs::create_dir_all(&agent_home).unwrap();
+        Self { dir, repo, home, agent_home }
+    }
+
+    /// The demo repo (a failing date test).
+    pub fn demo() -> Self {
+        Self::new(runner_fake::demo_repo::FILES)
+    }
+
+    /// Settings with a short watchdog and grace, and a caller env of PATH and HOME only.
+    pub fn settings(&self) -> RunnerSettings {
+        RunnerSettings {
+            stop_grace: Duration::from_millis(500),
+            caller_env: vec![
+                ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+                ("HOME".into(), self.agent_home.display().to_string()),
+            ],
+            ..RunnerSettings::default()
+        }
+    }
+
+    /// A runner whose fake agent runs in `mode` with `delay_ms` between lines.
+    pub fn fake_runner(&self, mode: &str, delay_ms: u64) -> LocalRunner {
+        self.runner_with(self.settings(), |setup| {
+            setup.fake = FakeAgentSetup {
+                program: Some(env!("CARGO_BIN_EXE_codehands").into()),
+                mode: Some(mode.into()),
+                script: None,
+                delay_ms: Some(delay_ms),
+            };
+        })
+    }
+
+    /// A runner built from `settings`, adjusted by `change`.
+    pub fn runner_with(&self, settings: RunnerSettings, change: impl FnOnce(&mut Setup)) -> LocalRunner {
+        let mut setup = Setup {
+            home: self.home.clone(),
+            settings,
+            claude_bin: "claude".into(),
+            codex_bin: "codex".into(),
+            fake: FakeAgentSetup { program: Some(env!("CARGO_BIN_EXE_codehands").into()), ..FakeAgentSetup::default() },
+        };
+        change(&mut setup);
+        codehands::build_runner(setup).unwrap()
+    }
+
+    /// `git <args>` in the repo, its stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(&self.repo, args)
+    }
+
+    /// The branches of the repo.
+    pub fn branches(&self) -> Vec<String> {
+        self.git(&["branch", "--format=%(refname:short)"]).lines().map(str::to_owned).collect()
+    }
+
+    /// The worktree folders under the home.
+    pub fn worktree_dirs(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        if let Ok(keys) = std::fs::read_dir(self.home.worktrees_dir()) {
+            for key in keys.flatten() {
+                found.extend(std::fs::read_dir(key.path()).unwrap().flatten().map(|e| e.path()));
+            }
+        }
+        found
+    }
+}
+
+/// Runs git and returns stdout; panics with stderr on failure.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The pinned Claude Code, or a skip (a failure under CI=true).
+pub fn claude() -> Option<PathBuf> {
+    let found = runner_core::testkit::agents::claude_bin();
+    if found.is_none() {
+        runner_core::testkit::skip("Claude Code is not installed: run `cargo xtask agents`");
+    }
+    found
+}
+
+/// The `type` of each event.
+pub fn types(events: &[Event]) -> Vec<&'static str> {
+    events.iter().map(|e| e.body.type_name()).collect()
+}
+
+/// Whether any live process has `needle` in its command line.
+pub fn process_running(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { return false };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        !zombie && String::from_utf8_lossy(&cmd).replace('\0', " ").contains(needle)
+    })
+}
+
+/// A fresh id.
+pub fn new_id() -> SessionId {
+    SessionId::new_random()
+}
