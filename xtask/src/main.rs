@@ -4,6 +4,7 @@
 //! they do and exit non-zero with a message when they fail.
 
 mod agents;
+mod bench_git;
 mod bench_parse;
 mod bench_sandbox;
 mod codegen;
@@ -22,6 +23,7 @@ tasks:
   bench sandbox         time the sandbox box against `docker run` with the same flags
   agents                fetch the pinned agent CLIs into the cache (Claude Code 2.1.332)
   record claude <name>  record a fixture from the real Claude Code (`all` for every scenario)
+  bench git [--rounds N]  GitVcs against the git program on a 20,000-file repo
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         "bench" if rest.first().map(String::as_str) == Some("sandbox") => bench_sandbox::run(&rest[1..]),
         "agents" => agents::run(rest),
         "record" => record::run(rest),
+        "bench" if rest.first().map(String::as_str) == Some("git") => bench_git::run(&rest[1..]),
         "bench" if rest.first().map(String::as_str) == Some("parse") => bench_parse::run(&rest[1..]),
         "install" => test::install(rest),
         "test" => test::run(rest),

@@ -1,0 +1,356 @@
+//! `cargo xtask bench git`: `vcs_git::GitVcs` against the `git` program on a generated repo
+//! of 20,000 files (about 100 MB): create a worktree, diff after changing 100 files and adding
+//! 10, commit, remove. Prints each step's ratio and writes `target/bench/git.json`.
+//!
+//! gix is slow without optimisation, so a debug build re-runs itself as a release build.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use runner_core::{SessionId, Vcs, WorktreeSpec};
+use vcs_git::GitVcs;
+
+const FILES: usize = 20_000;
+const DIRS: usize = 200;
+const LINES_PER_FILE: usize = 100;
+const CHANGED: usize = 100;
+const ADDED: usize = 10;
+/// Bump when the generated repo's shape changes, so a cached one is rebuilt.
+const REPO_VERSION: &str = "v1 20000 files x 100 lines";
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    if cfg!(debug_assertions) {
+        println!("bench git: building and running xtask in release, for a fair comparison");
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "run",
+                "--release",
+                "--quiet",
+                "--package",
+                "xtask",
+                "--",
+                "bench",
+                "git",
+            ])
+            .args(args)
+            .current_dir(crate::workspace_root())
+            .status()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        return if status.success() {
+            Ok(())
+        } else {
+            Err("the release run failed".into())
+        };
+    }
+    let rounds = match args {
+        [] => 3,
+        [flag, n] if flag == "--rounds" => n
+            .parse()
+            .map_err(|_| format!("--rounds takes a number, not {n:?}"))?,
+        other => {
+            return Err(format!(
+                "usage: cargo xtask bench git [--rounds N], not {other:?}"
+            ));
+        }
+    };
+    let bench_dir = crate::workspace_root().join("target/bench");
+    let repo = ensure_repo(&bench_dir.join("git-repo"))?;
+    let home = bench_dir.join("git-home");
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
+
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let vcs = GitVcs::new();
+    let mut ours = Steps::default();
+    let mut theirs = Steps::default();
+    for round in 0..rounds {
+        // Alternate who goes first so neither always meets a warm or a cold cache.
+        if round % 2 == 0 {
+            ours.push(runtime.block_on(ours_round(&vcs, &repo, &home))?);
+            theirs.push(git_round(&repo, &home, round)?);
+        } else {
+            theirs.push(git_round(&repo, &home, round)?);
+            ours.push(runtime.block_on(ours_round(&vcs, &repo, &home))?);
+        }
+        println!("bench git: round {} of {rounds} done", round + 1);
+    }
+    let _ = std::fs::remove_dir_all(&home);
+    git(&repo, &["worktree", "prune"])?;
+    delete_bench_branches(&repo)?;
+
+    let names = [
+        ("create", "create worktree (`git worktree add -b`)"),
+        (
+            "diff",
+            "diff after 100 changed + 10 new files (`git add -A` + `git diff --cached --stat`)",
+        ),
+        (
+            "commit",
+            "commit, worktree removal included (`git commit` + `git worktree remove`)",
+        ),
+        (
+            "remove",
+            "remove a changed worktree (`git worktree remove --force`)",
+        ),
+    ];
+    let mut report = Vec::new();
+    println!(
+        "\nbench git: {FILES} files, median of {rounds} rounds (target: every ratio at most 1.0x)"
+    );
+    for (i, (key, what)) in names.iter().enumerate() {
+        let o = median(ours.step(i));
+        let t = median(theirs.step(i));
+        let ratio = o.as_secs_f64() / t.as_secs_f64();
+        println!(
+            "  {key:<7} GitVcs {:>8.1} ms   git {:>8.1} ms   ratio {ratio:.2}x   {what}",
+            ms(o),
+            ms(t)
+        );
+        report.push(serde_json::json!({
+            "step": key,
+            "what": what,
+            "oursMs": ms(o),
+            "gitMs": ms(t),
+            "ratio": ratio,
+        }));
+    }
+    let json = serde_json::json!({
+        "bench": "git",
+        "files": FILES,
+        "changedFiles": CHANGED,
+        "addedFiles": ADDED,
+        "rounds": rounds,
+        "gitVersion": git(&repo, &["--version"])?.trim(),
+        "steps": report,
+        "target": "every ratio at most 1.0",
+    });
+    std::fs::create_dir_all(&bench_dir).map_err(|e| e.to_string())?;
+    let path = bench_dir.join("git.json");
+    std::fs::write(
+        &path,
+        serde_json::to_vec_pretty(&json).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("bench git: wrote {}", path.display());
+    Ok(())
+}
+
+/// The timings of one round: create, diff, commit (+ remove), remove.
+type Round = [Duration; 4];
+
+#[derive(Default)]
+struct Steps(Vec<Round>);
+
+impl Steps {
+    fn push(&mut self, round: Round) {
+        self.0.push(round);
+    }
+    fn step(&self, i: usize) -> Vec<Duration> {
+        self.0.iter().map(|r| r[i]).collect()
+    }
+}
+
+async fn ours_round(vcs: &GitVcs, repo: &Path, home: &Path) -> Result<Round, String> {
+    let err = |e: runner_core::Error| e.to_string();
+    let base = vcs.base_commit(repo).await.map_err(err)?;
+    let key = vcs.repo_key(repo).await.map_err(err)?;
+    let spec = |prompt: &str| {
+        let id = SessionId::new_random();
+        WorktreeSpec {
+            repo: repo.to_owned(),
+            base: base.clone(),
+            branch: vcs.branch_name(prompt, &id),
+            path: home.join("worktrees").join(&key).join(id.short()),
+        }
+    };
+    let first = spec("bench approve");
+    let create = timed_async(vcs.create_worktree(&first)).await;
+    create.1.map_err(err)?;
+    change_files(&first.path)?;
+    let diff = timed_async(vcs.diff(&first.path, &base)).await;
+    let stat = diff.1.map_err(err)?.stat;
+    if stat.files_changed != (CHANGED + ADDED) as u64 {
+        return Err(format!(
+            "GitVcs saw {} changed files, expected {}",
+            stat.files_changed,
+            CHANGED + ADDED
+        ));
+    }
+    let commit = timed_async(vcs.commit(repo, &first.path, &base, "bench commit", None)).await;
+    commit.1.map_err(err)?;
+
+    let second = spec("bench reject");
+    vcs.create_worktree(&second).await.map_err(err)?;
+    change_files(&second.path)?;
+    let remove = timed_async(vcs.remove_worktree(repo, &second.path)).await;
+    remove.1.map_err(err)?;
+    Ok([create.0, diff.0, commit.0, remove.0])
+}
+
+fn git_round(repo: &Path, home: &Path, round: usize) -> Result<Round, String> {
+    let path = |name: &str| home.join("git-worktrees").join(format!("{name}-{round}"));
+    let first = path("approve");
+    let branch = format!("bench-git/approve-{round}-{}", std::process::id());
+    let first_s = first.to_str().ok_or("non-UTF-8 bench path")?;
+    let create = timed(|| {
+        git(
+            repo,
+            &["worktree", "add", "-q", "-b", &branch, first_s, "HEAD"],
+        )
+    });
+    create.1?;
+    change_files(&first)?;
+    let diff = timed(|| {
+        git(&first, &["add", "-A"])?;
+        git(&first, &["diff", "--cached", "--stat", "HEAD"])
+    });
+    diff.1?;
+    let commit = timed(|| {
+        git(&first, &["commit", "-q", "-m", "bench commit"])?;
+        git(repo, &["worktree", "remove", first_s])
+    });
+    commit.1?;
+
+    let second = path("reject");
+    let second_s = second.to_str().ok_or("non-UTF-8 bench path")?;
+    let branch2 = format!("bench-git/reject-{round}-{}", std::process::id());
+    git(
+        repo,
+        &["worktree", "add", "-q", "-b", &branch2, second_s, "HEAD"],
+    )?;
+    change_files(&second)?;
+    let remove = timed(|| git(repo, &["worktree", "remove", "--force", second_s]));
+    remove.1?;
+    Ok([create.0, diff.0, commit.0, remove.0])
+}
+
+/// Changes 100 files spread over the tree and adds 10 new ones, the same way each time.
+fn change_files(worktree: &Path) -> Result<(), String> {
+    for i in 0..CHANGED {
+        let n = i * (FILES / CHANGED);
+        let path = worktree.join(file_path(n));
+        let mut text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        text = text.replacen("line 1 ", "line one ", 1);
+        text.push_str("a line the agent added\n");
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let dir = worktree.join("bench-new");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    for i in 0..ADDED {
+        std::fs::write(dir.join(format!("added-{i}.txt")), file_text(FILES + i))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn file_path(n: usize) -> PathBuf {
+    PathBuf::from(format!("dir-{:03}/file-{n:05}.txt", n % DIRS))
+}
+
+/// About 5 KB of varied text: numbered lines of pseudo-random words.
+fn file_text(n: usize) -> String {
+    const WORDS: [&str; 16] = [
+        "alpha", "branch", "commit", "delta", "echo", "fox", "git", "hash", "index", "jolt",
+        "kilo", "lima", "merge", "node", "omega", "patch",
+    ];
+    let mut state = (n as u64)
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut out = String::with_capacity(LINES_PER_FILE * 52);
+    for line in 1..=LINES_PER_FILE {
+        out.push_str(&format!("line {line} "));
+        for _ in 0..6 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            out.push_str(WORDS[(state >> 60) as usize]);
+            out.push(' ');
+        }
+        out.push_str(&format!("{:08x}\n", state >> 32));
+    }
+    out
+}
+
+/// The generated repo, made once and kept (a marker file names its shape).
+fn ensure_repo(repo: &Path) -> Result<PathBuf, String> {
+    let marker = repo.join(".git/codehands-bench");
+    if std::fs::read_to_string(&marker).is_ok_and(|v| v == REPO_VERSION) {
+        git(repo, &["worktree", "prune"])?;
+        return Ok(repo.to_owned());
+    }
+    println!("bench git: generating {FILES} files in {}", repo.display());
+    let _ = std::fs::remove_dir_all(repo);
+    std::fs::create_dir_all(repo).map_err(|e| format!("cannot create {}: {e}", repo.display()))?;
+    for n in 0..FILES {
+        let path = repo.join(file_path(n));
+        if n < DIRS {
+            std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&path, file_text(n)).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    git(repo, &["init", "-q", "-b", "main"])?;
+    git(repo, &["config", "user.name", "Bench"])?;
+    git(repo, &["config", "user.email", "bench@example.com"])?;
+    git(repo, &["add", "-A"])?;
+    git(repo, &["commit", "-q", "-m", "generated"])?;
+    std::fs::write(&marker, REPO_VERSION).map_err(|e| e.to_string())?;
+    Ok(repo.to_owned())
+}
+
+fn delete_bench_branches(repo: &Path) -> Result<(), String> {
+    let listed = git(
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/codehands",
+            "refs/heads/bench-git",
+        ],
+    )?;
+    let branches: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();
+    if !branches.is_empty() {
+        let mut args = vec!["branch", "-q", "-D"];
+        args.extend(branches);
+        git(repo, &args)?;
+    }
+    Ok(())
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn timed<T>(work: impl FnOnce() -> T) -> (Duration, T) {
+    let start = Instant::now();
+    let out = work();
+    (start.elapsed(), out)
+}
+
+async fn timed_async<T>(work: impl std::future::Future<Output = T>) -> (Duration, T) {
+    let start = Instant::now();
+    let out = work.await;
+    (start.elapsed(), out)
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
