@@ -45,6 +45,8 @@ pub(super) struct Supervisor {
     files: RunFiles,
     transcript: Option<std::io::BufWriter<std::fs::File>>,
     profile: RepoProfile,
+    /// Secret values given to the agent (API keys, tokens), cut out of every line it prints.
+    secrets: Vec<String>,
 }
 
 impl Supervisor {
@@ -70,6 +72,7 @@ impl Supervisor {
             files,
             transcript: None,
             profile: RepoProfile::default(),
+            secrets: Vec::new(),
         }
     }
 
@@ -152,6 +155,7 @@ impl Supervisor {
             &self.shared.settings.extra_env,
             &invocation.env,
         );
+        self.secrets = secret_values(&env);
         let process = AgentProcess::spawn(&invocation, &self.record.worktree_path, &env)?;
         if let Err(e) = self.files.set_agent(&process.identity()) {
             self.note(format!("cannot record the agent's pid: {e}"))
@@ -188,6 +192,9 @@ impl Supervisor {
                             continue;
                         }
                     };
+                    // The agent may print its own key (a test script dumping its environment):
+                    // it never reaches the transcript or an event.
+                    let text = redact(text, &self.secrets);
                     self.write_transcript(&text);
                     for body in parser.parse_line(&text) {
                         if let Some(why) = self.auth_failure(&body) {
@@ -237,7 +244,7 @@ impl Supervisor {
                 self.emit(body, None).await;
             }
         }
-        let stderr = process.stderr_tail().await;
+        let stderr = redact(process.stderr_tail().await, &self.secrets);
         let exit_code = exit.and_then(|s| s.code());
         if self.files.stop_requested() && !matches!(interruption, Some(Interruption::Stop(_))) {
             interruption = Some(Interruption::Stop(None));
@@ -519,6 +526,23 @@ impl Supervisor {
             let _ = out.flush();
         }
     }
+}
+
+/// The values of variables whose names say they are secret (keys, tokens, passwords).
+fn secret_values(env: &[(String, String)]) -> Vec<String> {
+    const MARKS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];
+    env.iter()
+        .filter(|(k, v)| v.len() >= 8 && MARKS.iter().any(|m| k.to_ascii_uppercase().contains(m)))
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
+/// `text` with every secret value replaced by `[redacted]`.
+fn redact(text: String, secrets: &[String]) -> String {
+    if !secrets.iter().any(|s| text.contains(s.as_str())) {
+        return text;
+    }
+    secrets.iter().fold(text, |t, s| t.replace(s.as_str(), "[redacted]"))
 }
 
 fn human(d: Duration) -> String {
