@@ -1,6 +1,7 @@
 //! One box from create to removal: attach, start, wait with a time limit, kill
 //! through the engine, read what happened, and make sure nothing is left.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bollard::Docker;
@@ -82,17 +83,21 @@ async fn run_created(
                 engine_message(&e)
             )
         })?;
-    let reader = tokio::spawn(async move {
-        let mut tail = TailBuffer::new(output_cap);
+    // Shared, so what was read is kept even when the stream has to be cut off.
+    let tail = Arc::new(Mutex::new(TailBuffer::new(output_cap)));
+    let sink = tail.clone();
+    let mut reader = tokio::spawn(async move {
         while let Some(Ok(chunk)) = attached.output.next().await {
             match chunk {
                 LogOutput::StdOut { message }
                 | LogOutput::StdErr { message }
-                | LogOutput::Console { message } => tail.push(&message),
+                | LogOutput::Console { message } => sink
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(&message),
                 LogOutput::StdIn { .. } => {}
             }
         }
-        tail
     });
     if let Err(e) = docker.start_container(name, None).await {
         reader.abort();
@@ -108,29 +113,35 @@ async fn run_created(
     {
         tracing::warn!(box = name, error = %e, "waiting for the box failed; reading its state instead");
     }
-    if timed_out {
-        // Killing our client would not stop the container: the engine must.
-        kill(docker, name).await;
-        let _ = tokio::time::timeout(
-            Duration::from_secs(10),
-            docker.wait_container(name, None).next(),
-        )
-        .await;
+    // Killing our client would not stop the container: the engine must.
+    let stopped = !timed_out || kill(docker, name).await;
+    if timed_out && stopped {
+        let mut exited = docker.wait_container(name, None);
+        let _ = tokio::time::timeout(Duration::from_secs(10), exited.next()).await;
     }
     // The stream ends when the container exits; bound the wait in case the
-    // engine keeps the connection open.
-    let output = match tokio::time::timeout(Duration::from_secs(10), reader).await {
-        Ok(Ok(tail)) => tail.into_string(),
-        _ => String::new(),
+    // engine keeps the connection open, or the box still runs (every kill missed).
+    let grace = if stopped {
+        Duration::from_secs(10)
+    } else {
+        Duration::from_millis(200)
     };
+    if tokio::time::timeout(grace, &mut reader).await.is_err() {
+        reader.abort();
+    }
+    let output = std::mem::replace(
+        &mut *tail.lock().unwrap_or_else(|e| e.into_inner()),
+        TailBuffer::new(0),
+    );
     let state = docker
         .inspect_container(name, None)
         .await
         .map_err(|e| format!("the engine lost the box {name}: {}", engine_message(&e)))?
         .state
         .unwrap_or_default();
-    if state.running == Some(true) {
+    if state.running == Some(true) && !timed_out {
         // The wait broke off while the box still runs: its exit code would be a lie.
+        // (A timed-out box may still run when every kill missed: removal with force follows.)
         kill(docker, name).await;
         return Err(format!(
             "lost track of the box {name} while it was running; run the tests again"
@@ -140,13 +151,14 @@ async fn run_created(
         exit_code: if timed_out { None } else { state.exit_code },
         timed_out,
         out_of_memory: state.oom_killed.unwrap_or(false),
-        output,
+        output: output.into_string(),
     })
 }
 
-/// Sends SIGKILL through the engine; when that misses (a paused box refuses
-/// it), unpauses and tries again. Removal with force follows in any case.
-async fn kill(docker: &Docker, name: &str) {
+/// Sends SIGKILL through the engine; when that misses (a lost request, a
+/// paused box), unpauses and tries again. Says whether a kill landed; removal
+/// with force follows in any case.
+async fn kill(docker: &Docker, name: &str) -> bool {
     let options = || {
         Some(
             KillContainerOptionsBuilder::default()
@@ -156,13 +168,14 @@ async fn kill(docker: &Docker, name: &str) {
     };
     for _ in 0..3 {
         match docker.kill_container(name, options()).await {
-            Ok(()) => return,
+            Ok(()) => return true,
             Err(e) => {
                 tracing::warn!(box = name, error = %e, "killing the box missed; trying again");
                 let _ = docker.unpause_container(name).await;
             }
         }
     }
+    false
 }
 
 /// Removes the box (killing it if needed) and checks that the engine no longer
