@@ -1,6 +1,9 @@
 //! `cargo xtask agents`: fetches the pinned agent CLIs into the cache, checking the
 //! cache first. Claude Code 2.1.332 comes from the Python package
-//! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`.
+//! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`;
+//! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`).
+
+mod codex;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,12 +20,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     let claude = claude_cache_path();
     if version_of(&claude).as_deref() == Some(CLAUDE_VERSION) {
-        println!("Claude Code {CLAUDE_VERSION}: cached at {}", claude.display());
-        return Ok(());
+        println!(
+            "Claude Code {CLAUDE_VERSION}: cached at {}",
+            claude.display()
+        );
+    } else {
+        fetch_claude(&claude)?;
+        println!(
+            "Claude Code {CLAUDE_VERSION}: installed at {}",
+            claude.display()
+        );
     }
-    fetch_claude(&claude)?;
-    println!("Claude Code {CLAUDE_VERSION}: installed at {}", claude.display());
-    Ok(())
+    codex::ensure()
 }
 
 /// The version `claude --version` prints (`2.1.332 (Claude Code)` → `2.1.332`).
@@ -38,7 +47,9 @@ fn version_of(program: &Path) -> Option<String> {
 
 fn fetch_claude(target: &Path) -> Result<(), String> {
     let folder = target.parent().expect("the cache path has a folder");
-    let agents = folder.parent().expect("the cache path has an agents folder");
+    let agents = folder
+        .parent()
+        .expect("the cache path has an agents folder");
     std::fs::create_dir_all(agents).map_err(|e| format!("{}: {e}", agents.display()))?;
     // Everything is made in a temp folder beside the target and moved in whole, so
     // an interrupted fetch leaves nothing that looks installed.
@@ -50,8 +61,20 @@ fn fetch_claude(target: &Path) -> Result<(), String> {
     let pip = python();
     let status = Command::new(&pip[0])
         .args(&pip[1..])
-        .args(["-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q"])
-        .args(["--only-binary", ":all:", "--platform", "manylinux_2_17_x86_64"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+        ])
+        .args([
+            "--only-binary",
+            ":all:",
+            "--platform",
+            "manylinux_2_17_x86_64",
+        ])
         .arg("-d")
         .arg(work.path())
         .arg(SDK_PACKAGE)
@@ -79,7 +102,11 @@ fn fetch_claude(target: &Path) -> Result<(), String> {
 
 fn python() -> Vec<String> {
     for candidate in ["python3", "python"] {
-        if Command::new(candidate).arg("--version").output().is_ok_and(|o| o.status.success()) {
+        if Command::new(candidate)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
             return vec![candidate.to_owned()];
         }
     }
@@ -96,7 +123,12 @@ fn find_wheel(folder: &Path) -> Result<PathBuf, String> {
 
 /// Unzips one member with Python's zipfile (a wheel is a zip; Python is already
 /// needed for pip), then makes it executable.
-fn extract_member(python: &[String], wheel: &Path, member: &str, dest: &Path) -> Result<(), String> {
+fn extract_member(
+    python: &[String],
+    wheel: &Path,
+    member: &str,
+    dest: &Path,
+) -> Result<(), String> {
     const SCRIPT: &str = "import sys, zipfile, shutil\n\
         with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as out:\n\
         \x20   shutil.copyfileobj(src, out, 1 << 20)\n";
@@ -109,7 +141,10 @@ fn extract_member(python: &[String], wheel: &Path, member: &str, dest: &Path) ->
         .status()
         .map_err(|e| format!("cannot run {}: {e}", python[0]))?;
     if !status.success() {
-        return Err(format!("extracting {member} from {} failed ({status})", wheel.display()));
+        return Err(format!(
+            "extracting {member} from {} failed ({status})",
+            wheel.display()
+        ));
     }
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dest, std::fs::Permissions::from_mode(0o755))

@@ -1,6 +1,9 @@
 //! `cargo xtask record claude <scenario>|all`: runs the real Claude Code against the
 //! scripted model server in a temp git repo and saves its stdout as a fixture,
 //! `agent-claude/tests/fixtures/<scenario>.jsonl`. Read every line before committing it.
+//! `cargo xtask record codex <scenario>|all` does the same for Codex (`record/codex.rs`).
+
+mod codex;
 
 #[path = "../../agent-claude/tests/scenarios/mod.rs"]
 mod scenarios;
@@ -15,22 +18,30 @@ pub fn run(args: &[String]) -> Result<(), String> {
         [agent, which] => (agent.as_str(), which.as_str()),
         _ => return Err(usage()),
     };
+    if agent == "codex" {
+        return codex::run(which);
+    }
     if agent != "claude" {
-        return Err(format!("no recordings for agent {agent:?} yet\n{}", usage()));
+        return Err(format!(
+            "no recordings for agent {agent:?} yet\n{}",
+            usage()
+        ));
     }
     let chosen: Vec<scenarios::Scenario> = if which == "all" {
         scenarios::all()
     } else {
         vec![scenarios::find(which).ok_or_else(|| format!("no scenario {which:?}\n{}", usage()))?]
     };
-    let claude = claude_bin().ok_or(
-        "Claude Code is not there: run `cargo xtask agents` first, or set CLAUDE_BIN",
-    )?;
+    let claude = claude_bin()
+        .ok_or("Claude Code is not there: run `cargo xtask agents` first, or set CLAUDE_BIN")?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("tokio: {e}"))?;
     let folder = crate::workspace_root().join("agent-claude/tests/fixtures");
     std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
     for scenario in &chosen {
-        println!("recording {} ({}) with Claude Code {CLAUDE_VERSION}", scenario.name, scenario.about);
+        println!(
+            "recording {} ({}) with Claude Code {CLAUDE_VERSION}",
+            scenario.name, scenario.about
+        );
         let output = runtime.block_on(scenarios::run::run(&claude, scenario))?;
         let mut text = output.lines.join("\n");
         text.push('\n');

@@ -102,51 +102,77 @@ pub fn all() -> Vec<Scenario> {
                         tool("toolu_01read", "Read", json!({ "file_path": date })),
                     ]),
                     Turn::blocks([
-                        tool("toolu_02edit", "Edit", json!({
-                            "file_path": date,
-                            "old_string": "${date.getMonth()}",
-                            "new_string": "${date.getMonth() + 1}",
-                        })),
-                        tool("toolu_03write", "Write", json!({
-                            "file_path": path(repo, "src/hello.js"),
-                            "content": "export const hello = () => 'hello';\n",
-                        })),
+                        tool(
+                            "toolu_02edit",
+                            "Edit",
+                            json!({
+                                "file_path": date,
+                                "old_string": "${date.getMonth()}",
+                                "new_string": "${date.getMonth() + 1}",
+                            }),
+                        ),
+                        tool(
+                            "toolu_03write",
+                            "Write",
+                            json!({
+                                "file_path": path(repo, "src/hello.js"),
+                                "content": "export const hello = () => 'hello';\n",
+                            }),
+                        ),
                     ]),
-                    Turn::blocks([tool("toolu_04multi", "MultiEdit", json!({
-                        "file_path": date,
-                        "edits": [{ "old_string": "date", "new_string": "day" }],
-                    }))]),
+                    Turn::blocks([tool(
+                        "toolu_04multi",
+                        "MultiEdit",
+                        json!({
+                            "file_path": date,
+                            "edits": [{ "old_string": "date", "new_string": "day" }],
+                        }),
+                    )]),
                     Turn::text("Fixed the month and added src/hello.js."),
                 ])
             },
         ),
-        scenario(
-            "read-files",
-            "Read, Glob and Grep in one turn",
-            |repo| {
-                Script::new([
-                    Turn::blocks([
-                        tool("toolu_11read", "Read", json!({ "file_path": path(repo, "README.md") })),
-                        tool("toolu_12glob", "Glob", json!({ "pattern": "**/*.js" })),
-                        tool("toolu_13grep", "Grep", json!({ "pattern": "getMonth", "output_mode": "content" })),
-                    ]),
-                    Turn::text("The month comes from getMonth() in src/date.js."),
-                ])
-            },
-        ),
+        scenario("read-files", "Read, Glob and Grep in one turn", |repo| {
+            Script::new([
+                Turn::blocks([
+                    tool(
+                        "toolu_11read",
+                        "Read",
+                        json!({ "file_path": path(repo, "README.md") }),
+                    ),
+                    tool("toolu_12glob", "Glob", json!({ "pattern": "**/*.js" })),
+                    tool(
+                        "toolu_13grep",
+                        "Grep",
+                        json!({ "pattern": "getMonth", "output_mode": "content" }),
+                    ),
+                ]),
+                Turn::text("The month comes from getMonth() in src/date.js."),
+            ])
+        }),
         Scenario {
             files: NPM_PASSING,
             needs_npm: true,
             ..scenario("npm-test-passing", "`npm test` passes", |_| {
-                Script::new([bash("toolu_21bash", "npm test"), Turn::text("The tests pass.")])
+                Script::new([
+                    bash("toolu_21bash", "npm test"),
+                    Turn::text("The tests pass."),
+                ])
             })
         },
         Scenario {
             files: NPM_FAILING,
             needs_npm: true,
-            ..scenario("npm-test-failing", "`npm test` fails with exit code 1", |_| {
-                Script::new([bash("toolu_31bash", "npm test"), Turn::text("One test fails.")])
-            })
+            ..scenario(
+                "npm-test-failing",
+                "`npm test` fails with exit code 1",
+                |_| {
+                    Script::new([
+                        bash("toolu_31bash", "npm test"),
+                        Turn::text("One test fails."),
+                    ])
+                },
+            )
         },
         Scenario {
             files: NPM_FAILING,
@@ -167,17 +193,25 @@ pub fn all() -> Vec<Scenario> {
             "a Bash command outside the allow list is refused",
             |_| {
                 Script::new([
-                    Turn::blocks([tool("toolu_51bash", "Bash", json!({
-                        "command": "curl -s http://127.0.0.1:9/",
-                        "description": "Fetch a page",
-                    }))]),
+                    Turn::blocks([tool(
+                        "toolu_51bash",
+                        "Bash",
+                        json!({
+                            "command": "curl -s http://127.0.0.1:9/",
+                            "description": "Fetch a page",
+                        }),
+                    )]),
                     Turn::text("I was not allowed to run curl."),
                 ])
             },
         ),
         scenario("tool-error", "Read of a file that does not exist", |repo| {
             Script::new([
-                Turn::blocks([tool("toolu_61read", "Read", json!({ "file_path": path(repo, "src/missing.js") }))]),
+                Turn::blocks([tool(
+                    "toolu_61read",
+                    "Read",
+                    json!({ "file_path": path(repo, "src/missing.js") }),
+                )]),
                 Turn::text("That file does not exist."),
             ])
         }),
@@ -189,8 +223,16 @@ pub fn all() -> Vec<Scenario> {
                     Turn::blocks([
                         Block::Thinking("The bug is in the month.".into()),
                         Block::text("Let me look at both files."),
-                        tool("toolu_71read", "Read", json!({ "file_path": path(repo, "src/date.js") })),
-                        tool("toolu_72read", "Read", json!({ "file_path": path(repo, "README.md") })),
+                        tool(
+                            "toolu_71read",
+                            "Read",
+                            json!({ "file_path": path(repo, "src/date.js") }),
+                        ),
+                        tool(
+                            "toolu_72read",
+                            "Read",
+                            json!({ "file_path": path(repo, "README.md") }),
+                        ),
                     ]),
                     Turn::blocks([Block::text("Both read."), Block::text("Done.")]),
                 ])
@@ -202,8 +244,16 @@ pub fn all() -> Vec<Scenario> {
             |repo| {
                 Script::new([
                     Turn::blocks([
-                        tool("toolu_81read", "Read", json!({ "file_path": path(repo, "src/date.js") })),
-                        tool("toolu_82grep", "Grep", json!({ "pattern": "fixture", "output_mode": "files_with_matches" })),
+                        tool(
+                            "toolu_81read",
+                            "Read",
+                            json!({ "file_path": path(repo, "src/date.js") }),
+                        ),
+                        tool(
+                            "toolu_82grep",
+                            "Grep",
+                            json!({ "pattern": "fixture", "output_mode": "files_with_matches" }),
+                        ),
                         tool("toolu_83glob", "Glob", json!({ "pattern": "*.md" })),
                     ]),
                     Turn::text("Done."),
@@ -225,37 +275,59 @@ pub fn all() -> Vec<Scenario> {
         scenario("error-500", "a server error on every try", |_| {
             Script::new([HttpError::status(500).into()])
         }),
-        scenario("error-credit", "a 400 saying the credit balance is too low", |_| {
-            let mut error = HttpError::status(400);
-            error.message = "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.".into();
-            Script::new([error.into()])
-        }),
+        scenario(
+            "error-credit",
+            "a 400 saying the credit balance is too low",
+            |_| {
+                let mut error = HttpError::status(400);
+                error.message = "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.".into();
+                Script::new([error.into()])
+            },
+        ),
         scenario(
             "retry-then-success",
             "one 429, then the model answers",
             |_| {
                 Script::new([
-                    HttpError::status(429).header("retry-after", "1").times(1).into(),
+                    HttpError::status(429)
+                        .header("retry-after", "1")
+                        .times(1)
+                        .into(),
                     Turn::text("Answered after one retry."),
                 ])
             },
         ),
         Scenario {
             budget_usd: 0.01,
-            ..scenario("budget-exhausted", "the first reply costs more than the budget", |repo| {
-                let expensive = Usage { input_tokens: 200_000, output_tokens: 2_000 };
-                Script::new([
-                    Turn::Reply(Reply {
-                        blocks: vec![tool("toolu_91read", "Read", json!({ "file_path": path(repo, "src/date.js") }))],
-                        usage: expensive,
-                    }),
-                    Turn::Reply(Reply {
-                        blocks: vec![tool("toolu_92read", "Read", json!({ "file_path": path(repo, "README.md") }))],
-                        usage: expensive,
-                    }),
-                    Turn::text("Done."),
-                ])
-            })
+            ..scenario(
+                "budget-exhausted",
+                "the first reply costs more than the budget",
+                |repo| {
+                    let expensive = Usage {
+                        input_tokens: 200_000,
+                        output_tokens: 2_000,
+                    };
+                    Script::new([
+                        Turn::Reply(Reply {
+                            blocks: vec![tool(
+                                "toolu_91read",
+                                "Read",
+                                json!({ "file_path": path(repo, "src/date.js") }),
+                            )],
+                            usage: expensive,
+                        }),
+                        Turn::Reply(Reply {
+                            blocks: vec![tool(
+                                "toolu_92read",
+                                "Read",
+                                json!({ "file_path": path(repo, "README.md") }),
+                            )],
+                            usage: expensive,
+                        }),
+                        Turn::text("Done."),
+                    ])
+                },
+            )
         },
     ]
 }

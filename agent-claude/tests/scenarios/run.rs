@@ -25,6 +25,8 @@ pub struct RunOutput {
     pub requests: Vec<RecordedRequest>,
     /// The repo the agent worked in (removed with `_dir`).
     pub repo: PathBuf,
+    /// The session id the run was given.
+    pub session_id: SessionId,
     /// Keeps the temp folder alive until the output is read.
     pub _dir: tempfile::TempDir,
 }
@@ -34,7 +36,12 @@ const RUN_LIMIT: Duration = Duration::from_secs(120);
 
 fn git(repo: &Path, args: &[&str]) -> Result<(), String> {
     let status = std::process::Command::new("git")
-        .args(["-c", "user.name=codehands", "-c", "user.email=codehands@example.invalid"])
+        .args([
+            "-c",
+            "user.name=codehands",
+            "-c",
+            "user.email=codehands@example.invalid",
+        ])
         .args(args)
         .current_dir(repo)
         .stdout(Stdio::null())
@@ -62,17 +69,28 @@ fn make_repo(root: &Path, scenario: &Scenario) -> Result<PathBuf, String> {
 
 /// Runs `scenario` with the Claude Code at `claude` and returns what it printed.
 pub async fn run(claude: &Path, scenario: &Scenario) -> Result<RunOutput, String> {
+    run_with(claude, scenario, |_| {}).await
+}
+
+/// [`run`], with the request changed by `adjust` before the invocation is built.
+pub async fn run_with(
+    claude: &Path,
+    scenario: &Scenario,
+    adjust: impl FnOnce(&mut AgentRequest),
+) -> Result<RunOutput, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
     let repo = make_repo(dir.path(), scenario)?;
     // Canonical, because Claude Code reports its cwd resolved (macOS /tmp → /private/tmp).
-    let repo = repo.canonicalize().map_err(|e| format!("{}: {e}", repo.display()))?;
+    let repo = repo
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", repo.display()))?;
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).map_err(|e| format!("home: {e}"))?;
 
     let server = ModelServer::start((scenario.script)(&repo))
         .await
         .map_err(|e| format!("model server: {e}"))?;
-    let request = AgentRequest {
+    let mut request = AgentRequest {
         session_id: SessionId::new_random(),
         worktree: repo.clone(),
         prompt: scenario.prompt.to_owned(),
@@ -83,9 +101,13 @@ pub async fn run(claude: &Path, scenario: &Scenario) -> Result<RunOutput, String
         resume: None,
         provider_env: vec![
             ("ANTHROPIC_BASE_URL".into(), server.base_url()),
-            ("ANTHROPIC_API_KEY".into(), "sk-ant-dummy-for-recordings".into()),
+            (
+                "ANTHROPIC_API_KEY".into(),
+                "sk-ant-dummy-for-recordings".into(),
+            ),
         ],
     };
+    adjust(&mut request);
     let invocation = ClaudeCode::with_program(claude)
         .invocation(&request)
         .map_err(|e| format!("invocation: {e}"))?;
@@ -164,6 +186,7 @@ pub async fn run(claude: &Path, scenario: &Scenario) -> Result<RunOutput, String
         exit_code: status.code(),
         requests: server.requests(),
         repo,
+        session_id: request.session_id,
         _dir: dir,
     })
 }

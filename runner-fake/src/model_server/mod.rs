@@ -10,9 +10,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The Anthropic Messages API lives in `anthropic.rs`; each further API gets its own file.
+//! The Anthropic Messages API lives in `anthropic.rs`, the OpenAI Responses API (for
+//! Codex) in `openai.rs`; each further API gets its own file.
 
 mod anthropic;
+mod openai;
 mod script;
 
 use std::net::SocketAddr;
@@ -70,7 +72,9 @@ type Shared = Arc<Mutex<State>>;
 
 fn lock(state: &Shared) -> MutexGuard<'_, State> {
     // A panic in one handler must not hide the requests from the test that reads them.
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A running scripted model server; it stops when dropped.
@@ -119,6 +123,11 @@ impl ModelServer {
     /// The base URL to give the agent, for example `http://127.0.0.1:41234`.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The base URL in OpenAI's convention, with `/v1` (for `OPENAI_BASE_URL`).
+    pub fn openai_base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
     }
 
     /// Every request received so far, in order.
@@ -174,6 +183,21 @@ fn handle(state: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: By
             Err(e) => plain(400, &format!("the body is not JSON: {e}")),
         },
         ("POST", "/v1/messages/count_tokens") => anthropic::answer_count_tokens(&text),
+        ("POST", "/v1/responses") => match serde_json::from_str::<Value>(&text) {
+            Ok(request) => {
+                let outputs = openai::count_tool_outputs(&request);
+                let index = anthropic::pick_turn(&state.script, outputs, &state.hits);
+                if let Some(i) = index {
+                    state.hits[i] += 1;
+                }
+                state.messages += 1;
+                let turn = index
+                    .map(|i| (i, &state.script.turns[i]))
+                    .or_else(|| state.script.after_end.as_ref().map(|t| (usize::MAX, t)));
+                openai::answer_responses(&request, turn, state.messages)
+            }
+            Err(e) => plain(400, &format!("the body is not JSON: {e}")),
+        },
         // Anything else is logged (kept in `requests`) and refused, so a test sees what
         // the agent asked for that the server does not speak.
         _ => plain(404, "the scripted model server does not serve this path"),

@@ -153,10 +153,19 @@ impl HttpError {
             400 => ("invalid_request_error", "Invalid request."),
             401 => ("authentication_error", "invalid x-api-key"),
             402 => ("billing_error", "Your credit balance is too low."),
-            403 => ("permission_error", "Your API key does not have permission to use this resource."),
+            403 => (
+                "permission_error",
+                "Your API key does not have permission to use this resource.",
+            ),
             404 => ("not_found_error", "Not found."),
-            413 => ("request_too_large", "Request exceeds the maximum allowed size."),
-            429 => ("rate_limit_error", "Number of requests has exceeded your rate limit."),
+            413 => (
+                "request_too_large",
+                "Request exceeds the maximum allowed size.",
+            ),
+            429 => (
+                "rate_limit_error",
+                "Number of requests has exceeded your rate limit.",
+            ),
             529 => ("overloaded_error", "Overloaded"),
             _ => ("api_error", "Internal server error"),
         };

@@ -1,0 +1,189 @@
+//! The arguments, environment and stdin the adapter builds (seed 000 "Safety", seed 004).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use agent_claude::ClaudeCode;
+use runner_core::testkit::expect_error;
+use runner_core::{Agent, AgentRequest, ErrorKind, ResumeFrom, SessionId, StdinClose};
+
+fn request() -> AgentRequest {
+    AgentRequest {
+        session_id: SessionId::parse("3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42").unwrap(),
+        worktree: PathBuf::from("/work/tree"),
+        prompt: "--help me fix the test".into(),
+        model: Some("sonnet".into()),
+        budget_usd: 0.5,
+        notes: Some("--Tests: npm test. Use two spaces.".into()),
+        test_command: Some("npm test".into()),
+        resume: None,
+        provider_env: vec![
+            ("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9999".into()),
+            ("ANTHROPIC_API_KEY".into(), "sk-secret".into()),
+        ],
+    }
+}
+
+fn args_of(agent: &ClaudeCode, request: &AgentRequest) -> Vec<String> {
+    agent
+        .invocation(request)
+        .expect("invocation")
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_first_run() {
+    let agent = ClaudeCode::with_program("/opt/claude");
+    let invocation = agent.invocation(&request()).unwrap();
+    assert_eq!(invocation.program, PathBuf::from("/opt/claude"));
+    assert_eq!(invocation.close_stdin, StdinClose::AfterResult);
+    insta::assert_json_snapshot!(
+        "first_run",
+        serde_json::json!({
+            "args": args_of(&agent, &request()),
+            "env": invocation.env,
+            "stdin": invocation.stdin,
+        })
+    );
+}
+
+#[test]
+fn a_resume() {
+    let agent = ClaudeCode::with_program("claude");
+    let resume = AgentRequest {
+        resume: Some(ResumeFrom {
+            agent_session_id: "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42".into(),
+        }),
+        prompt: String::new(),
+        model: None,
+        notes: None,
+        test_command: None,
+        ..request()
+    };
+    let invocation = agent.invocation(&resume).unwrap();
+    insta::assert_json_snapshot!(
+        "resume",
+        serde_json::json!({
+            "args": args_of(&agent, &resume),
+            "stdin": invocation.stdin,
+        })
+    );
+}
+
+#[test]
+fn the_prompt_is_only_on_stdin_as_one_json_line() {
+    let tricky = AgentRequest {
+        prompt: "--dangerously-skip-permissions\nline two\u{2028}end".into(),
+        ..request()
+    };
+    let invocation = ClaudeCode::with_program("claude")
+        .invocation(&tricky)
+        .unwrap();
+    assert!(
+        !invocation
+            .args
+            .iter()
+            .any(|a| a.to_string_lossy().contains("dangerously"))
+    );
+    assert_eq!(invocation.stdin.len(), 1);
+    assert!(!invocation.stdin[0].contains('\n'));
+    let message: serde_json::Value = serde_json::from_str(&invocation.stdin[0]).unwrap();
+    assert_eq!(message["message"]["content"][0]["text"], tricky.prompt);
+}
+
+#[test]
+fn caller_arguments_that_conflict_with_owned_flags_are_refused() {
+    for bad in [
+        vec!["--output-format", "json"],
+        vec!["--output-format=text"],
+        vec!["--input-format", "text"],
+        vec!["-p"],
+        vec!["--resume", "x"],
+        vec!["--dangerously-skip-permissions"],
+        vec!["--permission-mode", "bypassPermissions"],
+        vec!["--allowedTools", "Bash"],
+        vec!["--mcp-config", "x.json"],
+        vec!["--settings", "{}"],
+        vec!["--add-dir", "/"],
+        vec!["--model", "x"],
+        vec!["--max-budget-usd", "100"],
+    ] {
+        let message = expect_error(
+            ClaudeCode::with_program("claude")
+                .with_args(bad.clone())
+                .map(|_| ()),
+            ErrorKind::InvalidInput,
+            &format!("{bad:?}"),
+        );
+        assert!(message.contains("codehands"), "{message}");
+    }
+    let fine = ClaudeCode::with_program("claude")
+        .with_args(["--effort", "high"])
+        .unwrap();
+    let args = args_of(&fine, &request());
+    assert_eq!(&args[args.len() - 2..], ["--effort", "high"]);
+}
+
+#[test]
+fn bad_requests_are_refused_with_what_to_do() {
+    let agent = ClaudeCode::with_program("claude");
+    for (what, bad) in [
+        (
+            "budget",
+            AgentRequest {
+                budget_usd: -1.0,
+                ..request()
+            },
+        ),
+        (
+            "test command",
+            AgentRequest {
+                test_command: Some("npm test), Bash(rm -rf /".into()),
+                ..request()
+            },
+        ),
+        (
+            "model",
+            AgentRequest {
+                model: Some("a\nb".into()),
+                ..request()
+            },
+        ),
+        (
+            "resume id",
+            AgentRequest {
+                resume: Some(ResumeFrom {
+                    agent_session_id: "--help".into(),
+                }),
+                ..request()
+            },
+        ),
+        (
+            "prompt",
+            AgentRequest {
+                prompt: " ".into(),
+                ..request()
+            },
+        ),
+    ] {
+        expect_error(agent.invocation(&bad), ErrorKind::InvalidInput, what);
+    }
+}
+
+#[test]
+fn claude_bin_names_the_program() {
+    // The only test that reads CLAUDE_BIN; set and read in one place.
+    let agent = ClaudeCode::with_program(OsString::from("/x/claude"));
+    assert_eq!(agent.program(), std::path::Path::new("/x/claude"));
+    assert_eq!(
+        agent.provider_env(),
+        [
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN"
+        ]
+    );
+}

@@ -1,0 +1,135 @@
+//! The adapter against the real Claude Code 2.1.332 and the scripted model server:
+//! the arguments it builds work, and what the binary prints today parses to the same
+//! events as the recordings. Skips (failing under CI=true) when the binary is missing:
+//! `cargo xtask agents` fetches it.
+
+mod scenarios;
+
+use std::path::PathBuf;
+
+use agent_claude::ClaudeCode;
+use runner_core::testkit::{agents::claude_bin, skip};
+use runner_core::{Agent, EventBody};
+
+fn claude() -> Option<PathBuf> {
+    let found = claude_bin();
+    if found.is_none() {
+        skip("Claude Code is not installed: run `cargo xtask agents` (or set CLAUDE_BIN)");
+    }
+    found
+}
+
+fn event_types(lines: &[String]) -> Vec<&'static str> {
+    let mut parser = ClaudeCode::with_program("claude").parser();
+    let mut types: Vec<&'static str> = lines
+        .iter()
+        .flat_map(|l| parser.parse_line(l))
+        .map(|e| e.type_name())
+        .collect();
+    types.extend(parser.finish().iter().map(EventBody::type_name));
+    types
+}
+
+fn npm_available() -> bool {
+    std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_runs_give_the_events_of_their_recordings() {
+    let Some(claude) = claude() else { return };
+    // Scenarios whose line order does not depend on tool timing.
+    let mut names = vec![
+        "edit-files",
+        "refused-command",
+        "tool-error",
+        "error-401",
+        "error-429",
+        "budget-exhausted",
+        "retry-then-success",
+    ];
+    if npm_available() {
+        names.push("npm-test-failing-exit-0");
+    } else {
+        eprintln!("npm is not on PATH: the npm scenarios are checked from their recordings only");
+    }
+    for name in names {
+        let scenario = scenarios::find(name).expect("a scenario");
+        let output = scenarios::run::run(&claude, &scenario).await.unwrap();
+        let recorded = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("tests/fixtures/{name}.jsonl")),
+        )
+        .unwrap();
+        let recorded: Vec<String> = recorded.lines().map(str::to_owned).collect();
+        assert_eq!(
+            event_types(&output.lines),
+            event_types(&recorded),
+            "{name}: the live run parses like its recording; stderr: {}",
+            output.stderr
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arguments_reach_the_model_as_meant() {
+    let Some(claude) = claude() else { return };
+    let scenario = scenarios::find("retry-then-success").unwrap();
+    let notes = "--Repo notes: indent with two spaces.";
+    let prompt = "--dangerously-skip-permissions is only text here";
+    let output = scenarios::run::run_with(&claude, &scenario, |request| {
+        request.model = Some("claude-sonnet-4-5".into());
+        request.notes = Some(notes.into());
+        request.prompt = prompt.into();
+    })
+    .await
+    .unwrap();
+    let bodies: Vec<serde_json::Value> = output
+        .requests
+        .iter()
+        .filter(|r| r.path.starts_with("/v1/messages"))
+        .filter_map(|r| r.json())
+        .collect();
+    assert!(!bodies.is_empty(), "the CLI called the model");
+    let last = bodies.last().unwrap();
+    assert_eq!(last["model"], "claude-sonnet-4-5", "--model=… is honoured");
+    assert!(
+        last["system"]
+            .to_string()
+            .contains("indent with two spaces"),
+        "the notes are in the system prompt"
+    );
+    assert!(
+        last["messages"].to_string().contains(prompt),
+        "the prompt is the first user message"
+    );
+    assert!(
+        output
+            .requests
+            .iter()
+            .all(|r| r.header("x-api-key") == Some("sk-ant-dummy-for-recordings"))
+    );
+    let mut parser = ClaudeCode::with_program("claude").parser();
+    let started = output
+        .lines
+        .iter()
+        .flat_map(|l| parser.parse_line(l))
+        .find_map(|e| match e {
+            EventBody::TaskStarted(s) => Some(s),
+            _ => None,
+        });
+    let started = started.expect("task.started");
+    assert_eq!(
+        started.agent_session_id,
+        Some(output.session_id.to_string()),
+        "--session-id is ours"
+    );
+    assert_eq!(started.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(
+        output.exit_code,
+        Some(0),
+        "the CLI exits once stdin closes after the result"
+    );
+}

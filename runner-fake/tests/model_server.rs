@@ -1,0 +1,83 @@
+//! The scripted model server over real HTTP on 127.0.0.1.
+
+use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// One HTTP/1.1 request with `Connection: close`; returns the status and the whole response.
+async fn send(base_url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let addr = base_url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nx-api-key: sk-test\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, response)
+}
+
+fn conversation(tool_results: usize) -> String {
+    let mut messages =
+        vec![json!({ "role": "user", "content": [{ "type": "text", "text": "hi" }] })];
+    for i in 0..tool_results {
+        messages.push(json!({ "role": "user", "content": [{ "type": "tool_result", "tool_use_id": format!("t{i}"), "content": "ok" }] }));
+    }
+    json!({ "model": "m", "stream": true, "messages": messages }).to_string()
+}
+
+#[tokio::test]
+async fn answers_from_the_script_and_keeps_every_request() {
+    let server = ModelServer::start(Script::new([
+        HttpError::status(429)
+            .header("retry-after", "1")
+            .times(1)
+            .into(),
+        Turn::blocks([Block::tool_use("t0", "Read", json!({ "file_path": "/a" }))]),
+        Turn::text("done"),
+    ]))
+    .await
+    .unwrap();
+    let url = server.base_url();
+
+    let (status, limited) = send(&url, "POST", "/v1/messages?beta=true", &conversation(0)).await;
+    assert_eq!(status, 429);
+    assert!(limited.to_ascii_lowercase().contains("retry-after: 1"));
+    assert!(limited.contains("rate_limit_error"));
+
+    let (status, tool) = send(&url, "POST", "/v1/messages?beta=true", &conversation(0)).await;
+    assert_eq!(status, 200);
+    assert!(tool.contains("text/event-stream"));
+    assert!(tool.contains("event: message_start") && tool.contains("input_json_delta"));
+    assert!(tool.contains(r#""stop_reason":"tool_use""#));
+
+    let (_, text) = send(&url, "POST", "/v1/messages", &conversation(1)).await;
+    assert!(text.contains("text_delta") && text.contains(r#""stop_reason":"end_turn""#));
+
+    let (status, _) = send(&url, "GET", "/v1/models", "").await;
+    assert_eq!(status, 404, "paths it does not speak are refused");
+
+    let requests = server.requests();
+    let seen: Vec<(&str, u16, Option<usize>)> = requests
+        .iter()
+        .map(|r| (r.path.as_str(), r.status, r.turn))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("/v1/messages?beta=true", 429, Some(0)),
+            ("/v1/messages?beta=true", 200, Some(1)),
+            ("/v1/messages", 200, Some(2)),
+            ("/v1/models", 404, None),
+        ]
+    );
+    assert_eq!(requests[0].header("X-API-KEY"), Some("sk-test"));
+    assert_eq!(server.message_requests().len(), 3);
+    assert!(
+        server.message_requests()[2]
+            .to_string()
+            .contains("tool_result")
+    );
+}
