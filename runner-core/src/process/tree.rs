@@ -78,11 +78,11 @@ pub fn group_alive(pgid: u32) -> bool {
 /// Sends `signal` to the group led by `leader`, but only while the leader is the
 /// same process (or has exited leaving its group behind, which keeps its id from reuse).
 fn signal_group(leader: &ProcessIdentity, signal: Signal) -> bool {
-    if let Some(now) = read_stat(leader.pid) {
-        if now.start_time != leader.start_time {
-            // The pid belongs to another process now: never signal it.
-            return false;
-        }
+    if let Some(now) = read_stat(leader.pid)
+        && now.start_time != leader.start_time
+    {
+        // The pid belongs to another process now: never signal it.
+        return false;
     }
     killpg(Pid::from_raw(leader.pid as i32), signal).is_ok()
 }

@@ -171,12 +171,12 @@ impl LocalRunner {
                 options.prompt.len()
             )));
         }
-        if let Some(budget) = options.budget_usd {
-            if !(budget.is_finite() && budget > 0.0) {
-                return Err(Error::invalid_input(format!(
-                    "the budget {budget} is not a positive number of dollars"
-                )));
-            }
+        if let Some(budget) = options.budget_usd
+            && !(budget.is_finite() && budget > 0.0)
+        {
+            return Err(Error::invalid_input(format!(
+                "the budget {budget} is not a positive number of dollars"
+            )));
         }
         if options.verify && self.shared.sandbox.is_none() {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));

@@ -58,11 +58,11 @@ fn supervised_elsewhere(shared: &Shared, id: &SessionId) -> bool {
 async fn fail_interrupted(shared: &Shared, record: &SessionRecord, report: &mut RecoveryReport) {
     let id = record.session_id;
     let files = RunFiles::new(shared.home.run_dir(&id));
-    if let Some(agent) = files.agent() {
-        if agent.is_alive() || tree::group_alive(agent.pid) {
-            tree::end_group(&agent, shared.settings.stop_grace).await;
-            report.killed_processes.push(agent.pid);
-        }
+    if let Some(agent) = files.agent()
+        && (agent.is_alive() || tree::group_alive(agent.pid))
+    {
+        tree::end_group(&agent, shared.settings.stop_grace).await;
+        report.killed_processes.push(agent.pid);
     }
     files.clear_agent();
     files.clear_runner();

@@ -78,11 +78,11 @@ impl Supervisor {
 
     pub(super) async fn run(mut self) {
         self.files.clear_stop();
-        if let Some(me) = ProcessIdentity::current() {
-            if let Err(e) = self.files.set_runner(&me) {
-                self.note(format!("cannot write the run's control files: {e}"))
-                    .await;
-            }
+        if let Some(me) = ProcessIdentity::current()
+            && let Err(e) = self.files.set_runner(&me)
+        {
+            self.note(format!("cannot write the run's control files: {e}"))
+                .await;
         }
         self.prepare().await;
         match self.spawn().await {

@@ -79,7 +79,10 @@ pub fn main(args: &[String]) -> i32 {
         Some(path) => match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) => {
-                eprintln!("fake agent: cannot read the recording {}: {e}", std::path::Path::new(&path).display());
+                eprintln!(
+                    "fake agent: cannot read the recording {}: {e}",
+                    std::path::Path::new(&path).display()
+                );
                 return 2;
             }
         },
@@ -89,7 +92,9 @@ pub fn main(args: &[String]) -> i32 {
         .ok()
         .and_then(|v| v.parse().ok())
         .map_or(Duration::ZERO, Duration::from_millis);
-    let session_id = flag_value(args, "--session-id").or_else(|| flag_value(args, "--resume")).unwrap_or_default();
+    let session_id = flag_value(args, "--session-id")
+        .or_else(|| flag_value(args, "--resume"))
+        .unwrap_or_default();
     let cwd = std::env::current_dir().unwrap_or_default();
     let mut player = replay::Player::new(&recording, &cwd, &session_id, delay);
 
@@ -128,7 +133,9 @@ pub fn main(args: &[String]) -> i32 {
         Mode::ForkIgnoringTerm => {
             let _ = player.play_init();
             for _ in 0..2 {
-                let _ = std::process::Command::new("sh").args(["-c", "trap '' TERM; sleep 600"]).spawn();
+                let _ = std::process::Command::new("sh")
+                    .args(["-c", "trap '' TERM; sleep 600"])
+                    .spawn();
             }
             sleep_forever()
         }
@@ -147,7 +154,10 @@ pub fn main(args: &[String]) -> i32 {
 use FakeMode as Mode;
 
 fn flag_value(args: &[String], flag: &str) -> Option<String> {
-    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned()
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
 }
 
 fn emit_raw(bytes: &[u8]) {

@@ -21,7 +21,10 @@ pub struct Player {
 impl Player {
     /// A player of `recording`, moving its paths from the recording's cwd to `cwd`.
     pub fn new(recording: &str, cwd: &Path, session_id: &str, delay: Duration) -> Self {
-        let lines: Vec<Value> = recording.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let lines: Vec<Value> = recording
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
         let from_cwd = lines
             .iter()
             .find_map(|l| l.get("cwd").and_then(Value::as_str))
@@ -65,15 +68,15 @@ impl Player {
         }
         let mut out = std::io::stdout().lock();
         serde_json::to_writer(&mut out, &line).map_err(|e| e.to_string())?;
-        out.write_all(b"\n").and_then(|()| out.flush()).map_err(|e| e.to_string())
+        out.write_all(b"\n")
+            .and_then(|()| out.flush())
+            .map_err(|e| e.to_string())
     }
 
     fn rewrite(&self, value: &mut Value) {
         match value {
-            Value::String(s) => {
-                if s.contains(&self.from_cwd) {
-                    *s = s.replace(&self.from_cwd, &self.to_cwd);
-                }
+            Value::String(s) if s.contains(&self.from_cwd) => {
+                *s = s.replace(&self.from_cwd, &self.to_cwd);
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.rewrite(v)),
             Value::Object(map) => {
