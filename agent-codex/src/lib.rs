@@ -1,1 +1,92 @@
-//! Not built yet: see its issue.
+//! An implementation of `runner_core::Agent` for Codex (`codex exec --json`).
+//!
+//! - [`Codex`]: the program and its arguments: `exec --json`, the workspace-write
+//!   sandbox with no approval prompts, `--model`, resume through `exec resume
+//!   <thread id>`, and the prompt read from stdin (`-`), never from argv.
+//! - When the run's provider variables hold `OPENAI_BASE_URL`, Codex is pointed at
+//!   it through a model provider of its config (`-c model_provider=…` with
+//!   `wire_api = "responses"` and `env_key = "OPENAI_API_KEY"`), because Codex
+//!   0.163.0 ignores that variable; without it Codex keeps the user's own login
+//!   and settings.
+//! - The parser turns each `--json` line into events; see `parse/mod.rs` for the
+//!   mapping.
+//!
+//! ## Budget
+//! Codex takes no budget. It reports token usage (never a cost) once per turn, in
+//! `turn.completed`, after the tokens are spent, and `codex exec` runs a single turn,
+//! so neither the adapter nor the runner can stop a run when a dollar budget is
+//! reached. [`AgentCapabilities::budget`] is false to say so; the runner still
+//! bounds a run with its idle and linger watchdogs and with `stop`, and the usage
+//! reaches `task.finished` exactly as Codex reports it, so a caller can price it.
+
+mod args;
+mod parse;
+
+use std::path::{Path, PathBuf};
+
+use runner_core::{
+    Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result,
+};
+
+/// The provider variables Codex may receive from the caller's environment.
+const PROVIDER_ENV: &[&str] = &[args::BASE_URL_VAR, args::API_KEY_VAR];
+
+/// Codex as a codehands agent.
+#[derive(Debug, Clone)]
+pub struct Codex {
+    program: PathBuf,
+}
+
+impl Codex {
+    /// The program named by `CODEX_BIN`, or `codex` from PATH.
+    pub fn new() -> Self {
+        let program = std::env::var_os("CODEX_BIN")
+            .filter(|p| !p.is_empty())
+            .map_or_else(|| PathBuf::from("codex"), PathBuf::from);
+        Self::with_program(program)
+    }
+
+    /// This program (a path, or a name looked up on PATH). Keep the package's
+    /// folder whole: Codex runs commands through the `codex-resources/bwrap` beside it.
+    pub fn with_program(program: impl Into<PathBuf>) -> Self {
+        Self {
+            program: program.into(),
+        }
+    }
+
+    /// The program this agent runs.
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+}
+
+impl Default for Codex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Agent for Codex {
+    fn kind(&self) -> AgentKind {
+        AgentKind::Codex
+    }
+
+    fn capabilities(&self) -> AgentCapabilities {
+        AgentCapabilities {
+            resume: true,
+            budget: false,
+        }
+    }
+
+    fn provider_env(&self) -> &[&str] {
+        PROVIDER_ENV
+    }
+
+    fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
+        args::build(self.program.clone(), request)
+    }
+
+    fn parser(&self) -> Box<dyn AgentParser> {
+        Box::new(parse::CodexParser::default())
+    }
+}

@@ -47,6 +47,8 @@ pub fn all(setup: &Setup) -> Vec<Arc<dyn Agent>> {
     let mut agents: Vec<Arc<dyn Agent>> = Vec::new();
     #[cfg(feature = "claude")]
     agents.push(Arc::new(agent_claude::ClaudeCode::with_program(&setup.claude_bin)));
+    #[cfg(feature = "codex")]
+    agents.push(Arc::new(agent_codex::Codex::with_program(&setup.codex_bin)));
     #[cfg(feature = "fake")]
     agents.push(Arc::new(FakeAgent::new(setup.fake.clone())));
     let _ = setup;

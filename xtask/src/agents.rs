@@ -1,6 +1,9 @@
 //! `cargo xtask agents`: fetches the pinned agent CLIs into the cache, checking the
 //! cache first. Claude Code 2.1.332 comes from the Python package
-//! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`.
+//! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`;
+//! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`).
+
+mod codex;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,7 +31,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             claude.display()
         );
     }
-    Ok(())
+    codex::ensure()
 }
 
 /// The version `claude --version` prints (`2.1.332 (Claude Code)` → `2.1.332`).

@@ -1,6 +1,9 @@
 //! `cargo xtask record claude <scenario>|all`: runs the real Claude Code against the
 //! scripted model server in a temp git repo and saves its stdout as a fixture,
 //! `agent-claude/tests/fixtures/<scenario>.jsonl`. Read every line before committing it.
+//! `cargo xtask record codex <scenario>|all` does the same for Codex (`record/codex.rs`).
+
+mod codex;
 
 #[path = "../../agent-claude/tests/scenarios/mod.rs"]
 mod scenarios;
@@ -15,6 +18,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         [agent, which] => (agent.as_str(), which.as_str()),
         _ => return Err(usage()),
     };
+    if agent == "codex" {
+        return codex::run(which);
+    }
     if agent != "claude" {
         return Err(format!(
             "no recordings for agent {agent:?} yet\n{}",

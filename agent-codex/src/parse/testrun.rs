@@ -1,0 +1,243 @@
+//! Recognising test runs in commands, and failures in their output, even when
+//! the exit code says 0 (`npm test | tail` hides it).
+
+/// Commands (or their starts) that run a test suite.
+const TEST_COMMANDS: &[&[&str]] = &[
+    &["npm", "test"],
+    &["npm", "t"],
+    &["npm", "run", "test"],
+    &["pnpm", "test"],
+    &["pnpm", "run", "test"],
+    &["yarn", "test"],
+    &["yarn", "run", "test"],
+    &["bun", "test"],
+    &["bun", "run", "test"],
+    &["deno", "test"],
+    &["node", "--test"],
+    &["npx", "jest"],
+    &["npx", "vitest"],
+    &["npx", "mocha"],
+    &["jest"],
+    &["vitest"],
+    &["mocha"],
+    &["pytest"],
+    &["py.test"],
+    &["python", "-m", "pytest"],
+    &["python3", "-m", "pytest"],
+    &["uv", "run", "pytest"],
+    &["tox"],
+    &["cargo", "test"],
+    &["cargo", "nextest"],
+    &["go", "test"],
+    &["make", "test"],
+    &["make", "check"],
+    &["mvn", "test"],
+    &["gradle", "test"],
+    &["./gradlew", "test"],
+    &["dotnet", "test"],
+    &["rspec"],
+    &["bundle", "exec", "rspec"],
+    &["phpunit"],
+    &["mix", "test"],
+    &["swift", "test"],
+    &["ctest"],
+];
+
+/// Whether a command line runs tests: any of its pipeline or `&&` parts starts
+/// like a known test command (after `cd …` and variable assignments).
+pub(super) fn is_test_command(command: &str) -> bool {
+    command.split(['|', ';', '&', '\n']).any(|part| {
+        let words: Vec<&str> = part
+            .split_whitespace()
+            .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+            .collect();
+        TEST_COMMANDS
+            .iter()
+            .any(|known| words.len() >= known.len() && words[..known.len()] == **known)
+    })
+}
+
+/// What a test run's output says.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Verdict {
+    /// Whether the output shows a failure.
+    pub failed: bool,
+    /// The line that says so, or the line that reports a pass.
+    pub summary: Option<String>,
+}
+
+/// Reads a test run's output for failures and a summary line.
+pub(super) fn read_output(output: &str) -> Verdict {
+    let mut pass_line = None;
+    for line in output.lines() {
+        let trimmed = line.trim();
+        if shows_failure(trimmed) {
+            return Verdict {
+                failed: true,
+                summary: Some(short(trimmed)),
+            };
+        }
+        if pass_line.is_none() && shows_pass(trimmed) {
+            pass_line = Some(short(trimmed));
+        }
+    }
+    Verdict {
+        failed: false,
+        summary: pass_line,
+    }
+}
+
+fn short(line: &str) -> String {
+    let line = line.trim_start_matches(['#', ' ', 'ℹ', '✖', '✔']);
+    line.chars().take(200).collect()
+}
+
+fn shows_failure(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    // TAP and node's runner ("not ok 2 - …", "# fail 1"), cargo, go, npm.
+    (line.starts_with("not ok ") && !lower.contains("# skip") && !lower.contains("# todo"))
+        || count_after(&lower, "# fail ").is_some_and(|n| n > 0)
+        || count_after(&lower, "ℹ fail ").is_some_and(|n| n > 0)
+        || lower.starts_with("test result: failed")
+        || line.starts_with("--- FAIL")
+        || line == "FAIL"
+        || line.starts_with("FAIL\t")
+        || line.starts_with("FAIL ")
+        || lower.contains("npm err! test failed")
+        || failed_count(&lower) > 0
+}
+
+fn shows_pass(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.starts_with("# pass ")
+        || lower.starts_with("ℹ pass ")
+        || lower.starts_with("test result: ok")
+        || lower.starts_with("tests:")
+        || (lower.contains(" passed") && lower.chars().any(|c| c.is_ascii_digit()))
+        || lower.contains(" passing")
+        || line == "PASS"
+        || line.starts_with("ok \t")
+        || line.starts_with("ok  ")
+}
+
+/// The number right after `prefix` at the start of `line`.
+fn count_after(line: &str, prefix: &str) -> Option<u64> {
+    let rest = line.strip_prefix(prefix)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// The largest N in "N failed", "N failing", "N failure(s)", "N error(s)" summaries.
+fn failed_count(line: &str) -> u64 {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '(' | ')' | ';' | '='))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut worst = 0;
+    for pair in words.windows(2) {
+        let word = pair[1].trim_end_matches(['.', ':']);
+        if matches!(
+            word,
+            "failed" | "failing" | "failure" | "failures" | "errors" | "error"
+        ) && let Ok(n) = pair[0].parse::<u64>()
+        {
+            worst = worst.max(n);
+        }
+    }
+    worst
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knows_test_commands() {
+        for yes in [
+            "npm test",
+            "npm test | tail -n 20",
+            "cd app && npm run test -- --watch=false",
+            "CI=1 pnpm test",
+            "yarn test",
+            "python -m pytest -q",
+            "pytest tests/",
+            "cargo test -p x",
+            "go test ./...",
+            "node --test",
+        ] {
+            assert!(is_test_command(yes), "{yes}");
+        }
+        for no in [
+            "npm install",
+            "ls test",
+            "cat pytest.ini",
+            "echo npm test-x",
+            "git status",
+        ] {
+            assert!(!is_test_command(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn sees_failures_in_every_runner_style() {
+        for (output, summary) in [
+            ("# tests 2\n# pass 1\n# fail 1\n", "fail 1"),
+            (
+                "not ok 2 - months start at one\n",
+                "not ok 2 - months start at one",
+            ),
+            ("  2 passing\n  1 failing\n", "1 failing"),
+            (
+                "Tests:       1 failed, 3 passed, 4 total\n",
+                "Tests:       1 failed, 3 passed, 4 total",
+            ),
+            (
+                "===== 1 failed, 2 passed in 0.1s =====",
+                "===== 1 failed, 2 passed in 0.1s =====",
+            ),
+            (
+                "test result: FAILED. 1 passed; 1 failed; 0 ignored",
+                "test result: FAILED. 1 passed; 1 failed; 0 ignored",
+            ),
+            ("--- FAIL: TestX (0.00s)\nFAIL\n", "--- FAIL: TestX (0.00s)"),
+            ("3 examples, 1 failure\n", "3 examples, 1 failure"),
+        ] {
+            assert_eq!(
+                read_output(output),
+                Verdict {
+                    failed: true,
+                    summary: Some(summary.into())
+                },
+                "{output}"
+            );
+        }
+    }
+
+    #[test]
+    fn passes_clean_output_with_its_summary() {
+        for (output, summary) in [
+            ("# tests 1\n# pass 1\n# fail 0\n", Some("pass 1")),
+            (
+                "test result: ok. 3 passed; 0 failed; 0 ignored",
+                Some("test result: ok. 3 passed; 0 failed; 0 ignored"),
+            ),
+            (
+                "===== 2 passed in 0.01s =====",
+                Some("===== 2 passed in 0.01s ====="),
+            ),
+            (
+                "ok  \texample.com/x\t0.01s\n",
+                Some("ok  \texample.com/x\t0.01s"),
+            ),
+            ("nothing to report", None),
+        ] {
+            assert_eq!(
+                read_output(output),
+                Verdict {
+                    failed: false,
+                    summary: summary.map(String::from)
+                },
+                "{output}"
+            );
+        }
+    }
+}

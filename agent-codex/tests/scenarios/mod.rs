@@ -1,0 +1,193 @@
+//! The recording scenarios: a repo, a prompt and a model script each. Shared by
+//! `cargo xtask record codex <scenario>` and the tests that run the real binary,
+//! so a fixture can always be made again from the same definition.
+
+#![allow(dead_code)] // each includer uses part of it
+
+pub mod run;
+
+use std::path::Path;
+
+use runner_fake::model_server::{Block, HttpError, Script, Turn};
+use serde_json::json;
+
+/// One scenario.
+pub struct Scenario {
+    /// The fixture's name: `agent-codex/tests/fixtures/<name>.jsonl`.
+    pub name: &'static str,
+    /// What it shows.
+    pub about: &'static str,
+    /// The prompt, sent on stdin.
+    pub prompt: &'static str,
+    /// Files of the repo's first commit.
+    pub files: &'static [(&'static str, &'static str)],
+    /// The repo's test command.
+    pub test_command: Option<&'static str>,
+    /// The model name passed to Codex, if any.
+    pub model: Option<&'static str>,
+    /// Repo notes (become Codex's developer instructions).
+    pub notes: Option<&'static str>,
+    /// Whether it needs `npm` on PATH.
+    pub needs_npm: bool,
+    /// The model's script, given the repo's absolute path.
+    pub script: fn(&Path) -> Script,
+}
+
+const DATE_JS: &str = "export function formatDate(date) {\n  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n}\n";
+
+const PACKAGE_JSON: &str = "{\n  \"name\": \"fixture\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node --test\" }\n}\n";
+
+const FAILING_TEST: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => assert.strictEqual(1 + 1, 2));\ntest('months start at one', () => assert.strictEqual(new Date(2026, 0, 5).getMonth(), 1));\n";
+
+const BASE_FILES: &[(&str, &str)] = &[
+    ("src/date.js", DATE_JS),
+    ("README.md", "# fixture\n\nA small repo for recordings.\n"),
+];
+
+const NPM_FAILING: &[(&str, &str)] = &[
+    ("src/date.js", DATE_JS),
+    ("package.json", PACKAGE_JSON),
+    ("test/date.test.js", FAILING_TEST),
+];
+
+/// The patch that fixes the month and adds a file, in Codex's apply_patch format.
+const FIX_PATCH: &str = "*** Begin Patch\n*** Update File: src/date.js\n@@\n-  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n+  return `${date.getFullYear()}-${date.getMonth() + 1}-${date.getDate()}`;\n*** Add File: src/hello.js\n+export const hello = () => 'hello';\n*** End Patch\n";
+
+/// A command through Codex's `exec_command` tool.
+fn exec(id: &str, cmd: &str) -> Block {
+    Block::tool_use(id, "exec_command", json!({ "cmd": cmd }))
+}
+
+/// A patch the way Codex edits files when it offers no `apply_patch` tool (as with
+/// an unknown model): `apply_patch` with a heredoc through `exec_command`, which
+/// Codex intercepts and applies itself (a `file_change` item, not a command).
+fn patch(id: &str, text: &str) -> Block {
+    exec(id, &format!("apply_patch <<'PATCH'\n{text}PATCH\n"))
+}
+
+fn scenario(name: &'static str, about: &'static str, script: fn(&Path) -> Script) -> Scenario {
+    Scenario {
+        name,
+        about,
+        prompt: "Fix the month in src/date.js. Run the tests to check.",
+        files: BASE_FILES,
+        test_command: Some("npm test"),
+        // A name Codex has no metadata for: it then offers plain tools (`exec_command`,
+        // `apply_patch`) instead of its JavaScript code mode, and says so in a warning.
+        model: Some("scripted-model"),
+        notes: None,
+        needs_npm: false,
+        script,
+    }
+}
+
+/// Every scenario, in the order of the fixtures README.
+pub fn all() -> Vec<Scenario> {
+    vec![
+        scenario(
+            "write-file",
+            "apply_patch updates one file and adds another",
+            |_| {
+                Script::new([
+                    Turn::blocks([
+                        Block::text("I'll fix the month."),
+                        patch("call_w1", FIX_PATCH),
+                    ]),
+                    Turn::text("Fixed the month and added src/hello.js."),
+                ])
+            },
+        ),
+        scenario("run-command", "exec_command runs `cat src/date.js`", |_| {
+            Script::new([
+                Turn::blocks([exec("call_c1", "cat src/date.js")]),
+                Turn::text("The month comes from getMonth()."),
+            ])
+        }),
+        Scenario {
+            files: NPM_FAILING,
+            needs_npm: true,
+            ..scenario("failing-test", "`npm test` fails with exit code 1", |_| {
+                Script::new([
+                    Turn::blocks([exec("call_t1", "npm test")]),
+                    Turn::text("One test fails."),
+                ])
+            })
+        },
+        Scenario {
+            files: NPM_FAILING,
+            needs_npm: true,
+            ..scenario(
+                "failing-test-exit-0",
+                "`npm test | tail` fails while the pipe exits 0",
+                |_| {
+                    Script::new([
+                        Turn::blocks([exec("call_t2", "npm test 2>&1 | tail -n 20")]),
+                        Turn::text("Looks done."),
+                    ])
+                },
+            )
+        },
+        scenario(
+            "failing-command",
+            "a command that fails, and one the sandbox refuses (writing outside the repo)",
+            |_| {
+                Script::new([
+                    Turn::blocks([exec("call_f1", "ls src/missing.js")]),
+                    Turn::blocks([exec("call_f2", "touch /etc/codehands-probe")]),
+                    Turn::text("Neither command worked."),
+                ])
+            },
+        ),
+        scenario(
+            "several-turns",
+            "reasoning, a command, a patch, then a test run across four model turns",
+            |_| {
+                Script::new([
+                    Turn::blocks([
+                        Block::Thinking("The bug is in the month.".into()),
+                        Block::text("Let me look."),
+                        exec("call_s1", "cat src/date.js"),
+                    ]),
+                    Turn::blocks([patch("call_s2", FIX_PATCH)]),
+                    Turn::blocks([exec("call_s3", "git status --short")]),
+                    Turn::text("Done: the month is fixed."),
+                ])
+            },
+        ),
+        scenario("error-401", "the API refuses the key", |_| {
+            Script::new([HttpError {
+                message: "Incorrect API key provided.".into(),
+                ..HttpError::status(401)
+            }
+            .into()])
+        }),
+        scenario("error-429", "rate limited on every try", |_| {
+            Script::new([HttpError::status(429).header("retry-after", "1").into()])
+        }),
+        scenario("error-500", "the server fails on every try", |_| {
+            Script::new([HttpError::status(500).into()])
+        }),
+        Scenario {
+            notes: Some("Use two spaces for indentation."),
+            ..scenario(
+                "notes",
+                "repo notes reach the model as developer instructions",
+                |_| Script::new([Turn::text("Noted.")]),
+            )
+        },
+        scenario("retry-then-success", "one 429, then an answer", |_| {
+            Script::new([
+                HttpError::status(429)
+                    .header("retry-after", "0")
+                    .times(1)
+                    .into(),
+                Turn::text("Answered after one retry."),
+            ])
+        }),
+    ]
+}
+
+/// The scenario of that name.
+pub fn find(name: &str) -> Option<Scenario> {
+    all().into_iter().find(|s| s.name == name)
+}

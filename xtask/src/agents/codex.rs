@@ -1,0 +1,144 @@
+//! Codex 0.163.0 from the Python package `openai-codex-cli-bin` 0.163.0.
+//!
+//! The whole `codex_cli_bin/` folder is kept with its layout: Codex runs its commands
+//! through the `codex-resources/bwrap` beside `bin/codex` (with the binary alone every
+//! command fails with "bubblewrap is unavailable") and finds `codex-path/rg` there.
+
+use std::path::Path;
+use std::process::Command;
+
+use runner_core::testkit::agents::{CODEX_VERSION, codex_cache_path};
+
+const PACKAGE: &str = "openai-codex-cli-bin==0.163.0";
+const FOLDER: &str = "codex_cli_bin";
+
+/// Fetches Codex into the cache unless the cached one already answers its version.
+pub(super) fn ensure() -> Result<(), String> {
+    let codex = codex_cache_path();
+    if version_of(&codex).as_deref() == Some(CODEX_VERSION) {
+        println!("Codex {CODEX_VERSION}: cached at {}", codex.display());
+        return Ok(());
+    }
+    fetch(&codex)?;
+    println!("Codex {CODEX_VERSION}: installed at {}", codex.display());
+    Ok(())
+}
+
+/// The version `codex --version` prints (`codex-cli 0.163.0` → `0.163.0`).
+fn version_of(program: &Path) -> Option<String> {
+    let output = Command::new(program).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    output
+        .status
+        .success()
+        .then(|| text.split_whitespace().last().map(str::to_owned))
+        .flatten()
+}
+
+fn fetch(target: &Path) -> Result<(), String> {
+    // target = <cache>/agents/codex-<version>/codex_cli_bin/bin/codex
+    let version_folder = target
+        .ancestors()
+        .nth(3)
+        .expect("the cache path has a version folder");
+    let agents = version_folder
+        .parent()
+        .expect("the cache path has an agents folder");
+    std::fs::create_dir_all(agents).map_err(|e| format!("{}: {e}", agents.display()))?;
+    // Made in a temp folder beside the target and moved in whole, so an interrupted
+    // fetch leaves nothing that looks installed.
+    let work = tempfile::Builder::new()
+        .prefix(".codex-fetch-")
+        .tempdir_in(agents)
+        .map_err(|e| format!("temp folder in {}: {e}", agents.display()))?;
+    println!("fetching {PACKAGE} with pip (about 140 MB)…");
+    let pip = super::python();
+    let status = Command::new(&pip[0])
+        .args(&pip[1..])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+        ])
+        .args([
+            "--only-binary",
+            ":all:",
+            "--platform",
+            "manylinux_2_17_x86_64",
+        ])
+        .arg("-d")
+        .arg(work.path())
+        .arg(PACKAGE)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e} (install Python 3 with pip)", pip[0]))?;
+    if !status.success() {
+        return Err(format!("pip download {PACKAGE} failed ({status})"));
+    }
+    let wheel = super::find_wheel(work.path())?;
+    let staged = work.path().join("codex");
+    std::fs::create_dir_all(&staged).map_err(|e| format!("{}: {e}", staged.display()))?;
+    extract_folder(&pip, &wheel, &staged)?;
+    let staged_bin = staged.join(FOLDER).join("bin/codex");
+    for needed in ["bin/codex", "codex-resources/bwrap", "codex-path/rg"] {
+        let path = staged.join(FOLDER).join(needed);
+        if !path.is_file() {
+            return Err(format!(
+                "the wheel has no {FOLDER}/{needed}: the package layout changed"
+            ));
+        }
+    }
+    let version = version_of(&staged_bin);
+    if version.as_deref() != Some(CODEX_VERSION) {
+        return Err(format!(
+            "the packaged codex says version {version:?}, not {CODEX_VERSION}: the package changed"
+        ));
+    }
+    if version_folder.exists() {
+        std::fs::remove_dir_all(version_folder)
+            .map_err(|e| format!("{}: {e}", version_folder.display()))?;
+    }
+    std::fs::rename(&staged, version_folder)
+        .map_err(|e| format!("{}: {e}", version_folder.display()))?;
+    Ok(())
+}
+
+/// Unzips every member under `codex_cli_bin/` with Python's zipfile, keeping the
+/// layout and the executable bits the wheel records. Member names are checked so a
+/// bad wheel cannot write outside `dest`.
+fn extract_folder(python: &[String], wheel: &Path, dest: &Path) -> Result<(), String> {
+    const SCRIPT: &str = "import os, sys, zipfile, shutil\n\
+        wheel, folder, dest = sys.argv[1], sys.argv[2], sys.argv[3]\n\
+        with zipfile.ZipFile(wheel) as z:\n\
+        \x20   for info in z.infolist():\n\
+        \x20       name = info.filename\n\
+        \x20       if not name.startswith(folder + '/') or name.endswith('/'):\n\
+        \x20           continue\n\
+        \x20       parts = name.split('/')\n\
+        \x20       if '..' in parts or '' in parts or name.startswith('/'):\n\
+        \x20           sys.exit('unsafe member name: ' + name)\n\
+        \x20       out = os.path.join(dest, *parts)\n\
+        \x20       os.makedirs(os.path.dirname(out), exist_ok=True)\n\
+        \x20       with z.open(info) as src, open(out, 'wb') as f:\n\
+        \x20           shutil.copyfileobj(src, f, 1 << 20)\n\
+        \x20       mode = (info.external_attr >> 16) & 0o777\n\
+        \x20       os.chmod(out, 0o755 if mode & 0o111 else 0o644)\n";
+    let status = Command::new(&python[0])
+        .args(&python[1..])
+        .args(["-c", SCRIPT])
+        .arg(wheel)
+        .arg(FOLDER)
+        .arg(dest)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", python[0]))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "extracting {FOLDER}/ from {} failed ({status})",
+            wheel.display()
+        ))
+    }
+}
