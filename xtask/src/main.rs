@@ -21,8 +21,9 @@ tasks:
   codegen [--check]     write the contract's JSON Schemas to schemas/ (--check: fail on drift)
   images                build the sandbox's images locally (cached under $CODEHANDS_CACHE/images)
   bench sandbox         time the sandbox box against `docker run` with the same flags
-  agents                fetch the pinned agent CLIs into the cache (Claude Code 2.1.332)
+  agents                fetch the pinned agent CLIs into the cache (Claude Code 2.1.332, Codex 0.163.0)
   record claude <name>  record a fixture from the real Claude Code (`all` for every scenario)
+  record codex <name>   record a fixture from the real Codex 0.163.0 (`all` for every scenario)
   bench git [--rounds N]  GitVcs against the git program on a 20,000-file repo
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
