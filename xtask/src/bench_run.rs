@@ -1,0 +1,204 @@
+//! `cargo xtask bench run`: `codehands run` with the real Claude Code against the
+//! bare `claude -p`, on the same small repo and the same one-turn script from the
+//! scripted model server. Prints the ratio of wall times, the runner's own peak
+//! memory (without the agent), and where the overhead goes (worktree, spawn,
+//! parse, diff), and writes `target/bench/run.json`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use runner_core::{Agent, AgentKind, AgentRequest, SessionId, Vcs, WorktreeSpec};
+use runner_fake::model_server::{ModelServer, Script, Turn};
+
+const ROUNDS: usize = 7;
+const PROMPT: &str = "Say hello.";
+
+/// Runs the benchmark; `--rounds N` changes how many runs of each are timed.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let rounds = match args {
+        [] => ROUNDS,
+        [flag, n] if flag == "--rounds" => n.parse().map_err(|_| "--rounds takes a number")?,
+        _ => return Err("usage: cargo xtask bench run [--rounds N]".into()),
+    };
+    let claude = runner_core::testkit::agents::claude_bin().ok_or("Claude Code is not installed: run `cargo xtask agents`")?;
+    let codehands = build_codehands()?;
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(bench(&claude, &codehands, rounds))
+}
+
+fn build_codehands() -> Result<PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let ok = Command::new(cargo)
+        .args(["build", "--release", "--quiet", "-p", "codehands"])
+        .current_dir(crate::workspace_root())
+        .status()
+        .map_err(|e| e.to_string())?
+        .success();
+    if !ok {
+        return Err("cargo build --release -p codehands failed".into());
+    }
+    Ok(crate::workspace_root().join("target/release/codehands"))
+}
+
+struct Sample {
+    wall: Duration,
+    /// Peak resident memory of the measured process itself, in KiB (VmHWM).
+    peak_kib: u64,
+}
+
+async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let repo = dir.path().join("repo");
+    make_repo(&repo)?;
+    let agent_home = dir.path().join("agent-home");
+    std::fs::create_dir_all(&agent_home).map_err(|e| e.to_string())?;
+    let server = ModelServer::start(Script { turns: vec![Turn::text("Hello.")], after_end: Some(Turn::text("Hello.")) })
+        .await
+        .map_err(|e| e.to_string())?;
+    let env = |cmd: &mut Command| {
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &agent_home)
+            .env("ANTHROPIC_BASE_URL", server.base_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-dummy-for-bench")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .current_dir(&repo)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+    };
+    let mut bare = Vec::new();
+    let mut ours = Vec::new();
+    // Interleaved, after one warm-up of each, so both see the same machine state.
+    for round in 0..=rounds {
+        let mut cmd = Command::new(claude);
+        cmd.args(["-p", PROMPT, "--output-format", "stream-json", "--verbose", "--max-budget-usd", "0.5"]);
+        env(&mut cmd);
+        let b = measure(cmd)?;
+        let home = dir.path().join(format!("home-{round}"));
+        let mut cmd = Command::new(codehands);
+        cmd.args(["run", ".", PROMPT, "--agent", "claude-code", "--json", "--then", "reject"]);
+        env(&mut cmd);
+        cmd.env("CODEHANDS_HOME", &home).env("CLAUDE_BIN", claude);
+        let o = measure(cmd)?;
+        if round > 0 {
+            bare.push(b);
+            ours.push(o);
+        }
+    }
+    let bare_ms = median(bare.iter().map(|s| s.wall).collect());
+    let ours_ms = median(ours.iter().map(|s| s.wall).collect());
+    let runner_peak = ours.iter().map(|s| s.peak_kib).max().unwrap_or(0);
+    let agent_peak = bare.iter().map(|s| s.peak_kib).max().unwrap_or(0);
+    let split = overhead_split(&repo, dir.path()).await?;
+    let ratio = ours_ms / bare_ms;
+    println!("bare claude -p      {bare_ms:>8.1} ms (median of {rounds}), agent peak {:.0} MiB", agent_peak as f64 / 1024.0);
+    println!("codehands run       {ours_ms:>8.1} ms (median of {rounds}), runner peak {:.1} MiB (without the agent)", runner_peak as f64 / 1024.0);
+    println!("ratio               {ratio:>8.3}x (target at most 1.10x)");
+    println!("overhead split      worktree {:.1} ms, spawn {:.2} ms, parse {:.3} ms, diff {:.1} ms", split[0], split[1], split[2], split[3]);
+    let json = serde_json::json!({
+        "bareMs": bare_ms, "codehandsMs": ours_ms, "ratio": ratio, "rounds": rounds,
+        "runnerPeakMiB": runner_peak as f64 / 1024.0, "agentPeakMiB": agent_peak as f64 / 1024.0,
+        "overheadMs": { "worktree": split[0], "spawn": split[1], "parse": split[2], "diff": split[3] },
+    });
+    let out = crate::workspace_root().join("target/bench");
+    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    std::fs::write(out.join("run.json"), serde_json::to_string_pretty(&json).unwrap_or_default()).map_err(|e| e.to_string())?;
+    println!("wrote target/bench/run.json");
+    Ok(())
+}
+
+/// Runs `cmd` to its end, sampling its own peak memory from /proc while it runs.
+fn measure(mut cmd: Command) -> Result<Sample, String> {
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0;
+    loop {
+        if let Some(hwm) = std::fs::read_to_string(&status_file).ok().and_then(|s| vm_hwm(&s)) {
+            peak_kib = peak_kib.max(hwm);
+        }
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            if !status.success() {
+                return Err(format!("{cmd:?} failed: {status}"));
+            }
+            return Ok(Sample { wall: started.elapsed(), peak_kib });
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn vm_hwm(status: &str) -> Option<u64> {
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// The runner's own work, timed alone: making the worktree, spawning a process
+/// with a scrubbed environment, parsing the run's lines, diffing.
+async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
+    let vcs = vcs_git::GitVcs::new();
+    let base = vcs.base_commit(repo).await.map_err(|e| e.to_string())?;
+    let id = SessionId::new_random();
+    let spec = WorktreeSpec { repo: repo.to_path_buf(), base: base.clone(), branch: format!("codehands/bench-{}", id.short()), path: dir.join("wt-split") };
+    let t = Instant::now();
+    vcs.create_worktree(&spec).await.map_err(|e| e.to_string())?;
+    let worktree = t.elapsed();
+    let t = Instant::now();
+    vcs.diff(&spec.path, &base).await.map_err(|e| e.to_string())?;
+    let diff = t.elapsed();
+    vcs.remove_worktree(repo, &spec.path).await.map_err(|e| e.to_string())?;
+    vcs.delete_branch(repo, &spec.branch).await.map_err(|e| e.to_string())?;
+
+    let agent = agent_claude::ClaudeCode::with_program("true");
+    let request = AgentRequest {
+        session_id: id,
+        worktree: repo.to_path_buf(),
+        prompt: PROMPT.into(),
+        model: None,
+        budget_usd: 0.5,
+        notes: None,
+        test_command: None,
+        resume: None,
+        provider_env: Vec::new(),
+    };
+    let invocation = agent.invocation(&request).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let env = runner_core::process::env::agent_env(std::env::vars(), agent.provider_env(), &[], &invocation.env);
+    let mut process = runner_core::process::AgentProcess::spawn(&invocation, repo, &env).map_err(|e| e.to_string())?;
+    let spawn = t.elapsed();
+    let _ = process.wait().await;
+
+    let recording = std::fs::read_to_string(crate::workspace_root().join("runner-fake/recordings/date-bug.jsonl")).map_err(|e| e.to_string())?;
+    let mut parser = agent.parser();
+    let t = Instant::now();
+    for line in recording.lines() {
+        std::hint::black_box(parser.parse_line(line));
+    }
+    let parse = t.elapsed();
+    let _ = AgentKind::ClaudeCode;
+    Ok([ms(worktree), ms(spawn), ms(parse), ms(diff)])
+}
+
+fn make_repo(repo: &Path) -> Result<(), String> {
+    runner_fake::demo_repo::write(repo).map_err(|e| e.to_string())?;
+    for args in [
+        &["init", "--quiet", "--initial-branch=main"][..],
+        &["add", "--all"],
+        &["-c", "user.name=bench", "-c", "user.email=bench@codehands.invalid", "commit", "--quiet", "-m", "base"],
+    ] {
+        let ok = Command::new("git").arg("-C").arg(repo).args(args).status().map_err(|e| e.to_string())?.success();
+        if !ok {
+            return Err(format!("git {} failed", args.join(" ")));
+        }
+    }
+    Ok(())
+}
+
+fn median(mut samples: Vec<Duration>) -> f64 {
+    samples.sort();
+    samples.get(samples.len() / 2).map_or(0.0, |d| ms(*d))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
