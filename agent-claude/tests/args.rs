@@ -174,8 +174,7 @@ fn bad_requests_are_refused_with_what_to_do() {
 }
 
 #[test]
-fn claude_bin_names_the_program() {
-    // The only test that reads CLAUDE_BIN; set and read in one place.
+fn the_program_and_the_provider_variables() {
     let agent = ClaudeCode::with_program(OsString::from("/x/claude"));
     assert_eq!(agent.program(), std::path::Path::new("/x/claude"));
     assert_eq!(

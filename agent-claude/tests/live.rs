@@ -133,3 +133,41 @@ async fn the_arguments_reach_the_model_as_meant() {
         "the CLI exits once stdin closes after the result"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_continues_our_session_id() {
+    let Some(claude) = claude() else { return };
+    let scenario = scenarios::find("retry-then-success").unwrap();
+    let first = scenarios::run::run(&claude, &scenario).await.unwrap();
+    let id = first.session_id;
+    let second = scenarios::run::resume(&claude, &scenario, first, "--and now the second part")
+        .await
+        .unwrap();
+    assert_eq!(second.exit_code, Some(0), "stderr: {}", second.stderr);
+    let mut parser = ClaudeCode::with_program("claude").parser();
+    let events: Vec<EventBody> = second
+        .lines
+        .iter()
+        .flat_map(|l| parser.parse_line(l))
+        .collect();
+    assert!(
+        events.iter().any(
+            |e| matches!(e, EventBody::TaskStarted(s) if s.agent_session_id == Some(id.to_string()))
+        ),
+        "the resumed run reports our session id: {:?}",
+        second.lines.first()
+    );
+    assert!(matches!(events.last(), Some(EventBody::TaskFinished(_))));
+    // The model saw the first conversation and the new prompt.
+    let last = second
+        .requests
+        .iter()
+        .rev()
+        .find_map(|r| r.json())
+        .expect("a request");
+    let messages = last["messages"].to_string();
+    assert!(
+        messages.contains("Fix the month") && messages.contains("--and now the second part"),
+        "{messages}"
+    );
+}

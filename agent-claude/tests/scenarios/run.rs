@@ -84,8 +84,37 @@ pub async fn run_with(
     let repo = repo
         .canonicalize()
         .map_err(|e| format!("{}: {e}", repo.display()))?;
+    std::fs::create_dir_all(dir.path().join("home")).map_err(|e| format!("home: {e}"))?;
+    run_in(dir, repo, claude, scenario, adjust).await
+}
+
+/// Resumes the conversation of `previous` (same repo, same HOME, where Claude Code keeps
+/// its sessions) with a new prompt, through the adapter's resume arguments.
+pub async fn resume(
+    claude: &Path,
+    scenario: &Scenario,
+    previous: RunOutput,
+    prompt: &str,
+) -> Result<RunOutput, String> {
+    let id = previous.session_id;
+    run_in(previous._dir, previous.repo, claude, scenario, |request| {
+        request.session_id = id;
+        request.prompt = prompt.to_owned();
+        request.resume = Some(runner_core::ResumeFrom {
+            agent_session_id: id.to_string(),
+        });
+    })
+    .await
+}
+
+async fn run_in(
+    dir: tempfile::TempDir,
+    repo: PathBuf,
+    claude: &Path,
+    scenario: &Scenario,
+    adjust: impl FnOnce(&mut AgentRequest),
+) -> Result<RunOutput, String> {
     let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).map_err(|e| format!("home: {e}"))?;
 
     let server = ModelServer::start((scenario.script)(&repo))
         .await
