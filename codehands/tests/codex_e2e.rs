@@ -1,0 +1,312 @@
+//! The real runner with the real Codex (0.163.0) talking to the scripted model
+//! server (OpenAI Responses) on 127.0.0.1: approve, reject, stop and resume, and a
+//! 401 that fails at the first sign.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use futures::StreamExt;
+use runner_core::event::{FailureKind, ProviderState};
+use runner_core::testkit::{expect_error, runner as suite};
+use runner_core::{
+    AgentKind, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions,
+};
+use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
+use serde_json::json;
+use support::{World, types};
+
+/// The pinned Codex, or a skip (a failure under CI=true).
+fn codex() -> Option<PathBuf> {
+    let found = runner_core::testkit::agents::codex_bin();
+    if found.is_none() {
+        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
+    }
+    found
+}
+
+/// A runner for Codex at `codex` whose caller environment is exactly PATH, HOME
+/// (a temp folder), the server's URL and a dummy key.
+fn codex_runner(world: &World, codex: &Path, server: &ModelServer) -> LocalRunner {
+    let mut settings = world.settings();
+    settings
+        .caller_env
+        .push(("OPENAI_BASE_URL".into(), server.openai_base_url()));
+    settings
+        .caller_env
+        .push(("OPENAI_API_KEY".into(), "sk-dummy-for-codex-tests".into()));
+    world.runner_with(settings, |s| s.codex_bin = codex.to_path_buf())
+}
+
+fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
+    let mut options = StartOptions::new(id, &world.repo, prompt, AgentKind::Codex);
+    // A name Codex has no metadata for: it then offers `exec_command` (see CRATES.md).
+    options.model = Some("scripted-model".into());
+    options
+}
+
+fn exec(id: &str, cmd: &str) -> Turn {
+    Turn::blocks([Block::tool_use(id, "exec_command", json!({ "cmd": cmd }))])
+}
+
+/// The demo's fix as the model would send it: `apply_patch` through `exec_command`.
+const FIX: &str = "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: src/date.js\n@@\n-  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n+  return `${date.getFullYear()}-${date.getMonth() + 1}-${date.getDate()}`;\n*** End Patch\nPATCH\n";
+
+/// Runs the tests (they fail), fixes the month, runs them again (they pass).
+fn fix_script() -> Script {
+    Script::new([
+        exec("call_e2e_1", "npm test"),
+        exec("call_e2e_2", FIX),
+        exec("call_e2e_3", "npm test"),
+        Turn::text("Fixed: the month now starts at one. npm test passes."),
+    ])
+}
+
+#[tokio::test]
+async fn a_change_is_approved_as_one_commit_on_its_branch() {
+    let Some(codex) = codex() else { return };
+    let world = World::demo();
+    let server = ModelServer::start(fix_script()).await.unwrap();
+    let runner = codex_runner(&world, &codex, &server);
+    let id = SessionId::new_random();
+    let events = suite::collect(
+        runner
+            .start(options(&world, id, runner_fake::demo_repo::PROMPT))
+            .await
+            .unwrap(),
+    )
+    .await;
+    suite::assert_well_formed_run(&events, id, 1);
+    assert_eq!(
+        types(&events).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&events)
+    );
+    let tests: Vec<bool> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::TestResult(t) => Some(t.passed),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tests, vec![false, true], "npm test failed, then passed");
+    assert!(
+        events.iter().any(
+            |e| matches!(&e.body, EventBody::FileChanged(f) if f.path.ends_with("src/date.js"))
+        )
+    );
+    // The thread id Codex printed is kept for resume.
+    let thread = events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::TaskStarted(s) => s.agent_session_id.clone(),
+            _ => None,
+        })
+        .unwrap();
+    let record = runner.session(&id).await.unwrap();
+    assert_eq!(record.agent_session_id.as_deref(), Some(thread.as_str()));
+    // Codex reached the server through the adapter's provider, with the key from the env.
+    let request = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/v1/responses")
+        .unwrap();
+    assert_eq!(
+        request.header("authorization"),
+        Some("Bearer sk-dummy-for-codex-tests")
+    );
+    let approved = runner.approve(&id, "Fix the month").await.unwrap();
+    assert!(approved.branch.starts_with("codehands/") && approved.branch.ends_with(&id.short()));
+    assert_eq!(
+        world
+            .git(&[
+                "rev-list",
+                "--count",
+                &format!("{}..{}", record.base_commit, approved.branch)
+            ])
+            .trim(),
+        "1"
+    );
+    assert_eq!(
+        world.git(&["rev-parse", "main"]).trim(),
+        record.base_commit,
+        "the user's branch did not move"
+    );
+    assert!(!record.worktree_path.exists(), "the worktree is gone");
+    assert!(
+        world
+            .git(&["show", &approved.branch])
+            .contains("getMonth() + 1")
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_change_leaves_nothing() {
+    let Some(codex) = codex() else { return };
+    let world = World::demo();
+    let server = ModelServer::start(fix_script()).await.unwrap();
+    let runner = codex_runner(&world, &codex, &server);
+    let id = SessionId::new_random();
+    let events = suite::collect(
+        runner
+            .start(options(&world, id, runner_fake::demo_repo::PROMPT))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        types(&events).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&events)
+    );
+    runner.reject(&id).await.unwrap();
+    assert_eq!(world.branches(), vec!["main".to_owned()]);
+    assert!(world.worktree_dirs().is_empty());
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::Rejected
+    );
+}
+
+#[tokio::test]
+async fn stopped_then_resumed_continues_the_thread_and_seq() {
+    let Some(codex) = codex() else { return };
+    let world = World::demo();
+    let server = ModelServer::start(Script::new([
+        exec("call_slow_1", "sleep 30"),
+        exec("call_after_1", FIX),
+        Turn::text("Done after resuming."),
+    ]))
+    .await
+    .unwrap();
+    let runner = codex_runner(&world, &codex, &server);
+    let id = SessionId::new_random();
+    let mut stream = runner
+        .start(options(&world, id, "Wait, then fix the month."))
+        .await
+        .unwrap();
+    let mut first = Vec::new();
+    while let Some(event) = stream.next().await {
+        let started = matches!(event.body, EventBody::CommandStarted(_));
+        first.push(event);
+        if started {
+            break;
+        }
+    }
+    runner.stop(&id).await.unwrap();
+    first.extend(stream.collect::<Vec<_>>().await);
+    assert_eq!(
+        types(&first).last(),
+        Some(&"task.stopped"),
+        "{:?}",
+        types(&first)
+    );
+    assert!(
+        !first
+            .iter()
+            .any(|e| matches!(e.body, EventBody::ApprovalRequested(_)))
+    );
+    assert!(
+        !support::process_running("sleep 30"),
+        "the command died with the run"
+    );
+    let thread = runner
+        .session(&id)
+        .await
+        .unwrap()
+        .agent_session_id
+        .expect("the thread id is saved");
+
+    let last = first.last().unwrap().seq;
+    let resumed = suite::collect(
+        runner
+            .resume(&id, Some("Please finish.".into()))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        resumed[0].seq,
+        last + 1,
+        "seq continues: {:?}",
+        types(&resumed)
+    );
+    assert_eq!(
+        types(&resumed).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        resumed
+    );
+    let again = resumed.iter().find_map(|e| match &e.body {
+        EventBody::TaskStarted(s) => s.agent_session_id.clone(),
+        _ => None,
+    });
+    assert_eq!(
+        again.as_deref(),
+        Some(thread.as_str()),
+        "the resume continues the same thread"
+    );
+    let requests = server.requests();
+    let resumed_request = &requests.last().unwrap().body;
+    assert!(
+        resumed_request.contains("Please finish."),
+        "the resume prompt reached the model"
+    );
+    assert!(
+        resumed_request.contains("Wait, then fix the month."),
+        "with the first run's conversation"
+    );
+    runner
+        .approve(&id, "Fix the month after a stop")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_401_fails_at_the_first_retry_and_approve_is_refused() {
+    let Some(codex) = codex() else { return };
+    let world = World::demo();
+    let server = ModelServer::start(Script::new([Turn::Error(HttpError::status(401))]))
+        .await
+        .unwrap();
+    let runner = codex_runner(&world, &codex, &server);
+    let id = SessionId::new_random();
+    let events = suite::collect(runner.start(options(&world, id, "Fix it")).await.unwrap()).await;
+    let statuses: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ProviderStatus(p) => Some(p.status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![ProviderState::AuthExpired],
+        "one provider.status, then the run ends: {:?}",
+        types(&events)
+    );
+    match &events.last().unwrap().body {
+        EventBody::TaskFailed(f) => assert_eq!(f.reason, FailureKind::AuthFailed, "{}", f.message),
+        other => panic!("expected task.failed, got {other:?}"),
+    }
+    let tries = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/responses")
+        .count();
+    assert!(
+        tries < 6,
+        "ended before Codex used up its five retries ({tries} requests)"
+    );
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::Failed
+    );
+    expect_error(
+        runner.approve(&id, "x").await,
+        ErrorKind::IllegalMove,
+        "approve a failed session",
+    );
+}
