@@ -1,0 +1,96 @@
+//! The suite's part on recovery: listing, pruning, commits beyond base.
+
+use super::fixture::{Fixture, git, git_branch_exists, git_worktrees, write};
+use super::git_missing;
+use crate::Vcs;
+
+/// Recovery: this tool's worktrees (and only those under the root) are listed with their
+/// branches, stale entries are pruned, and a branch tells whether the agent committed.
+pub async fn recovery_helpers(vcs: &dyn Vcs) {
+    if git_missing() {
+        return;
+    }
+    let f = Fixture::new();
+    let (one, _) = f.spec(vcs, "First session").await;
+    let (two, _) = f.spec(vcs, "Second session").await;
+    vcs.create_worktree(&one).await.unwrap();
+    vcs.create_worktree(&two).await.unwrap();
+    let elsewhere = f.dir.path().join("elsewhere");
+    git(
+        &f.repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "mine",
+            elsewhere.to_str().unwrap(),
+        ],
+    );
+
+    let listed = vcs.list_worktrees(&f.repo, &f.root()).await.unwrap();
+    let mut expected: Vec<(std::path::PathBuf, Option<String>)> = [&one, &two]
+        .iter()
+        .map(|s| {
+            (
+                std::fs::canonicalize(&s.path).unwrap(),
+                Some(s.branch.clone()),
+            )
+        })
+        .collect();
+    expected.sort();
+    let mut got: Vec<_> = listed
+        .iter()
+        .map(|w| (std::fs::canonicalize(&w.path).unwrap(), w.branch.clone()))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got, expected,
+        "ours, with branches; not the person's own worktree"
+    );
+
+    assert!(
+        !vcs.has_commits_beyond(&f.repo, &one.branch, &one.base)
+            .await
+            .unwrap()
+    );
+    write(&one.path, "agent.txt", "committed by the agent\n");
+    git(&one.path, &["add", "agent.txt"]);
+    git(&one.path, &["commit", "-q", "-m", "agent commit"]);
+    assert!(
+        vcs.has_commits_beyond(&f.repo, &one.branch, &one.base)
+            .await
+            .unwrap()
+    );
+    assert!(vcs.branch_exists(&f.repo, &one.branch).await.unwrap());
+    assert!(
+        !vcs.branch_exists(&f.repo, "codehands/never-made-00000000")
+            .await
+            .unwrap()
+    );
+
+    // A crash or a person deleted the second folder by hand.
+    std::fs::remove_dir_all(&two.path).unwrap();
+    vcs.prune(&f.repo).await.expect("prune");
+    let listed = vcs.list_worktrees(&f.repo, &f.root()).await.unwrap();
+    assert_eq!(listed.len(), 1, "the stale entry is pruned: {listed:?}");
+    assert_eq!(listed[0].branch.as_deref(), Some(one.branch.as_str()));
+    let registered = git_worktrees(&f.repo);
+    assert!(
+        registered.iter().any(|p| p.ends_with("elsewhere")),
+        "other worktrees stay"
+    );
+    assert!(
+        !registered
+            .iter()
+            .any(|p| p.ends_with(two.path.file_name().unwrap())),
+        "git agrees"
+    );
+    assert!(
+        git_branch_exists(&f.repo, &two.branch),
+        "pruning keeps branches"
+    );
+    vcs.delete_branch(&f.repo, &two.branch)
+        .await
+        .expect("its branch can go now");
+}
