@@ -13,8 +13,8 @@ const ALLOWED_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
 const RESUME_PROMPT: &str = "Continue where you left off.";
 
 /// Flags codehands sets itself (the format flags of seed 004 and the safety flags of
-/// seed 000), or that would widen what the agent may do. A caller's argument naming
-/// one of them is refused.
+/// seed 000), or that would widen what the agent may do or take the run out of the
+/// process codehands supervises. A caller's argument naming one of them is refused.
 const OWNED_FLAGS: &[&str] = &[
     "-p",
     "--print",
@@ -44,6 +44,19 @@ const OWNED_FLAGS: &[&str] = &[
     "--append-system-prompt",
     "--append-system-prompt-file",
     "--model",
+    // Plugins and background or remote modes run code or leave the process we supervise.
+    "--plugin-dir",
+    "--plugin-url",
+    "--bg",
+    "--background",
+    "--remote-control",
+    "--cloud",
+    "--teleport",
+    "--desktop",
+    "-w",
+    "--worktree",
+    // Resume needs the session on disk.
+    "--no-session-persistence",
 ];
 
 /// Checks a caller's extra arguments: each must be a flag (or the value right after

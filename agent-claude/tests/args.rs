@@ -110,6 +110,9 @@ fn caller_arguments_that_conflict_with_owned_flags_are_refused() {
         vec!["--add-dir", "/"],
         vec!["--model", "x"],
         vec!["--max-budget-usd", "100"],
+        vec!["--plugin-dir", "/tmp/hooks"],
+        vec!["--bg"],
+        vec!["--no-session-persistence"],
     ] {
         let message = expect_error(
             ClaudeCode::with_program("claude")

@@ -18,6 +18,7 @@
 //! The outcome comes from `is_error`, never from `subtype` alone: 2.1.332 prints
 //! `subtype: "success"` with `is_error: true` when the API gave up.
 
+mod outcome;
 mod provider;
 mod testrun;
 mod wire;
@@ -25,8 +26,8 @@ mod wire;
 use std::collections::HashMap;
 
 use runner_core::event::{
-    CommandFinished, CommandStarted, FailureKind, FileChangeKind, FileChanged, FileRead, Message,
-    MessageRole, ProviderState, TaskFailed, TaskFinished, TaskStarted, TestResult,
+    CommandFinished, CommandStarted, FileChangeKind, FileChanged, FileRead, Message, MessageRole,
+    ProviderState, TaskStarted, TestResult,
 };
 use runner_core::{AgentParser, EventBody};
 use serde_json::value::RawValue;
@@ -131,7 +132,7 @@ impl ClaudeParser {
             Some("system") => self.system(&line).into_iter().collect(),
             Some("assistant") => self.assistant(line),
             Some("user") => self.user(line),
-            Some("result") => vec![result(&line, self.provider)],
+            Some("result") => vec![outcome::result(&line, self.provider)],
             _ => Vec::new(),
         }
     }
@@ -429,83 +430,6 @@ fn keep_end(mut output: String) -> String {
     }
     output.replace_range(..start, "…");
     output
-}
-
-fn result(line: &Line<'_>, provider: Option<ProviderState>) -> EventBody {
-    let cost_usd = wire::f64_of(line.total_cost_usd);
-    if wire::bool_of(line.is_error) != Some(true) {
-        return EventBody::TaskFinished(TaskFinished {
-            result: line.result.owned(),
-            cost_usd,
-            usage: line
-                .usage
-                .and_then(|raw| serde_json::from_str(raw.get()).ok()),
-            duration_ms: wire::u64_of(line.duration_ms),
-            num_turns: wire::u64_of(line.num_turns),
-            diff_stat: None,
-        });
-    }
-    let errors: Vec<String> = line
-        .errors
-        .and_then(|raw| serde_json::from_str::<Vec<Str<'_>>>(raw.get()).ok())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(Str::owned)
-        .collect();
-    let said = line
-        .result
-        .owned()
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| errors.join("; "));
-    let status = wire::u64_of(line.api_error_status);
-    let (reason, advice) =
-        if line.subtype.is("error_max_budget_usd") || line.terminal_reason.is("budget_exhausted") {
-            (
-                FailureKind::BudgetExhausted,
-                "raise the budget and resume the session",
-            )
-        } else {
-            let state = provider
-                .or_else(|| provider::state_for(None, status.and_then(|s| u16::try_from(s).ok())));
-            match state {
-                Some(ProviderState::AuthExpired) => (
-                    FailureKind::AuthFailed,
-                    "check ANTHROPIC_API_KEY, or log in to Claude Code again",
-                ),
-                Some(ProviderState::RateLimited) => (
-                    FailureKind::AgentError,
-                    "wait for the rate limit to lift, then resume",
-                ),
-                Some(ProviderState::SubscriptionInactive | ProviderState::UsageLimit) => (
-                    FailureKind::AgentError,
-                    "check the account's plan and billing, then resume",
-                ),
-                Some(ProviderState::Down) => (
-                    FailureKind::AgentError,
-                    "the model provider is failing: try again later",
-                ),
-                None if status.is_some() => (
-                    FailureKind::AgentError,
-                    "the model provider refused the request",
-                ),
-                None => (FailureKind::AgentError, "read the agent's output above"),
-            }
-        };
-    let said = if said.is_empty() {
-        format!(
-            "Claude Code ended with an error ({})",
-            line.subtype.get().unwrap_or("no subtype")
-        )
-    } else {
-        said
-    };
-    EventBody::TaskFailed(TaskFailed {
-        reason,
-        message: format!("{said} — {advice}"),
-        stderr: None,
-        exit_code: None,
-        cost_usd,
-    })
 }
 
 #[cfg(test)]

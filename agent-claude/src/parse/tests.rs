@@ -1,6 +1,7 @@
 //! Unit tests of the mapping on hand-written lines; the recordings are replayed in tests/.
 
 use super::*;
+use runner_core::event::FailureKind;
 
 fn parse(lines: &[&str]) -> Vec<EventBody> {
     let mut parser = ClaudeParser::default();
