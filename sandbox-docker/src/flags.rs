@@ -44,6 +44,8 @@ pub struct BoxSpec {
     pub timezone: String,
     /// The limits.
     pub limits: BoxLimits,
+    /// More environment (`NAME=value`), such as what makes installed dependencies visible.
+    pub extra_env: Vec<String>,
 }
 
 impl BoxSpec {
@@ -90,13 +92,15 @@ pub fn install_box(spec: &BoxSpec) -> ContainerCreateBody {
 }
 
 fn common_env(spec: &BoxSpec) -> Vec<String> {
-    vec![
+    let mut env = vec![
         format!("TZ={}", spec.timezone),
         "HOME=/tmp".into(),
         "CI=true".into(),
         "npm_config_cache=/tmp/.npm".into(),
         "npm_config_update_notifier=false".into(),
-    ]
+    ];
+    env.extend(spec.extra_env.iter().cloned());
+    env
 }
 
 fn body(
@@ -263,6 +267,7 @@ mod tests {
             owner,
             timezone: "Asia/Karachi".into(),
             limits: BoxLimits::default(),
+            extra_env: Vec::new(),
         }
     }
 

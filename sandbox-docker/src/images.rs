@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// The image `cargo xtask images` builds for Node and Python repos: Debian
 /// bookworm with nodejs, npm, python3 and pytest.
-pub const LOCAL_DEBIAN_IMAGE: &str = "codehands/sandbox-debian:1";
+pub const LOCAL_DEBIAN_IMAGE: &str = "codehands/sandbox-debian:2";
 /// The image `cargo xtask images` builds for the fast cases: `FROM scratch`
 /// with a static busybox.
 pub const LOCAL_BUSYBOX_IMAGE: &str = "codehands/sandbox-busybox:1";

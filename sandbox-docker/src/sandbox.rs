@@ -15,7 +15,7 @@ use tokio::sync::OnceCell;
 
 use crate::flags::{BoxSpec, install_box, test_box};
 use crate::images::ImageMap;
-use crate::install::{NOT_IGNORED, install_command, node_modules_ignored};
+use crate::install::{ignored, install_plan, not_ignored_message};
 use crate::run::{BoxOutcome, engine_message, run_box};
 use crate::timezone::{host_timezone, is_iana_name};
 use crate::{leftovers, results};
@@ -154,7 +154,7 @@ impl DockerSandbox {
         ensure_image(docker, &result.image)
             .await
             .map_err(|m| error(Failed, m))?;
-        let spec = BoxSpec {
+        let mut spec = BoxSpec {
             session_id: request.session_id,
             n: result.n,
             image: result.image.clone(),
@@ -163,24 +163,18 @@ impl DockerSandbox {
             worktree,
             timezone,
             limits: request.limits.clone(),
+            extra_env: Vec::new(),
         };
         let cap = request.limits.output_bytes;
         if profile.needs_install {
-            match node_modules_ignored(&spec.worktree) {
+            let plan = install_plan(profile, &spec.worktree).map_err(|m| error(Unsupported, m))?;
+            match ignored(&spec.worktree, plan.folder) {
                 Ok(true) => {}
-                Ok(false) => {
-                    return Err(error(
-                        Unsupported,
-                        format!(
-                            "{NOT_IGNORED}: the sandbox installs into the worktree, and whatever git does not ignore lands in the commit you approve"
-                        ),
-                    ));
-                }
+                Ok(false) => return Err(error(Unsupported, not_ignored_message(plan.folder))),
                 Err(m) => return Err(error(Failed, m)),
             }
             let install = BoxSpec {
-                command: install_command(profile, &spec.worktree)
-                    .map_err(|m| error(Unsupported, m))?,
+                command: plan.command.clone(),
                 ..spec.clone()
             };
             let limit = Duration::from_secs(request.limits.install_timeout_secs);
@@ -203,6 +197,7 @@ impl DockerSandbox {
                     ),
                 ));
             }
+            spec.extra_env = plan.test_env;
         }
         let limit = Duration::from_secs(request.limits.timeout_secs);
         let outcome = run_box(docker, &spec.test_name(), test_box(&spec), limit, cap)

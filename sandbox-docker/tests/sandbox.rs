@@ -455,6 +455,10 @@ async fn node_modules_must_be_git_ignored() {
     assert_eq!(error.kind, SandboxErrorKind::Unsupported);
     assert!(error.message.starts_with(NOT_IGNORED), "{}", error.message);
     assert!(
+        boxes_of(&req.session_id).await.is_empty(),
+        "no box was started"
+    );
+    assert!(
         !repo.path().join("node_modules").exists(),
         "nothing was installed"
     );
@@ -483,5 +487,48 @@ async fn docker_unavailable_is_sandbox_unavailable() {
     assert_eq!(
         serde_json::from_slice::<SandboxResult>(&saved).unwrap(),
         result
+    );
+}
+
+#[tokio::test]
+async fn python_installs_into_an_ignored_venv_and_runs_pytest() {
+    let Some((sandbox, _home)) = sandbox().await else {
+        return;
+    };
+    let test_file = "def test_adds():\n    assert 1 + 1 == 2\n";
+    let files = [
+        ("requirements.txt", "pytest\n"),
+        ("test_sample.py", test_file),
+        (".gitignore", ".venv/\n"),
+    ];
+    let repo = worktree(&files);
+    git(repo.path(), &["init", "-q"]);
+    git(repo.path(), &["add", "."]);
+    git(repo.path(), &["commit", "-q", "-m", "fixture"]);
+    let mut req = request(repo.path(), "", DEBIAN);
+    req.test_command = None;
+    req.profile = RepoProfile {
+        language: Language::Python,
+        package_manager: Some(PackageManager::Pip),
+        test_command: Some("python -m pytest".into()),
+        node_version: None,
+        needs_install: true,
+    };
+    let result = sandbox.run_tests(&req).await;
+    assert!(result.passed, "{result:?}");
+    assert!(result.output.contains("1 passed"), "{result:?}");
+    assert!(
+        repo.path().join(".venv/bin/python").exists(),
+        "the venv is in the worktree"
+    );
+
+    std::fs::write(repo.path().join(".gitignore"), "build/\n").unwrap();
+    let refused = sandbox.run_tests(&req).await;
+    let error = refused.error.expect("an error");
+    assert_eq!(error.kind, SandboxErrorKind::Unsupported);
+    assert!(
+        error.message.starts_with("add .venv/ to .gitignore first"),
+        "{}",
+        error.message
     );
 }

@@ -55,6 +55,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         owner: (0, 0),
         timezone: host_timezone(),
         limits: BoxLimits::default(),
+        extra_env: Vec::new(),
     };
     let cli_args = docker_run_args(&spec.test_name(), &test_box(&spec));
 

@@ -1,8 +1,8 @@
 //! `cargo xtask images`: builds the sandbox's images locally, since nothing can
 //! be pulled on our machines.
 //!
-//! - `codehands/sandbox-busybox:1`: `FROM scratch` with Debian's static busybox, for the fast cases.
-//! - `codehands/sandbox-debian:1`: a Debian bookworm root made with `debootstrap`, with
+//! - `LOCAL_BUSYBOX_IMAGE` (`codehands/sandbox-busybox:1`): `FROM scratch` with Debian's static busybox, for the fast cases.
+//! - `LOCAL_DEBIAN_IMAGE` (`codehands/sandbox-debian:2`): a Debian bookworm root made with `debootstrap`, with
 //!   nodejs, npm, python3, pytest and tzdata, loaded with `docker import`.
 //!
 //! Each is skipped when the engine has its tag; otherwise it is loaded from the
@@ -16,7 +16,14 @@ use std::process::{Command, Stdio};
 use sandbox_docker::{LOCAL_BUSYBOX_IMAGE, LOCAL_DEBIAN_IMAGE};
 
 /// What goes into the Debian image on top of the minimal base.
-const DEBIAN_PACKAGES: &[&str] = &["nodejs", "npm", "python3", "python3-pytest"];
+const DEBIAN_PACKAGES: &[&str] = &[
+    "nodejs",
+    "npm",
+    "python3",
+    "python3-pytest",
+    "python3-venv",
+    "python-is-python3",
+];
 const PATH_ENV: &str = "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -97,10 +104,7 @@ fn build_busybox(tag: &str, work: &Path) -> Result<(), String> {
         .map(Path::to_path_buf);
     let busybox = match busybox {
         Some(path) => path,
-        None => {
-            apt_install(&["busybox-static"])?;
-            PathBuf::from("/bin/busybox")
-        }
+        None => download_busybox(work)?,
     };
     let root = work.join("root");
     for sub in ["bin", "etc", "tmp", "work"] {
@@ -126,6 +130,35 @@ fn build_busybox(tag: &str, work: &Path) -> Result<(), String> {
     .and_then(|()| std::fs::write(root.join("etc/group"), "root:x:0:\nnogroup:x:65534:\n"))
     .map_err(|e| e.to_string())?;
     import(&root, tag)
+}
+
+/// Debian's busybox-static, unpacked into `work` (the host keeps its own busybox).
+fn download_busybox(work: &Path) -> Result<PathBuf, String> {
+    let download = || {
+        status(
+            Command::new("apt-get")
+                .args(["download", "-q", "busybox-static"])
+                .current_dir(work),
+        )
+    };
+    if download().is_err() {
+        if !is_root() {
+            return Err(
+                "no static busybox: install busybox-static, or run as root so apt can fetch it"
+                    .into(),
+            );
+        }
+        status(Command::new("apt-get").args(["update", "-q"]))?;
+        download()?;
+    }
+    let deb = std::fs::read_dir(work)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .ok_or("apt-get download left no busybox-static package")?;
+    let unpacked = work.join("busybox-static");
+    status(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
+    Ok(unpacked.join("bin/busybox"))
 }
 
 /// A Debian bookworm minbase root plus [`DEBIAN_PACKAGES`], trimmed.
