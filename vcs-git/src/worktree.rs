@@ -26,6 +26,7 @@ pub(crate) fn create(spec: &WorktreeSpec) -> Result<()> {
         )));
     }
     clear_stale_registration(&repo, &path)?;
+    refuse_registered(&repo, &path)?;
     refuse_occupied(&path)?;
 
     let made_dirs = create_parents(&path)?;
@@ -211,14 +212,34 @@ fn find_registration<'r>(
         .find(|p| p.base().is_ok_and(|base| comparable(&base) == wanted)))
 }
 
-/// A registration for `path` whose folder is gone blocks a new worktree there: forget it,
-/// as `git worktree prune` would.
+/// A registration for `path` whose checkout is gone (no folder, or an empty one) blocks a new
+/// worktree there: forget it, as `git worktree prune` would.
 fn clear_stale_registration(repo: &gix::Repository, path: &Path) -> Result<()> {
-    if path.exists() {
+    let Some(proxy) = find_registration(repo, path)? else {
+        return Ok(());
+    };
+    if !proxy.is_prunable() {
         return Ok(());
     }
-    if let Some(proxy) = find_registration(repo, path)? {
+    let empty = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none());
+    if empty {
+        std::fs::remove_dir(path).map_err(|e| error::io("cannot clear", path, &e))?;
+    }
+    if !path.exists() {
         remove_registered(proxy, path)?;
+    }
+    Ok(())
+}
+
+/// A worktree already registered at `path` (its folder is there) is a leftover: refuse it.
+fn refuse_registered(repo: &gix::Repository, path: &Path) -> Result<()> {
+    if find_registration(repo, path)?.is_some() {
+        return Err(error::vcs(format!(
+            "a worktree is already registered at {}, a leftover of an earlier run: run \
+             `codehands recover`, or `git worktree remove --force {}` if you do not need it",
+            path.display(),
+            path.display()
+        )));
     }
     Ok(())
 }

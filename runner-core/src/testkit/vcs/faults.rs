@@ -81,6 +81,18 @@ pub async fn leftovers_are_refused_cleanly(vcs: &dyn Vcs) {
         .await
         .expect("a stale registration does not block");
     assert!(retry.path.join("README.md").exists());
+
+    // Emptied but not deleted (the folder stays, its files are gone): also stale.
+    std::fs::remove_dir_all(&retry.path).unwrap();
+    std::fs::create_dir(&retry.path).unwrap();
+    let again = WorktreeSpec {
+        branch: vcs.branch_name("Twice retried again", &id),
+        ..spec.clone()
+    };
+    vcs.create_worktree(&again)
+        .await
+        .expect("an emptied worktree folder does not block");
+    assert!(again.path.join("README.md").exists());
     assert_eq!(CheckoutSnapshot::of(&f.repo), before);
 }
 

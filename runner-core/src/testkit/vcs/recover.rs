@@ -69,6 +69,21 @@ pub async fn recovery_helpers(vcs: &dyn Vcs) {
             .unwrap()
     );
 
+    // Removing a worktree whose folder is already gone forgets its entry.
+    let (three, _) = f.spec(vcs, "Third session").await;
+    vcs.create_worktree(&three).await.unwrap();
+    std::fs::remove_dir_all(&three.path).unwrap();
+    vcs.remove_worktree(&f.repo, &three.path)
+        .await
+        .expect("remove a worktree whose folder is gone");
+    assert!(
+        !git_worktrees(&f.repo)
+            .iter()
+            .any(|p| p.ends_with(three.path.file_name().unwrap())),
+        "its entry is gone"
+    );
+    vcs.delete_branch(&f.repo, &three.branch).await.unwrap();
+
     // A crash or a person deleted the second folder by hand.
     std::fs::remove_dir_all(&two.path).unwrap();
     vcs.prune(&f.repo).await.expect("prune");
