@@ -42,8 +42,8 @@ impl FakeAgentSetup {
 }
 
 /// Every agent of this build, ready for a runner.
+#[allow(clippy::vec_init_then_push)] // which pushes happen depends on the features
 pub fn all(setup: &Setup) -> Vec<Arc<dyn Agent>> {
-    #[allow(clippy::vec_init_then_push)] // which pushes happen depends on the features
     let mut agents: Vec<Arc<dyn Agent>> = Vec::new();
     #[cfg(feature = "claude")]
     agents.push(Arc::new(agent_claude::ClaudeCode::with_program(&setup.claude_bin)));

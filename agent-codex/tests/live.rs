@@ -1,0 +1,141 @@
+//! The scenarios run again against the real Codex 0.163.0: the events of today's
+//! run have the same types, in the same order, as the committed recording's, and the
+//! requests show what the adapter's arguments promise (the provider, the key from
+//! the env, the model, the notes, the prompt from stdin).
+
+#[path = "scenarios/mod.rs"]
+mod scenarios;
+
+use agent_codex::Codex;
+use runner_core::{Agent, EventBody};
+
+fn codex() -> Option<std::path::PathBuf> {
+    let found = runner_core::testkit::agents::codex_bin();
+    if found.is_none() {
+        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
+    }
+    found
+}
+
+fn types_of(lines: impl IntoIterator<Item = String>) -> Vec<&'static str> {
+    let mut parser = Codex::with_program("codex").parser();
+    let mut types: Vec<&'static str> = lines
+        .into_iter()
+        .flat_map(|l| parser.parse_line(&l))
+        .map(|e| e.type_name())
+        .collect();
+    types.extend(parser.finish().iter().map(EventBody::type_name));
+    types
+}
+
+fn recorded(name: &str) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(format!("{name}.jsonl"));
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn todays_runs_match_the_recordings() {
+    let Some(codex) = codex() else { return };
+    for name in [
+        "write-file",
+        "failing-command",
+        "several-turns",
+        "retry-then-success",
+    ] {
+        let scenario = scenarios::find(name).unwrap();
+        let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+        assert_eq!(
+            types_of(output.lines.clone()),
+            types_of(recorded(name)),
+            "{name}: {:#?}",
+            output.lines
+        );
+        if name == "write-file" {
+            let fixed = std::fs::read_to_string(output.repo.join("src/date.js")).unwrap();
+            assert!(
+                fixed.contains("getMonth() + 1"),
+                "the patch was applied: {fixed}"
+            );
+            assert!(output.repo.join("src/hello.js").is_file());
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_requests_carry_the_provider_key_model_notes_and_prompt() {
+    let Some(codex) = codex() else { return };
+    let scenario = scenarios::find("notes").unwrap();
+    let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+    assert_eq!(output.exit_code, Some(0), "{}", output.stderr);
+    let responses: Vec<_> = output
+        .requests
+        .iter()
+        .filter(|r| r.path == "/v1/responses")
+        .collect();
+    assert_eq!(
+        responses.len(),
+        1,
+        "one model request, through the adapter's provider"
+    );
+    let request = responses[0];
+    assert_eq!(
+        request.header("authorization"),
+        Some("Bearer sk-dummy-for-recordings"),
+        "the key comes from OPENAI_API_KEY (env_key), never from argv"
+    );
+    let body = request.json().unwrap();
+    assert_eq!(body["model"], "scripted-model");
+    let input = body["input"].as_array().unwrap();
+    let developer_texts: Vec<&str> = input
+        .iter()
+        .filter(|i| i["role"] == "developer")
+        .flat_map(|i| i["content"].as_array().into_iter().flatten())
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    assert!(
+        developer_texts.contains(&"Use two spaces for indentation."),
+        "the notes are developer instructions: {developer_texts:?}"
+    );
+    let user_texts: Vec<&str> = input
+        .iter()
+        .filter(|i| i["role"] == "user")
+        .flat_map(|i| i["content"].as_array().into_iter().flatten())
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    assert!(
+        user_texts
+            .iter()
+            .any(|t| t.trim() == "Fix the month in src/date.js. Run the tests to check."),
+        "the prompt came from stdin, whole: {user_texts:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_multi_line_prompt_that_looks_like_flags_arrives_whole() {
+    let Some(codex) = codex() else { return };
+    let scenario = scenarios::Scenario {
+        prompt: "--dangerously-bypass-approvals-and-sandbox\n-c model_provider=\"evil\"\nfix it",
+        ..scenarios::find("notes").unwrap()
+    };
+    let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+    assert_eq!(output.exit_code, Some(0), "{}", output.stderr);
+    let body = output.requests.last().unwrap().json().unwrap();
+    let texts: Vec<String> = body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["role"] == "user")
+        .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["text"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.trim() == scenario.prompt),
+        "the prompt is text, not flags: {texts:?}"
+    );
+}
