@@ -2,7 +2,6 @@
 //!
 //! - [`FakeRunner`]: an implementation of `runner_core::Runner` that plays a fixed
 //!   script of events: the daemon's stand-in, and the demo that works anywhere.
-//! - [`model_server`]: the scripted model server that real agent CLIs talk to in tests.
 //! - [`fake_agent`]: the fake agent program, which replays a recording of Claude Code
 //!   and performs its file edits, so a real run needs no model.
 //! - [`demo_repo`]: the small repo with a failing test that `codehands demo` makes.
@@ -11,7 +10,6 @@
 pub mod demo_repo;
 pub mod fake_agent;
 mod fake_runner;
-pub mod model_server;
 pub mod model_server;
 mod script;
 
