@@ -310,3 +310,72 @@ async fn a_401_fails_at_the_first_retry_and_approve_is_refused() {
         "approve a failed session",
     );
 }
+
+#[tokio::test]
+async fn codehands_run_agent_codex_approves_from_the_command_line() {
+    let Some(codex) = codex() else { return };
+    let world = World::demo();
+    let server = ModelServer::start(fix_script()).await.unwrap();
+    // A person's HOME has a git identity; without one gix cannot write the worktree's reflog.
+    std::fs::write(
+        world.agent_home.join(".gitconfig"),
+        "[user]\n\tname = Test\n\temail = test@example.invalid\n",
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_codehands"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &world.agent_home)
+        .env("CODEHANDS_HOME", world.home.root())
+        .env("CODEX_BIN", &codex)
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-dummy-for-codex-tests")
+        .env("NO_COLOR", "1")
+        .current_dir(&world.repo)
+        .args([
+            "run",
+            ".",
+            runner_fake::demo_repo::PROMPT,
+            "--agent",
+            "codex",
+            "--model",
+            "scripted-model",
+        ])
+        .args(["--json", "--then", "approve", "-m", "Fix the month"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (events, approval) = lines.split_at(lines.len() - 1);
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/event.schema.json");
+    let schema = serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for (i, event) in events.iter().enumerate() {
+        let errors: Vec<String> = validator
+            .iter_errors(event)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "line {}: {errors:?}", i + 1);
+        assert_eq!(event["seq"], (i + 1) as u64);
+        assert!(
+            !event.to_string().contains("sk-dummy-for-codex-tests"),
+            "the key never reaches an event"
+        );
+    }
+    assert_eq!(events.last().unwrap()["type"], "approval.requested");
+    let branch = approval[0]["branch"].as_str().unwrap();
+    assert_eq!(
+        world.git(&["log", "-1", "--format=%s", branch]).trim(),
+        "Fix the month"
+    );
+    assert!(world.git(&["show", branch]).contains("getMonth() + 1"));
+}
