@@ -1,11 +1,15 @@
 //! An implementation of `runner_core::Sandbox` for the Docker engine, with bollard.
 //!
 //! [`DockerSandbox`] runs a repo's test command in a locked box (no network,
-//! read-only worktree and root, non-root, no capabilities, memory without
-//! swap, one CPU, bounded processes, open files and time), after an install
-//! box when the repo needs its dependencies. The exact flags are plain data in
-//! [`flags`]. Images come from the repo profile through an [`ImageMap`]; on an
-//! engine that cannot pull, `cargo xtask images` builds [`ImageMap::local`]'s.
+//! read-only worktree and root, non-root, no capabilities, no new privileges,
+//! an init, memory without swap, one CPU, bounded processes, open files and
+//! time), after an install box when the repo needs its dependencies (Node:
+//! npm, pnpm or yarn with scripts off and no lockfile added, into an ignored
+//! `node_modules`; Python: wheels only, into an ignored `.venv`). The exact
+//! flags are plain data in [`flags`]. Images come from the repo profile
+//! through an [`ImageMap`]; on an engine that cannot pull, `cargo xtask
+//! images` builds [`ImageMap::local`]'s. Boxes are labelled with their session
+//! so [`DockerSandbox::remove_leftovers`] finds what a crash left.
 
 pub mod flags;
 mod images;
