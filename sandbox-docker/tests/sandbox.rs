@@ -532,3 +532,55 @@ async fn python_installs_into_an_ignored_venv_and_runs_pytest() {
         error.message
     );
 }
+
+#[tokio::test]
+async fn remove_leftovers_finds_a_sessions_boxes_by_label() {
+    let Some((sandbox, _home)) = sandbox().await else {
+        return;
+    };
+    let (crashed, other) = (
+        runner_core::SessionId::new_random(),
+        runner_core::SessionId::new_random(),
+    );
+    let docker = docker();
+    // What a crash leaves: a box still running and one that exited, plus another session's.
+    for (id, name_suffix, cmd) in [
+        (crashed, "1", "sleep 600"),
+        (crashed, "1-install", "true"),
+        (other, "1", "sleep 600"),
+    ] {
+        let name = format!("ch-{}-{name_suffix}", id.short());
+        let body = ContainerCreateBody {
+            image: Some(BUSYBOX.into()),
+            cmd: Some(vec!["sh".into(), "-c".into(), cmd.into()]),
+            labels: Some([("codehands.session".to_owned(), id.to_string())].into()),
+            ..Default::default()
+        };
+        docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                body,
+            )
+            .await
+            .unwrap();
+        docker.start_container(&name, None).await.unwrap();
+    }
+    let mut removed = sandbox.remove_leftovers(Some(&crashed)).await.unwrap();
+    removed.sort();
+    let short = crashed.short();
+    assert_eq!(
+        removed,
+        vec![format!("ch-{short}-1"), format!("ch-{short}-1-install")]
+    );
+    assert!(boxes_of(&crashed).await.is_empty());
+    assert_eq!(
+        boxes_of(&other).await.len(),
+        1,
+        "another session's box is left alone"
+    );
+    assert_eq!(
+        sandbox.remove_leftovers(Some(&other)).await.unwrap().len(),
+        1
+    );
+    assert!(boxes_of(&other).await.is_empty());
+}
