@@ -105,6 +105,7 @@ fixture_tests! {
     error_401 => "error-401",
     error_429 => "error-429",
     error_500 => "error-500",
+    error_quota => "error-quota",
     notes => "notes",
     retry_then_success => "retry-then-success",
 }
@@ -376,4 +377,15 @@ fn the_unknown_model_warning_is_a_system_message() {
             .contains("Model metadata for `scripted-model` not found")
     );
     assert_eq!(messages[1], json!({"text": "Noted.", "role": "assistant"}));
+}
+
+#[test]
+fn running_out_of_quota_is_a_usage_limit_without_retries() {
+    let statuses = payloads("error-quota", "provider.status");
+    assert_eq!(
+        statuses,
+        [json!({"status": "usage_limit", "message": "Quota exceeded. Check your plan and billing details."})],
+        "Codex does not retry it"
+    );
+    assert_eq!(types("error-quota").last(), Some(&"task.failed"));
 }

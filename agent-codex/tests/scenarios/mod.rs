@@ -164,6 +164,18 @@ pub fn all() -> Vec<Scenario> {
         scenario("error-429", "rate limited on every try", |_| {
             Script::new([HttpError::status(429).header("retry-after", "1").into()])
         }),
+        scenario(
+            "error-quota",
+            "429 with code insufficient_quota: out of credit",
+            |_| {
+                Script::new([HttpError {
+                    error_type: "insufficient_quota".into(),
+                    message: "You exceeded your current quota, please check your plan and billing details.".into(),
+                    ..HttpError::status(429)
+                }
+                .into()])
+            },
+        ),
         scenario("error-500", "the server fails on every try", |_| {
             Script::new([HttpError::status(500).into()])
         }),

@@ -52,10 +52,21 @@ pub(super) fn answer_responses(
     }
 }
 
+/// OpenAI error codes a script may name in [`HttpError::error_type`] to get them as
+/// both `type` and `code` (the Anthropic type names it defaults to are not OpenAI's).
+const OPENAI_CODES: &[&str] = &[
+    "insufficient_quota",
+    "usage_limit_reached",
+    "usage_not_included",
+];
+
 /// The error body OpenAI sends (`{"error": {message, type, code}}`), with the
 /// type and code OpenAI uses for that status.
 fn error_answer(error: &HttpError, turn: Option<usize>) -> Answer {
     let (kind, code) = match error.status {
+        _ if OPENAI_CODES.contains(&error.error_type.as_str()) => {
+            (error.error_type.as_str(), error.error_type.as_str())
+        }
         401 => ("invalid_request_error", "invalid_api_key"),
         403 => (
             "invalid_request_error",
@@ -270,5 +281,11 @@ mod tests {
                 .iter()
                 .any(|(n, v)| n == "retry-after" && v == "1")
         );
+        let quota = HttpError {
+            error_type: "insufficient_quota".into(),
+            ..HttpError::status(429)
+        };
+        let body: Value = serde_json::from_str(&error_answer(&quota, None).body).unwrap();
+        assert_eq!(body["error"]["code"], "insufficient_quota");
     }
 }
