@@ -11,6 +11,18 @@
 //! - The parser turns each `--json` line into events; see `parse/mod.rs` for the
 //!   mapping.
 //!
+//! ## Safety
+//! Every run uses Codex's `workspace-write` sandbox (writes only in the worktree and
+//! temp folders, no network for commands) with `approval_policy = "never"`: a command
+//! the sandbox refuses fails instead of waiting for an answer nobody gives. The
+//! adapter never passes `--dangerously-bypass-approvals-and-sandbox`. The sandbox is
+//! the `codex-resources/bwrap` shipped beside `bin/codex`; it needs user namespaces
+//! (it works in this project's containers, run as root). Repo notes go in as
+//! `developer_instructions`, never written into the worktree. Unlike Claude Code's
+//! `--strict-mcp-config`, Codex has no switch that keeps the user's own MCP servers
+//! out while keeping the rest of their config (a `-c mcp_servers={}` override merges
+//! instead of replacing), so servers in `~/.codex/config.toml` load in agent runs.
+//!
 //! ## Budget
 //! Codex takes no budget. It reports token usage (never a cost) once per turn, in
 //! `turn.completed`, after the tokens are spent, and `codex exec` runs a single turn,

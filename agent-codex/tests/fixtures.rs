@@ -384,7 +384,9 @@ fn running_out_of_quota_is_a_usage_limit_without_retries() {
     let statuses = payloads("error-quota", "provider.status");
     assert_eq!(
         statuses,
-        [json!({"status": "usage_limit", "message": "Quota exceeded. Check your plan and billing details."})],
+        [
+            json!({"status": "usage_limit", "message": "Quota exceeded. Check your plan and billing details."})
+        ],
         "Codex does not retry it"
     );
     assert_eq!(types("error-quota").last(), Some(&"task.failed"));
