@@ -36,11 +36,20 @@ pub(crate) fn open_checkout(path: &Path) -> Result<gix::Repository> {
             "it is a bare repo without a checkout",
         ));
     }
-    let mut repo = repo;
-    // Ref edits write reflogs, which need a committer: without one in the git config, use ours.
-    repo.committer_or_set_fallback(FALLBACK_NAME, FALLBACK_EMAIL)
-        .map_err(|e| error::gix("cannot set up a committer identity", &e))?;
-    Ok(repo)
+    if repo.committer().is_some() {
+        return Ok(repo);
+    }
+    // Ref edits write reflogs, which need a committer: without one in the git config, use
+    // ours. It goes in as an open option rather than into this handle's config, because
+    // `add_worktree` opens the new worktree with the same options and writes its HEAD
+    // reflog there (with only the handle's config changed, that fails on a machine
+    // with no git identity).
+    let overrides = [
+        format!("committer.name={FALLBACK_NAME}"),
+        format!("committer.email={FALLBACK_EMAIL}"),
+    ];
+    gix::open_opts(path, gix::open::Options::default().config_overrides(overrides))
+        .map_err(|e| error::gix("cannot set up a committer identity", &e))
 }
 
 /// Opens `path` and requires HEAD to name a commit.
