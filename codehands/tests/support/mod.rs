@@ -31,11 +31,28 @@ impl World {
         }
         git(&repo, &["init", "--quiet", "--initial-branch=main"]);
         git(&repo, &["add", "--all"]);
-        git(&repo, &["-c", "user.name=Test", "-c", "user.email=test@example.invalid", "commit", "--quiet", "-m", "base"]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=Test",
+                "-c",
+                "user.email=test@example.invalid",
+                "commit",
+                "--quiet",
+                "-m",
+                "base",
+            ],
+        );
         let home = Home::new(dir.path().join("home"));
         let agent_home = dir.path().join("agent-home");
         std::fs::create_dir_all(&agent_home).unwrap();
-        Self { dir, repo, home, agent_home }
+        Self {
+            dir,
+            repo,
+            home,
+            agent_home,
+        }
     }
 
     /// The demo repo (a failing date test).
@@ -68,13 +85,20 @@ impl World {
     }
 
     /// A runner built from `settings`, adjusted by `change`.
-    pub fn runner_with(&self, settings: RunnerSettings, change: impl FnOnce(&mut Setup)) -> LocalRunner {
+    pub fn runner_with(
+        &self,
+        settings: RunnerSettings,
+        change: impl FnOnce(&mut Setup),
+    ) -> LocalRunner {
         let mut setup = Setup {
             home: self.home.clone(),
             settings,
             claude_bin: "claude".into(),
             codex_bin: "codex".into(),
-            fake: FakeAgentSetup { program: Some(env!("CARGO_BIN_EXE_codehands").into()), ..FakeAgentSetup::default() },
+            fake: FakeAgentSetup {
+                program: Some(env!("CARGO_BIN_EXE_codehands").into()),
+                ..FakeAgentSetup::default()
+            },
         };
         change(&mut setup);
         codehands::build_runner(setup).unwrap()
@@ -87,7 +111,10 @@ impl World {
 
     /// The branches of the repo.
     pub fn branches(&self) -> Vec<String> {
-        self.git(&["branch", "--format=%(refname:short)"]).lines().map(str::to_owned).collect()
+        self.git(&["branch", "--format=%(refname:short)"])
+            .lines()
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The worktree folders under the home.
@@ -95,7 +122,12 @@ impl World {
         let mut found = Vec::new();
         if let Ok(keys) = std::fs::read_dir(self.home.worktrees_dir()) {
             for key in keys.flatten() {
-                found.extend(std::fs::read_dir(key.path()).unwrap().flatten().map(|e| e.path()));
+                found.extend(
+                    std::fs::read_dir(key.path())
+                        .unwrap()
+                        .flatten()
+                        .map(|e| e.path()),
+                );
             }
         }
         found
@@ -104,8 +136,17 @@ impl World {
 
 /// Runs git and returns stdout; panics with stderr on failure.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -126,10 +167,18 @@ pub fn types(events: &[Event]) -> Vec<&'static str> {
 /// Whether any live process has `needle` in its command line.
 pub fn process_running(needle: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { return false };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            return false;
+        };
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let zombie = stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z'));
-        !zombie && String::from_utf8_lossy(&cmd).replace('\0', " ").contains(needle)
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        !zombie
+            && String::from_utf8_lossy(&cmd)
+                .replace('\0', " ")
+                .contains(needle)
     })
 }
 
