@@ -41,7 +41,10 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/date.js", DATE_JS),
     ("test/date.test.js", DATE_TEST_JS),
     (".gitignore", "node_modules/\n"),
-    ("README.md", "# date-bug\n\n`formatDate` is off by one month. `npm test` shows it.\n"),
+    (
+        "README.md",
+        "# date-bug\n\n`formatDate` is off by one month. `npm test` shows it.\n",
+    ),
 ];
 
 /// Writes the demo files into `dir`.

@@ -7,8 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use runner_core::event::{ApprovalRequested, TaskStopped};
 use runner_core::{
-    AgentKind, ApproveResult, DiffResult, Error, Event, EventBody, EventSequence, EventStream, RecoveryReport,
-    Result, Runner, SessionId, SessionRecord, SessionState, SessionStore, StartOptions,
+    AgentKind, ApproveResult, DiffResult, Error, Event, EventBody, EventSequence, EventStream,
+    RecoveryReport, Result, Runner, SessionId, SessionRecord, SessionState, SessionStore,
+    StartOptions,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -23,7 +24,9 @@ pub struct FakeRunnerOptions {
 
 impl Default for FakeRunnerOptions {
     fn default() -> Self {
-        Self { delay: Duration::from_millis(300) }
+        Self {
+            delay: Duration::from_millis(300),
+        }
     }
 }
 
@@ -40,13 +43,20 @@ pub struct FakeRunner {
 impl FakeRunner {
     /// A fake runner with `options`.
     pub fn new(options: FakeRunnerOptions) -> Self {
-        Self { store: Arc::new(SessionStore::in_memory()), options, live: Arc::default() }
+        Self {
+            store: Arc::new(SessionStore::in_memory()),
+            options,
+            live: Arc::default(),
+        }
     }
 
     fn play(&self, record: &SessionRecord, bodies: Vec<EventBody>) -> EventStream {
         let (events_tx, events_rx) = mpsc::channel(1);
         let (stop_tx, stop_rx) = mpsc::channel(1);
-        self.live.lock().unwrap_or_else(|e| e.into_inner()).insert(record.session_id, stop_tx);
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(record.session_id, stop_tx);
         let player = Player {
             store: self.store.clone(),
             live: self.live.clone(),
@@ -57,7 +67,9 @@ impl FakeRunner {
             stops: stop_rx,
         };
         tokio::spawn(player.run(bodies));
-        Box::pin(futures::stream::unfold(events_rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }))
+        Box::pin(futures::stream::unfold(events_rx, |mut rx| async move {
+            rx.recv().await.map(|e| (e, rx))
+        }))
     }
 }
 
@@ -118,7 +130,10 @@ impl Player {
         let stat = script::fake_diff_stat();
         let done = self.seq.next(finished, None);
         let approval = self.seq.next(
-            EventBody::ApprovalRequested(ApprovalRequested { branch: self.branch.clone(), diff_stat: stat }),
+            EventBody::ApprovalRequested(ApprovalRequested {
+                branch: self.branch.clone(),
+                diff_stat: stat,
+            }),
             None,
         );
         let last = self.seq.last_seq();
@@ -135,7 +150,9 @@ impl Player {
     }
 
     async fn stop(mut self, pending: Option<Event>, ack: oneshot::Sender<()>) {
-        let stopped = self.seq.next(EventBody::TaskStopped(TaskStopped::default()), None);
+        let stopped = self
+            .seq
+            .next(EventBody::TaskStopped(TaskStopped::default()), None);
         let last = self.seq.last_seq();
         let saved = self.store.update(&self.seq.session_id(), |r| {
             r.last_seq = last;
@@ -152,13 +169,20 @@ impl Player {
     }
 
     fn forget(&self) {
-        self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.seq.session_id());
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.seq.session_id());
     }
 }
 
 fn fake_commit(id: &SessionId) -> String {
     // 40 hex characters, stable per session; there is no repository behind it.
-    let hex: String = id.to_string().chars().filter(char::is_ascii_hexdigit).collect();
+    let hex: String = id
+        .to_string()
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .collect();
     format!("{hex}{}", &hex[..8])
 }
 
@@ -166,7 +190,9 @@ fn fake_commit(id: &SessionId) -> String {
 impl Runner for FakeRunner {
     async fn start(&self, options: StartOptions) -> Result<EventStream> {
         if options.prompt.trim().is_empty() {
-            return Err(Error::invalid_input("the prompt is empty: say what the agent should do"));
+            return Err(Error::invalid_input(
+                "the prompt is empty: say what the agent should do",
+            ));
         }
         let now = runner_core::now_rfc3339();
         let id = options.session_id;
@@ -190,13 +216,18 @@ impl Runner for FakeRunner {
             updated_at: now,
         };
         self.store.create(&record)?;
-        let record = self.store.move_to(&id, SessionState::Running, "start the session")?;
+        let record = self
+            .store
+            .move_to(&id, SessionState::Running, "start the session")?;
         Ok(self.play(&record, script::first_run(options.model.as_deref())))
     }
 
     async fn diff(&self, session_id: &SessionId) -> Result<DiffResult> {
         self.store.get(session_id)?;
-        Ok(DiffResult { patch: script::FAKE_PATCH.into(), stat: script::fake_diff_stat() })
+        Ok(DiffResult {
+            patch: script::FAKE_PATCH.into(),
+            stat: script::fake_diff_stat(),
+        })
     }
 
     async fn approve(&self, session_id: &SessionId, _message: &str) -> Result<ApproveResult> {
@@ -206,19 +237,33 @@ impl Runner for FakeRunner {
             r.commit = Some(commit.clone());
             Ok(())
         })?;
-        Ok(ApproveResult { branch: record.branch, commit })
+        Ok(ApproveResult {
+            branch: record.branch,
+            commit,
+        })
     }
 
     async fn reject(&self, session_id: &SessionId) -> Result<()> {
-        self.store.move_to(session_id, SessionState::Rejected, "reject").map(drop)
+        self.store
+            .move_to(session_id, SessionState::Rejected, "reject")
+            .map(drop)
     }
 
     async fn stop(&self, session_id: &SessionId) -> Result<()> {
         let record = self.store.get(session_id)?;
         if !record.state.can_move_to(SessionState::Stopped) {
-            return Err(Error::illegal_move(record.state, SessionState::Stopped, "stop"));
+            return Err(Error::illegal_move(
+                record.state,
+                SessionState::Stopped,
+                "stop",
+            ));
         }
-        let control = self.live.lock().unwrap_or_else(|e| e.into_inner()).get(session_id).cloned();
+        let control = self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session_id)
+            .cloned();
         let (ack_tx, ack_rx) = oneshot::channel();
         let acknowledged = match control {
             Some(control) => control.send(ack_tx).await.is_ok() && ack_rx.await.is_ok(),
@@ -233,7 +278,9 @@ impl Runner for FakeRunner {
     }
 
     async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream> {
-        let record = self.store.move_to(session_id, SessionState::Running, "resume")?;
+        let record = self
+            .store
+            .move_to(session_id, SessionState::Running, "resume")?;
         Ok(self.play(&record, script::resumed_run(prompt.as_deref())))
     }
 

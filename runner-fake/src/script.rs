@@ -1,8 +1,8 @@
 //! The fake runner's script: what a small "fix the failing test" run looks like.
 
 use runner_core::event::{
-    CommandFinished, CommandStarted, FileChangeKind, FileChanged, FileRead, Message, MessageRole, TaskFinished,
-    TaskStarted, TestResult,
+    CommandFinished, CommandStarted, FileChangeKind, FileChanged, FileRead, Message, MessageRole,
+    TaskFinished, TaskStarted, TestResult,
 };
 use runner_core::{DiffStat, EventBody, FileStat};
 
@@ -36,18 +36,30 @@ pub fn first_run(model: Option<&str>) -> Vec<EventBody> {
     vec![
         EventBody::TaskStarted(TaskStarted {
             model: Some(model.unwrap_or("fake").to_owned()),
-            tools: ["Read", "Edit", "Write", "Glob", "Grep", "Bash"].map(String::from).to_vec(),
+            tools: ["Read", "Edit", "Write", "Glob", "Grep", "Bash"]
+                .map(String::from)
+                .to_vec(),
             ..TaskStarted::default()
         }),
         say("I'll run the tests first to see what fails."),
         read("package.json", "Read", "toolu_fake_01"),
         read("test/date.test.js", "Read", "toolu_fake_02"),
         started(TEST, "toolu_fake_03"),
-        finished(TEST, 1, "FAIL test/date.test.js\n  formatDate › pads the month\n1 failing", "toolu_fake_03"),
+        finished(
+            TEST,
+            1,
+            "FAIL test/date.test.js\n  formatDate › pads the month\n1 failing",
+            "toolu_fake_03",
+        ),
         test(TEST, false, 1, "1 failing", "toolu_fake_03"),
         changed("src/date.js", "toolu_fake_04"),
         started(TEST, "toolu_fake_05"),
-        finished(TEST, 0, "PASS test/date.test.js\n1 passing", "toolu_fake_05"),
+        finished(
+            TEST,
+            0,
+            "PASS test/date.test.js\n1 passing",
+            "toolu_fake_05",
+        ),
         test(TEST, true, 0, "1 passing", "toolu_fake_05"),
         done("The month was off by one; formatDate now adds 1 to getMonth(). The tests pass."),
     ]
@@ -56,21 +68,41 @@ pub fn first_run(model: Option<&str>) -> Vec<EventBody> {
 /// The events of a resumed run, `task.finished` last.
 pub fn resumed_run(prompt: Option<&str>) -> Vec<EventBody> {
     vec![
-        EventBody::TaskStarted(TaskStarted { model: Some("fake".into()), resumed: true, ..TaskStarted::default() }),
-        say(&format!("Resuming: {}", prompt.unwrap_or("carry on where I stopped."))),
+        EventBody::TaskStarted(TaskStarted {
+            model: Some("fake".into()),
+            resumed: true,
+            ..TaskStarted::default()
+        }),
+        say(&format!(
+            "Resuming: {}",
+            prompt.unwrap_or("carry on where I stopped.")
+        )),
         started(TEST, "toolu_fake_11"),
-        finished(TEST, 0, "PASS test/date.test.js\n1 passing", "toolu_fake_11"),
+        finished(
+            TEST,
+            0,
+            "PASS test/date.test.js\n1 passing",
+            "toolu_fake_11",
+        ),
         test(TEST, true, 0, "1 passing", "toolu_fake_11"),
         done("Finished after resuming. The tests pass."),
     ]
 }
 
 fn say(text: &str) -> EventBody {
-    EventBody::Message(Message { text: text.into(), role: MessageRole::Assistant, ..Message::default() })
+    EventBody::Message(Message {
+        text: text.into(),
+        role: MessageRole::Assistant,
+        ..Message::default()
+    })
 }
 
 fn read(path: &str, tool: &str, id: &str) -> EventBody {
-    EventBody::FileRead(FileRead { path: path.into(), tool: tool.into(), tool_use_id: Some(id.into()) })
+    EventBody::FileRead(FileRead {
+        path: path.into(),
+        tool: tool.into(),
+        tool_use_id: Some(id.into()),
+    })
 }
 
 fn changed(path: &str, id: &str) -> EventBody {
@@ -83,7 +115,10 @@ fn changed(path: &str, id: &str) -> EventBody {
 }
 
 fn started(command: &str, id: &str) -> EventBody {
-    EventBody::CommandStarted(CommandStarted { command: command.into(), tool_use_id: Some(id.into()) })
+    EventBody::CommandStarted(CommandStarted {
+        command: command.into(),
+        tool_use_id: Some(id.into()),
+    })
 }
 
 fn finished(command: &str, exit: i32, output: &str, id: &str) -> EventBody {

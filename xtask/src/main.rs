@@ -6,10 +6,12 @@
 mod agents;
 mod bench_git;
 mod bench_parse;
+mod bench_run;
 mod bench_sandbox;
 mod codegen;
 mod images;
 mod record;
+mod record_demo;
 mod test;
 
 use std::process::ExitCode;
@@ -24,7 +26,9 @@ tasks:
   agents                fetch the pinned agent CLIs into the cache (Claude Code 2.1.332, Codex 0.163.0)
   record claude <name>  record a fixture from the real Claude Code (`all` for every scenario)
   record codex <name>   record a fixture from the real Codex 0.163.0 (`all` for every scenario)
+  record demo           record the fake agent's demo run from the real Claude Code, through the runner
   bench git [--rounds N]  GitVcs against the git program on a 20,000-file repo
+  bench run [--rounds N] `codehands run` with the real Claude Code against the bare `claude -p`
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
@@ -42,11 +46,19 @@ fn main() -> ExitCode {
     let result = match task {
         "codegen" => codegen::run(rest),
         "images" => images::run(rest),
-        "bench" if rest.first().map(String::as_str) == Some("sandbox") => bench_sandbox::run(&rest[1..]),
+        "bench" if rest.first().map(String::as_str) == Some("sandbox") => {
+            bench_sandbox::run(&rest[1..])
+        }
         "agents" => agents::run(rest),
+        "record" if rest.first().map(String::as_str) == Some("demo") => {
+            record_demo::run(&rest[1..])
+        }
         "record" => record::run(rest),
+        "bench" if rest.first().map(String::as_str) == Some("run") => bench_run::run(&rest[1..]),
         "bench" if rest.first().map(String::as_str) == Some("git") => bench_git::run(&rest[1..]),
-        "bench" if rest.first().map(String::as_str) == Some("parse") => bench_parse::run(&rest[1..]),
+        "bench" if rest.first().map(String::as_str) == Some("parse") => {
+            bench_parse::run(&rest[1..])
+        }
         "install" => test::install(rest),
         "test" => test::run(rest),
         "-h" | "--help" | "help" => {

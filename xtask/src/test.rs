@@ -33,5 +33,9 @@ fn cargo(fixed: &[&str], extra: &[String]) -> Result<(), String> {
         .current_dir(crate::workspace_root())
         .status()
         .map_err(|e| format!("cannot run {cargo}: {e}"))?;
-    if status.success() { Ok(()) } else { Err(format!("`cargo {}` failed ({status})", fixed.join(" "))) }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", fixed.join(" ")))
+    }
 }
