@@ -184,6 +184,21 @@ mod tests {
         slug(prompt).len()
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_prompt_gives_a_valid_bounded_ref(prompt in ".{0,300}", raw in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let lossy = String::from_utf8_lossy(&raw).into_owned();
+            for prompt in [prompt, lossy] {
+                let name = branch_name(&prompt, &id());
+                let slug = name.strip_prefix("codehands/").and_then(|s| s.strip_suffix("-3f2a9c1e"));
+                proptest::prop_assert!(slug.is_some_and(|s| !s.is_empty() && s.len() <= SLUG_MAX
+                    && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !s.starts_with('-') && !s.ends_with('-') && !s.contains("--")), "{}", name);
+                proptest::prop_assert!(full_name(&name).is_ok(), "{}", name);
+            }
+        }
+    }
+
     #[test]
     fn refuses_names_git_would_refuse() {
         for bad in ["", "a..b", "-x", "refs/heads/x", "a b", "x.lock", "a@{b"] {

@@ -16,8 +16,8 @@
 //! against base with rename tracking; the diff keeps its new objects in memory, the commit
 //! writes them. Patches are written as `git diff --binary` writes them.
 //!
-//! Known limits: a path that is not UTF-8 is shown lossily in the patch (its stat and commit
-//! are exact); an untracked folder that is itself a git repo is left out, where `git add -A`
+//! Known limits: a path that is not UTF-8 is shown lossily in the patch and the stat (the
+//! commit keeps its bytes); an untracked folder that is itself a git repo is left out, where `git add -A`
 //! would add it as an embedded repo.
 //!
 //! Commit identity: the author passed in, else the repo's git config (`author.*`, `user.*`, the
