@@ -75,6 +75,7 @@ pub fn test_box(spec: &BoxSpec) -> ContainerCreateBody {
     env.push("PYTHONDONTWRITEBYTECODE=1".into());
     env.push("PYTEST_ADDOPTS=-p no:cacheprovider".into());
     env.push("CARGO_TARGET_DIR=/tmp/target".into());
+    env.push("CARGO_NET_OFFLINE=true".into());
     body(spec, "test", user, env, "none", true)
 }
 
@@ -140,7 +141,9 @@ fn body(
         readonly_rootfs: Some(true),
         tmpfs: Some(HashMap::from([(
             "/tmp".to_owned(),
-            format!("rw,nosuid,nodev,size={},mode=1777", limits.tmp_bytes),
+            // exec: tests run what they build there (cargo's test binaries);
+            // the engine's default for --tmpfs is noexec.
+            format!("rw,exec,nosuid,nodev,size={},mode=1777", limits.tmp_bytes),
         )])),
         cap_drop: Some(vec!["ALL".into()]),
         security_opt: Some(vec!["no-new-privileges".into()]),
@@ -421,7 +424,7 @@ mod tests {
             "--ulimit nofile=1024:1024",
             "--mount type=bind,source=/home/me/.codehands/worktrees/abc/3f2a9c1e,target=/work,readonly",
             "--read-only",
-            "--tmpfs /tmp:rw,nosuid,nodev,size=67108864,mode=1777",
+            "--tmpfs /tmp:rw,exec,nosuid,nodev,size=67108864,mode=1777",
             "--cap-drop ALL",
             "--security-opt no-new-privileges",
             "--init",

@@ -3,9 +3,9 @@
 use runner_core::{Language, RepoProfile};
 use serde::{Deserialize, Serialize};
 
-/// The image `cargo xtask images` builds for Node and Python repos: Debian
-/// bookworm with nodejs, npm, python3 and pytest.
-pub const LOCAL_DEBIAN_IMAGE: &str = "codehands/sandbox-debian:2";
+/// The image `cargo xtask images` builds for Node, Python and Rust repos:
+/// Debian bookworm with nodejs, npm, python3 (venv, pytest) and cargo.
+pub const LOCAL_DEBIAN_IMAGE: &str = "codehands/sandbox-debian:3";
 /// The image `cargo xtask images` builds for the fast cases: `FROM scratch`
 /// with a static busybox.
 pub const LOCAL_BUSYBOX_IMAGE: &str = "codehands/sandbox-busybox:1";
@@ -42,13 +42,14 @@ impl Default for ImageMap {
 
 impl ImageMap {
     /// The images `cargo xtask images` builds on this machine (for engines that
-    /// cannot pull). Node and Python share the Debian image, whose Node version
-    /// is Debian's, whatever the repo asks for; Rust and Go keep the official
-    /// images, which are not built locally.
+    /// cannot pull). Node, Python and Rust share the Debian image, whose Node and
+    /// Rust versions are Debian's (Node 18, Rust 1.63), whatever the repo asks
+    /// for; Go keeps the official image, which is not built locally.
     pub fn local() -> Self {
         Self {
             node: LOCAL_DEBIAN_IMAGE.into(),
             python: LOCAL_DEBIAN_IMAGE.into(),
+            rust: LOCAL_DEBIAN_IMAGE.into(),
             ..Self::default()
         }
     }

@@ -2,8 +2,8 @@
 //! be pulled on our machines.
 //!
 //! - `LOCAL_BUSYBOX_IMAGE` (`codehands/sandbox-busybox:1`): `FROM scratch` with Debian's static busybox, for the fast cases.
-//! - `LOCAL_DEBIAN_IMAGE` (`codehands/sandbox-debian:2`): a Debian bookworm root made with `debootstrap`, with
-//!   nodejs, npm, python3, pytest and tzdata, loaded with `docker import`.
+//! - `LOCAL_DEBIAN_IMAGE` (`codehands/sandbox-debian:3`): a Debian bookworm root made with `debootstrap`, with
+//!   nodejs, npm, python3 (venv, pytest), cargo and tzdata, loaded with `docker import`.
 //!
 //! Each is skipped when the engine has its tag; otherwise it is loaded from the
 //! `docker save` tarball under `$CODEHANDS_CACHE/images/` when there is one, and
@@ -23,6 +23,7 @@ const DEBIAN_PACKAGES: &[&str] = &[
     "python3-pytest",
     "python3-venv",
     "python-is-python3",
+    "cargo",
 ];
 const PATH_ENV: &str = "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
