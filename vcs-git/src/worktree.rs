@@ -142,19 +142,24 @@ fn remove_registered(proxy: gix::worktree::Proxy<'_>, worktree: &Path) -> Result
         })
 }
 
-/// The repo's worktrees whose folders are under `root`, with their branches.
+/// The repo's worktrees whose folders are under `root`, with their branches. Paths are spelled
+/// under `root` as the caller gave it, even where git recorded the resolved (symlink-free) path.
 pub(crate) fn list(repo_path: &Path, root: &Path) -> Result<Vec<ToolWorktree>> {
     let repo = repo::open_checkout(repo_path)?;
-    let root = comparable(&absolute(root, "worktree root")?);
+    let root = absolute(root, "worktree root")?;
+    let real_root = comparable(&root);
     let mut out = Vec::new();
     for proxy in worktrees(&repo)? {
         let Ok(base) = proxy.base() else { continue };
-        if !comparable(&base).starts_with(&root) {
+        let Ok(inside) = comparable(&base)
+            .strip_prefix(&real_root)
+            .map(Path::to_owned)
+        else {
             continue;
-        }
+        };
         out.push(ToolWorktree {
             branch: head_branch(proxy.git_dir()),
-            path: base,
+            path: root.join(inside),
         });
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -31,23 +31,32 @@ pub async fn recovery_helpers(vcs: &dyn Vcs) {
     let listed = vcs.list_worktrees(&f.repo, &f.root()).await.unwrap();
     let mut expected: Vec<(std::path::PathBuf, Option<String>)> = [&one, &two]
         .iter()
-        .map(|s| {
-            (
-                std::fs::canonicalize(&s.path).unwrap(),
-                Some(s.branch.clone()),
-            )
-        })
+        .map(|s| (s.path.clone(), Some(s.branch.clone())))
         .collect();
     expected.sort();
-    let mut got: Vec<_> = listed
+    let got: Vec<_> = listed
         .iter()
-        .map(|w| (std::fs::canonicalize(&w.path).unwrap(), w.branch.clone()))
+        .map(|w| (w.path.clone(), w.branch.clone()))
         .collect();
-    got.sort();
     assert_eq!(
         got, expected,
-        "ours, with branches; not the person's own worktree"
+        "ours, spelled as they were made, with branches; not the person's own worktree"
     );
+    #[cfg(unix)]
+    {
+        // Through a symlinked home, paths come back spelled under the root as given.
+        let link = f.dir.path().join("home-link");
+        std::os::unix::fs::symlink(&f.home, &link).unwrap();
+        let via_link = vcs
+            .list_worktrees(&f.repo, &link.join("worktrees"))
+            .await
+            .unwrap();
+        assert_eq!(via_link.len(), 2);
+        assert!(
+            via_link.iter().all(|w| w.path.starts_with(&link)),
+            "{via_link:?}"
+        );
+    }
 
     assert!(
         !vcs.has_commits_beyond(&f.repo, &one.branch, &one.base)
