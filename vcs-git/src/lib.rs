@@ -16,6 +16,21 @@
 //! against base with rename tracking; the diff keeps its new objects in memory, the commit
 //! writes them. Patches are written as `git diff --binary` writes them.
 //!
+//! Faults, and what happens (each is tested; nothing half-made is left behind):
+//! - a branch of that name already there (a crash, a reused session id): create is refused and
+//!   names the branch; `codehands recover` or `git branch -D` clears it;
+//! - a non-empty folder, or a live worktree, already at the path: create is refused;
+//! - a registration whose folder is gone or empty: forgotten, as `git worktree prune` would, and
+//!   the worktree is made;
+//! - a folder that cannot be written (a file in the way; no permission, which the tests can
+//!   only check when not run as root): refused with the path, the folders made so far are taken
+//!   back and the new branch is deleted again;
+//! - the person's `index.lock`: not in the way, their index is never read or written;
+//! - the worktree's `index.lock` (another git in it): approve is refused and the branch does not
+//!   move, approve again once it is gone; a held branch lock refuses create the same way;
+//! - paths with spaces or non-ASCII characters: plain paths to gix; in patches they are
+//!   written as git writes them (C-quoted when needed, a tab after a name with a space).
+//!
 //! Known limits: a path that is not UTF-8 is shown lossily in the patch and the stat (the
 //! commit keeps its bytes); an untracked folder that is itself a git repo is left out, where `git add -A`
 //! would add it as an embedded repo.
