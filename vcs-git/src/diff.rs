@@ -142,7 +142,8 @@ fn render_one(repo: &gix::Repository, change: &Change, out: &mut String) -> Resu
             );
             let target = (path_of(location.as_bstr()), *entry_mode, *id);
             if *copy {
-                // Copies are off in our rename settings; should one appear, show it as an addition.
+                // Copies are found only when the repo's config asks (`diff.renames=copies`);
+                // written as an added file, the patch applies all the same.
                 (None, Some(target))
             } else {
                 (Some(source), Some(target))
@@ -160,11 +161,19 @@ fn render_one(repo: &gix::Repository, change: &Change, out: &mut String) -> Resu
         };
     let old = old.map(load).transpose()?;
     let new = new.map(load).transpose()?;
-    let counts = patch::write_file(
-        out,
-        old.as_ref().map(Loaded::side).as_ref(),
-        new.as_ref().map(Loaded::side).as_ref(),
+    let (old_side, new_side) = (
+        old.as_ref().map(Loaded::side),
+        new.as_ref().map(Loaded::side),
     );
+    let counts = match (&old_side, &new_side) {
+        // Git writes a change of kind (file to symlink, say) as a deletion and an addition.
+        (Some(o), Some(n)) if o.mode & 0o170000 != n.mode & 0o170000 => {
+            let removed = patch::write_file(out, Some(o), None);
+            let added = patch::write_file(out, None, Some(n));
+            removed.zip(added).map(|((_, d), (i, _))| (i, d))
+        }
+        _ => patch::write_file(out, old_side.as_ref(), new_side.as_ref()),
+    };
 
     let path = new
         .as_ref()

@@ -325,3 +325,28 @@ async fn patches_keep_crlf_and_non_utf8_bytes_exactly() {
     );
     assert_applies(&f, &spec.path, &diff.patch);
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_file_that_becomes_a_symlink_is_a_deletion_and_an_addition() {
+    if git_missing() {
+        return;
+    }
+    let vcs = GitVcs::new();
+    let f = Fixture::new();
+    let spec = fresh_worktree(&f, "Type change").await;
+    std::fs::remove_file(spec.path.join("CHANGELOG.md")).unwrap();
+    std::os::unix::fs::symlink("README.md", spec.path.join("CHANGELOG.md")).unwrap();
+    let diff = vcs.diff(&spec.path, &spec.base).await.unwrap();
+    assert_eq!(diff.stat.files_changed, 1);
+    let stat = &diff.stat.files[0];
+    assert_eq!(
+        (stat.path.as_str(), stat.insertions, stat.deletions),
+        ("CHANGELOG.md", 1, 1)
+    );
+    assert!(
+        diff.patch.contains("deleted file mode 100644")
+            && diff.patch.contains("new file mode 120000")
+    );
+    assert_applies(&f, &spec.path, &diff.patch);
+}
