@@ -91,7 +91,7 @@ pub(crate) fn delete(repo_path: &Path, branch: &str) -> Result<()> {
                 return Err(error::vcs(format!(
                     "cannot delete branch {branch}: another git process holds a lock on it; \
                      wait for it to finish and try again ({})",
-                    error::gix("", &e).message().trim_start_matches(": ")
+                    error::chain(&e)
                 )));
             }
             Err(error::gix(format!("cannot delete branch {branch}"), &e))

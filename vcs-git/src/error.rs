@@ -41,7 +41,7 @@ pub(crate) fn not_a_repo(path: &Path, why: &str) -> Error {
 }
 
 /// The messages of every error in gix's chain, outermost first, without repeats.
-fn chain(err: &gix::Error) -> String {
+pub(crate) fn chain(err: &gix::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in err.iter_errors() {
         let text = cause.to_string();

@@ -48,8 +48,11 @@ pub(crate) fn open_checkout(path: &Path) -> Result<gix::Repository> {
         format!("committer.name={FALLBACK_NAME}"),
         format!("committer.email={FALLBACK_EMAIL}"),
     ];
-    gix::open_opts(path, gix::open::Options::default().config_overrides(overrides))
-        .map_err(|e| error::gix("cannot set up a committer identity", &e))
+    gix::open_opts(
+        path,
+        gix::open::Options::default().config_overrides(overrides),
+    )
+    .map_err(|e| error::gix("cannot set up a committer identity", &e))
 }
 
 /// Opens `path` and requires HEAD to name a commit.

@@ -57,7 +57,7 @@ fn add_on_new_branch(
                 "cannot create branch {branch}: another git process holds its lock \
                  (a .lock file under refs/heads); wait for it, or delete the stale .lock file \
                  if no git is running ({})",
-                error::gix("", &e).message().trim_start_matches(": ")
+                error::chain(&e)
             ))
         } else {
             error::gix(format!("cannot create branch {branch}"), &e)

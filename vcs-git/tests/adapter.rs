@@ -350,3 +350,67 @@ async fn a_file_that_becomes_a_symlink_is_a_deletion_and_an_addition() {
     );
     assert_applies(&f, &spec.path, &diff.patch);
 }
+
+/// The child's half of `works_with_no_git_identity_anywhere`.
+const NO_IDENTITY_CHILD: &str = "CODEHANDS_VCS_GIT_NO_IDENTITY_CHILD";
+
+/// A machine with no git identity at all (no global config, no variables, none in the repo):
+/// create, commit and the reflogs still work, signed `codehands <codehands@localhost>`.
+/// The process environment cannot be changed safely from a test, so the test binary runs
+/// itself again with a clean one.
+#[tokio::test]
+async fn works_with_no_git_identity_anywhere() {
+    if git_missing() {
+        return;
+    }
+    if std::env::var_os(NO_IDENTITY_CHILD).is_none() {
+        let home = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args([
+                "--exact",
+                "works_with_no_git_identity_anywhere",
+                "--nocapture",
+            ])
+            .env(NO_IDENTITY_CHILD, "1")
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        for var in [
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+            "GIT_COMMITTER_NAME",
+            "GIT_COMMITTER_EMAIL",
+            "EMAIL",
+            "GIT_CONFIG_GLOBAL",
+        ] {
+            child.env_remove(var);
+        }
+        let out = child.output().unwrap();
+        assert!(
+            out.status.success(),
+            "the run without an identity failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "the child ran the test"
+        );
+        return;
+    }
+    let vcs = GitVcs::new();
+    let f = Fixture::new();
+    git(&f.repo, &["config", "--unset", "user.name"]);
+    git(&f.repo, &["config", "--unset", "user.email"]);
+    let spec = fresh_worktree(&f, "Nobody").await;
+    write(&spec.path, "x.txt", "x\n");
+    let id = vcs
+        .commit(&f.repo, &spec.path, &spec.base, "Anonymous", None)
+        .await
+        .expect("commit without any identity");
+    assert_eq!(
+        git(&f.repo, &["log", "-1", "--format=%an <%ae>|%cn <%ce>", &id]).trim(),
+        "codehands <codehands@localhost>|codehands <codehands@localhost>"
+    );
+}
