@@ -5,7 +5,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use runner_core::{Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result};
+use runner_core::{
+    Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result,
+};
 
 use crate::Setup;
 
@@ -46,7 +48,9 @@ impl FakeAgentSetup {
 pub fn all(setup: &Setup) -> Vec<Arc<dyn Agent>> {
     let mut agents: Vec<Arc<dyn Agent>> = Vec::new();
     #[cfg(feature = "claude")]
-    agents.push(Arc::new(agent_claude::ClaudeCode::with_program(&setup.claude_bin)));
+    agents.push(Arc::new(agent_claude::ClaudeCode::with_program(
+        &setup.claude_bin,
+    )));
     #[cfg(feature = "codex")]
     agents.push(Arc::new(agent_codex::Codex::with_program(&setup.codex_bin)));
     #[cfg(feature = "fake")]
@@ -65,8 +69,15 @@ struct FakeAgent {
 #[cfg(feature = "fake")]
 impl FakeAgent {
     fn new(setup: FakeAgentSetup) -> Self {
-        let program = setup.program.clone().or_else(|| std::env::current_exe().ok()).unwrap_or_else(|| "codehands".into());
-        Self { inner: agent_claude::ClaudeCode::with_program(program), setup }
+        let program = setup
+            .program
+            .clone()
+            .or_else(|| std::env::current_exe().ok())
+            .unwrap_or_else(|| "codehands".into());
+        Self {
+            inner: agent_claude::ClaudeCode::with_program(program),
+            setup,
+        }
     }
 }
 
@@ -89,8 +100,14 @@ impl Agent for FakeAgent {
             }
         };
         set("CODEHANDS_FAKE_MODE", self.setup.mode.clone());
-        set("CODEHANDS_FAKE_SCRIPT", self.setup.script.as_ref().map(|p| p.display().to_string()));
-        set("CODEHANDS_FAKE_DELAY_MS", self.setup.delay_ms.map(|d| d.to_string()));
+        set(
+            "CODEHANDS_FAKE_SCRIPT",
+            self.setup.script.as_ref().map(|p| p.display().to_string()),
+        );
+        set(
+            "CODEHANDS_FAKE_DELAY_MS",
+            self.setup.delay_ms.map(|d| d.to_string()),
+        );
         Ok(invocation)
     }
 

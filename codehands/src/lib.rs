@@ -41,6 +41,43 @@ pub struct Setup {
     pub codex_bin: PathBuf,
     /// How the fake agent runs, when it is in the build.
     pub fake: FakeAgentSetup,
+    /// Which images the sandbox uses.
+    pub sandbox_images: SandboxImages,
+}
+
+/// Which images the Docker sandbox runs tests in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SandboxImages {
+    /// The images `cargo xtask images` builds locally (`codehands/sandbox-*`), needing no
+    /// registry: the ones the test suite runs. The default.
+    #[default]
+    Local,
+    /// The official images on Docker Hub (`node:<major>-bookworm-slim` …), pulled on first use.
+    Hub,
+}
+
+impl SandboxImages {
+    /// From `CODEHANDS_SANDBOX_IMAGES` (`local` or `hub`).
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("CODEHANDS_SANDBOX_IMAGES")
+            .unwrap_or_default()
+            .as_str()
+        {
+            "" | "local" => Ok(Self::Local),
+            "hub" => Ok(Self::Hub),
+            other => Err(Error::invalid_input(format!(
+                "CODEHANDS_SANDBOX_IMAGES is {other:?}: set it to `local` or `hub`"
+            ))),
+        }
+    }
+
+    #[cfg(feature = "docker")]
+    fn map(self) -> sandbox_docker::ImageMap {
+        match self {
+            Self::Local => sandbox_docker::ImageMap::local(),
+            Self::Hub => sandbox_docker::ImageMap::default(),
+        }
+    }
 }
 
 impl Setup {
@@ -48,7 +85,9 @@ impl Setup {
     /// `CLAUDE_BIN` and `CODEX_BIN`, the fake agent from `CODEHANDS_FAKE_*`, default settings.
     pub fn from_env() -> Result<Self> {
         let program = |var: &str, default: &str| {
-            std::env::var_os(var).filter(|v| !v.is_empty()).map_or_else(|| PathBuf::from(default), PathBuf::from)
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map_or_else(|| PathBuf::from(default), PathBuf::from)
         };
         Ok(Self {
             home: Home::from_env()?,
@@ -56,6 +95,7 @@ impl Setup {
             claude_bin: program("CLAUDE_BIN", "claude"),
             codex_bin: program("CODEX_BIN", "codex"),
             fake: FakeAgentSetup::from_env(),
+            sandbox_images: SandboxImages::from_env()?,
         })
     }
 }
@@ -67,7 +107,11 @@ pub fn agent_in_build(kind: AgentKind) -> Result<()> {
         AgentKind::Codex => (cfg!(feature = "codex"), "codex"),
         AgentKind::Fake => (cfg!(feature = "fake"), "fake"),
     };
-    if built { Ok(()) } else { Err(Error::not_in_build(&format!("the {kind} agent"), feature)) }
+    if built {
+        Ok(())
+    } else {
+        Err(Error::not_in_build(&format!("the {kind} agent"), feature))
+    }
 }
 
 /// Builds the real runner with every adapter of this build.
@@ -82,14 +126,19 @@ pub fn build_runner(setup: Setup) -> Result<LocalRunner> {
         }
         #[cfg(feature = "docker")]
         {
-            runner = runner.with_sandbox(Arc::new(sandbox_docker::DockerSandbox::new(setup.home.root())));
+            let sandbox = sandbox_docker::DockerSandbox::new(setup.home.root())
+                .with_images(setup.sandbox_images.map());
+            runner = runner.with_sandbox(Arc::new(sandbox));
         }
         Ok(runner)
     }
     #[cfg(not(feature = "git"))]
     {
         let _ = setup;
-        Err(Error::not_in_build("the real runner (git worktrees)", "git"))
+        Err(Error::not_in_build(
+            "the real runner (git worktrees)",
+            "git",
+        ))
     }
 }
 
@@ -97,7 +146,9 @@ pub fn build_runner(setup: Setup) -> Result<LocalRunner> {
 pub fn fake_runner(delay_ms: u64) -> Result<Box<dyn Runner>> {
     #[cfg(feature = "fake")]
     {
-        let options = runner_fake::FakeRunnerOptions { delay: std::time::Duration::from_millis(delay_ms) };
+        let options = runner_fake::FakeRunnerOptions {
+            delay: std::time::Duration::from_millis(delay_ms),
+        };
         Ok(Box::new(runner_fake::FakeRunner::new(options)))
     }
     #[cfg(not(feature = "fake"))]
@@ -110,19 +161,19 @@ pub fn fake_runner(delay_ms: u64) -> Result<Box<dyn Runner>> {
 /// Runs `repo`'s tests once in the locked Docker box (feature `docker`); the profile
 /// (test command, Node version, install) is read from the repo's files.
 pub async fn sandbox_repo(
-    home: &Home,
+    setup: &Setup,
     repo: &std::path::Path,
     timezone: Option<String>,
 ) -> Result<(runner_core::SessionId, runner_core::SandboxResult)> {
     #[cfg(feature = "docker")]
     {
-        let profile = memory::store(home).detect_profile(repo);
-        let images = sandbox_docker::ImageMap::default();
-        Ok(sandbox_docker::run_repo(home.root(), repo, profile, timezone, images).await)
+        let profile = memory::store(&setup.home).detect_profile(repo);
+        let images = setup.sandbox_images.map();
+        Ok(sandbox_docker::run_repo(setup.home.root(), repo, profile, timezone, images).await)
     }
     #[cfg(not(feature = "docker"))]
     {
-        let _ = (home, repo, timezone);
+        let _ = (setup, repo, timezone);
         Err(Error::not_in_build("the Docker sandbox", "docker"))
     }
 }

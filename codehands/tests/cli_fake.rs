@@ -3,26 +3,38 @@
 use std::process::Command;
 
 fn codehands(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_codehands")).args(args).output().expect("run codehands")
+    Command::new(env!("CARGO_BIN_EXE_codehands"))
+        .args(args)
+        .output()
+        .expect("run codehands")
 }
 
 fn event_validator() -> jsonschema::Validator {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/event.schema.json");
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/event.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     jsonschema::validator_for(&schema).expect("a valid JSON Schema")
 }
 
 #[test]
 fn fake_prints_thirteen_valid_events_ending_in_approval() {
     let out = codehands(&["fake", "--delay-ms", "0"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 13, "{text}");
     let validator = event_validator();
     for (i, line) in lines.iter().enumerate() {
         let value: serde_json::Value = serde_json::from_str(line).unwrap();
-        let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
         assert!(errors.is_empty(), "line {}: {errors:?}\n{line}", i + 1);
         assert_eq!(value["seq"], (i + 1) as u64);
     }
@@ -59,6 +71,9 @@ fn every_command_has_help() {
     for args in [&["--help"][..], &["fake", "--help"], &["schema", "--help"]] {
         let out = codehands(args);
         assert!(out.status.success(), "{args:?}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{args:?}"
+        );
     }
 }

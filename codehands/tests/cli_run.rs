@@ -28,18 +28,41 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 fn json_lines(out: &Output) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn validator() -> jsonschema::Validator {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/event.schema.json");
-    jsonschema::validator_for(&serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()).unwrap()
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/event.schema.json");
+    jsonschema::validator_for(
+        &serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap(),
+    )
+    .unwrap()
 }
 
 /// Starts `codehands run --json` and waits for its first event line.
-fn start_streaming(world: &World, mode: &str) -> (Child, BufReader<std::process::ChildStdout>, serde_json::Value) {
+fn start_streaming(
+    world: &World,
+    mode: &str,
+) -> (
+    Child,
+    BufReader<std::process::ChildStdout>,
+    serde_json::Value,
+) {
     let mut child = codehands(world, mode)
-        .args(["run", ".", "Fix the failing test.", "--agent", "fake", "--json", "--session-id", ID])
+        .args([
+            "run",
+            ".",
+            "Fix the failing test.",
+            "--agent",
+            "fake",
+            "--json",
+            "--session-id",
+            ID,
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -48,7 +71,8 @@ fn start_streaming(world: &World, mode: &str) -> (Child, BufReader<std::process:
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     out.read_line(&mut first).unwrap();
-    let first: serde_json::Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
+    let first: serde_json::Value =
+        serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
     (child, out, first)
 }
 
@@ -58,7 +82,10 @@ fn processes_in(dir: &std::path::Path) -> Vec<u32> {
         .flatten()
         .filter_map(|e| {
             let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            std::fs::read_link(e.path().join("cwd")).ok()?.starts_with(dir).then_some(pid)
+            std::fs::read_link(e.path().join("cwd"))
+                .ok()?
+                .starts_with(dir)
+                .then_some(pid)
         })
         .collect()
 }
@@ -66,19 +93,53 @@ fn processes_in(dir: &std::path::Path) -> Vec<u32> {
 #[test]
 fn run_json_prints_exactly_the_contract_then_the_approval() {
     let world = World::demo();
-    let out = run(codehands(&world, "replay").args(["run", ".", "--agent", "fake", "--json", "--then", "approve", "-m", "Fix the month", "--session-id", ID]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(codehands(&world, "replay").args([
+        "run",
+        ".",
+        "--agent",
+        "fake",
+        "--json",
+        "--then",
+        "approve",
+        "-m",
+        "Fix the month",
+        "--session-id",
+        ID,
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines = json_lines(&out);
     let (events, approval) = lines.split_at(lines.len() - 1);
     let validator = validator();
     for (i, event) in events.iter().enumerate() {
-        let errors: Vec<String> = validator.iter_errors(event).map(|e| e.to_string()).collect();
+        let errors: Vec<String> = validator
+            .iter_errors(event)
+            .map(|e| e.to_string())
+            .collect();
         assert!(errors.is_empty(), "line {}: {errors:?}", i + 1);
         assert_eq!(event["seq"], (i + 1) as u64);
     }
     assert_eq!(events.last().unwrap()["type"], "approval.requested");
-    assert!(approval[0]["branch"].as_str().unwrap().ends_with("-3f2a9c1e"));
-    assert_eq!(world.git(&["log", "-1", "--format=%s", approval[0]["branch"].as_str().unwrap()]).trim(), "Fix the month");
+    assert!(
+        approval[0]["branch"]
+            .as_str()
+            .unwrap()
+            .ends_with("-3f2a9c1e")
+    );
+    assert_eq!(
+        world
+            .git(&[
+                "log",
+                "-1",
+                "--format=%s",
+                approval[0]["branch"].as_str().unwrap()
+            ])
+            .trim(),
+        "Fix the month"
+    );
     let mut snapshot: Vec<serde_json::Value> = events.to_vec();
     for event in &mut snapshot {
         if event["type"] == "task.started" {
@@ -91,14 +152,26 @@ fn run_json_prints_exactly_the_contract_then_the_approval() {
 #[test]
 fn run_shows_a_readable_line_per_event_and_keeps_the_session() {
     let world = World::demo();
-    let out = run(codehands(&world, "replay").args(["run", ".", "--agent", "fake", "--session-id", ID]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out =
+        run(codehands(&world, "replay").args(["run", ".", "--agent", "fake", "--session-id", ID]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains('\x1b'), "no colour when not a terminal");
     insta::assert_snapshot!("run_human", text);
-    let sessions = json_lines(&run(codehands(&world, "replay").args(["sessions", "--json"])));
-    assert_eq!(sessions[0][0]["state"], "awaiting_approval", "kept when nobody is asked");
-    let diff = json_lines(&run(codehands(&world, "replay").args(["diff", ID, "--json"])));
+    let sessions = json_lines(&run(
+        codehands(&world, "replay").args(["sessions", "--json"])
+    ));
+    assert_eq!(
+        sessions[0][0]["state"], "awaiting_approval",
+        "kept when nobody is asked"
+    );
+    let diff = json_lines(&run(
+        codehands(&world, "replay").args(["diff", ID, "--json"])
+    ));
     assert_eq!(diff[0]["stat"]["filesChanged"], 1);
     let rejected = run(codehands(&world, "replay").args(["reject", ID]));
     assert!(rejected.status.success());
@@ -111,15 +184,28 @@ fn stop_from_another_process_then_resume_continues_seq() {
     let (mut child, mut out, first) = start_streaming(&world, "sleep");
     assert_eq!(first["type"], "task.started");
     let stopped = run(codehands(&world, "sleep").args(["stop", ID, "--json"]));
-    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    assert!(
+        stopped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stopped.stderr)
+    );
     assert_eq!(json_lines(&stopped)[0]["state"], "stopped");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     assert!(child.wait().unwrap().success());
     let last: serde_json::Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
-    assert_eq!(last["type"], "task.stopped", "the streaming process reports the stop");
-    let resumed = run(codehands(&world, "replay").args(["resume", ID, "Carry on", "--json", "--then", "keep"]));
-    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(
+        last["type"], "task.stopped",
+        "the streaming process reports the stop"
+    );
+    let resumed =
+        run(codehands(&world, "replay")
+            .args(["resume", ID, "Carry on", "--json", "--then", "keep"]));
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
     let events = json_lines(&resumed);
     assert_eq!(events[0]["seq"], last["seq"].as_u64().unwrap() + 1);
     assert_eq!(events.last().unwrap()["type"], "approval.requested");
@@ -133,22 +219,39 @@ fn a_killed_run_is_failed_by_recover_with_nothing_left() {
     let worktree = std::path::PathBuf::from(first["payload"]["cwd"].as_str().unwrap());
     std::thread::sleep(Duration::from_millis(300));
     assert!(!processes_in(&worktree).is_empty(), "the agent runs");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     child.wait().unwrap();
     let out = run(codehands(&world, "replay").args(["recover", "--json"]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = &json_lines(&out)[0];
     assert_eq!(report["failed"], serde_json::json!([ID]));
-    assert!(!report["killedProcesses"].as_array().unwrap().is_empty(), "{report}");
+    assert!(
+        !report["killedProcesses"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
     assert!(!worktree.exists(), "the worktree is gone");
     let deadline = Instant::now() + Duration::from_secs(5);
     while !processes_in(&worktree).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(processes_in(&worktree).is_empty(), "no agent process is left");
+    assert!(
+        processes_in(&worktree).is_empty(),
+        "no agent process is left"
+    );
     assert_eq!(world.branches(), vec!["main".to_owned()]);
     let approve = run(codehands(&world, "replay").args(["approve", ID, "-m", "x"]));
-    assert!(!approve.status.success(), "a failed session cannot be approved");
+    assert!(
+        !approve.status.success(),
+        "a failed session cannot be approved"
+    );
     assert!(String::from_utf8_lossy(&approve.stderr).contains("failed"));
 }
 
@@ -156,18 +259,42 @@ fn a_killed_run_is_failed_by_recover_with_nothing_left() {
 fn a_hostile_prompt_is_kept_as_text() {
     let world = World::demo();
     let prompt = "--dangerously-skip-permissions\n\"quoted\" 'and' $(not a shell)";
-    let out = run(codehands(&world, "replay").args(["run", ".", prompt, "--agent", "fake", "--json", "--session-id", ID]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let sessions = json_lines(&run(codehands(&world, "replay").args(["sessions", "--json"])));
+    let out = run(codehands(&world, "replay").args([
+        "run",
+        ".",
+        prompt,
+        "--agent",
+        "fake",
+        "--json",
+        "--session-id",
+        ID,
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sessions = json_lines(&run(
+        codehands(&world, "replay").args(["sessions", "--json"])
+    ));
     assert_eq!(sessions[0][0]["prompt"], prompt);
 }
 
 #[test]
 fn unknown_sessions_and_bad_ids_are_clear_errors() {
     let world = World::demo();
-    let out = run(codehands(&world, "replay").args(["approve", "0b7d4c55-3f2a-4c55-9a57-2f0d8e6b1a42", "-m", "x"]));
+    let out = run(codehands(&world, "replay").args([
+        "approve",
+        "0b7d4c55-3f2a-4c55-9a57-2f0d8e6b1a42",
+        "-m",
+        "x",
+    ]));
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no session"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no session"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = run(codehands(&world, "replay").args(["diff", "../etc/passwd"]));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a UUID"));
@@ -176,10 +303,16 @@ fn unknown_sessions_and_bad_ids_are_clear_errors() {
 #[test]
 fn every_command_has_help() {
     let world = World::demo();
-    for command in ["run", "demo", "diff", "approve", "reject", "stop", "resume", "sessions", "recover", "sandbox", "fake", "schema", "doctor"] {
+    for command in [
+        "run", "demo", "diff", "approve", "reject", "stop", "resume", "sessions", "recover",
+        "sandbox", "fake", "schema", "doctor",
+    ] {
         let out = run(codehands(&world, "replay").args([command, "--help"]));
         assert!(out.status.success(), "{command}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"), "{command}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{command}"
+        );
     }
 }
 
@@ -187,8 +320,15 @@ fn every_command_has_help() {
 fn the_demo_runs_end_to_end_and_approves() {
     let world = World::demo();
     let out = run(codehands(&world, "replay").args(["demo", "--delay-ms", "0"]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("approved: "), "{text}");
-    assert!(text.contains("on branch codehands/fix-the-failing-test"), "{text}");
+    assert!(
+        text.contains("on branch codehands/fix-the-failing-test"),
+        "{text}"
+    );
 }

@@ -9,22 +9,37 @@ use std::path::Path;
 use futures::StreamExt;
 use runner_core::event::FailureKind;
 use runner_core::testkit::{expect_error, runner as suite};
-use runner_core::{AgentKind, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions};
+use runner_core::{
+    AgentKind, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions,
+};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, types};
 
 /// A runner for Claude Code at `claude`, talking to `server`, with `extra` caller variables.
-fn claude_runner(world: &World, claude: &Path, server: &ModelServer, extra: &[(&str, &str)]) -> LocalRunner {
+fn claude_runner(
+    world: &World,
+    claude: &Path,
+    server: &ModelServer,
+    extra: &[(&str, &str)],
+) -> LocalRunner {
     let mut settings = world.settings();
-    settings.caller_env.push(("ANTHROPIC_BASE_URL".into(), server.base_url()));
-    settings.caller_env.push(("ANTHROPIC_API_KEY".into(), "sk-ant-dummy-for-tests".into()));
-    settings.caller_env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    settings
+        .caller_env
+        .push(("ANTHROPIC_BASE_URL".into(), server.base_url()));
+    settings
+        .caller_env
+        .push(("ANTHROPIC_API_KEY".into(), "sk-ant-dummy-for-tests".into()));
+    settings
+        .caller_env
+        .extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     world.runner_with(settings, |s| s.claude_bin = claude.to_path_buf())
 }
 
 async fn worktree_for(world: &World, id: &SessionId) -> std::path::PathBuf {
-    let key = runner_core::Vcs::repo_key(&vcs_git_like(), &world.repo).await.unwrap();
+    let key = runner_core::Vcs::repo_key(&vcs_git_like(), &world.repo)
+        .await
+        .unwrap();
     world.home.worktree_path(&key, id).unwrap()
 }
 
@@ -38,33 +53,85 @@ fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
 
 #[tokio::test]
 async fn a_change_is_approved_as_one_commit_on_its_branch() {
-    let Some(claude) = support::claude() else { return };
+    let Some(claude) = support::claude() else {
+        return;
+    };
     let world = World::demo();
     let id = SessionId::new_random();
-    let server = ModelServer::start(runner_fake::demo_repo::script(&worktree_for(&world, &id).await)).await.unwrap();
+    let server = ModelServer::start(runner_fake::demo_repo::script(
+        &worktree_for(&world, &id).await,
+    ))
+    .await
+    .unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
-    let events = suite::collect(runner.start(options(&world, id, runner_fake::demo_repo::PROMPT)).await.unwrap()).await;
+    let events = suite::collect(
+        runner
+            .start(options(&world, id, runner_fake::demo_repo::PROMPT))
+            .await
+            .unwrap(),
+    )
+    .await;
     suite::assert_well_formed_run(&events, id, 1);
-    assert_eq!(types(&events).last(), Some(&"approval.requested"), "{:?}", types(&events));
-    let tests: Vec<bool> = events.iter().filter_map(|e| match &e.body { EventBody::TestResult(t) => Some(t.passed), _ => None }).collect();
+    assert_eq!(
+        types(&events).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&events)
+    );
+    let tests: Vec<bool> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::TestResult(t) => Some(t.passed),
+            _ => None,
+        })
+        .collect();
     assert_eq!(tests, vec![false, true], "npm test failed, then passed");
     let record = runner.session(&id).await.unwrap();
     let approved = runner.approve(&id, "Fix the month").await.unwrap();
     assert!(approved.branch.starts_with("codehands/") && approved.branch.ends_with(&id.short()));
-    assert_eq!(world.git(&["rev-list", "--count", &format!("{}..{}", record.base_commit, approved.branch)]).trim(), "1");
-    assert_eq!(world.git(&["rev-parse", "main"]).trim(), record.base_commit, "the user's branch did not move");
+    assert_eq!(
+        world
+            .git(&[
+                "rev-list",
+                "--count",
+                &format!("{}..{}", record.base_commit, approved.branch)
+            ])
+            .trim(),
+        "1"
+    );
+    assert_eq!(
+        world.git(&["rev-parse", "main"]).trim(),
+        record.base_commit,
+        "the user's branch did not move"
+    );
     assert!(!record.worktree_path.exists(), "the worktree is gone");
-    assert!(world.git(&["show", &approved.branch]).contains("getMonth() + 1"));
+    assert!(
+        world
+            .git(&["show", &approved.branch])
+            .contains("getMonth() + 1")
+    );
 }
 
 #[tokio::test]
 async fn a_rejected_change_leaves_nothing() {
-    let Some(claude) = support::claude() else { return };
+    let Some(claude) = support::claude() else {
+        return;
+    };
     let world = World::demo();
     let id = SessionId::new_random();
-    let server = ModelServer::start(runner_fake::demo_repo::script(&worktree_for(&world, &id).await)).await.unwrap();
+    let server = ModelServer::start(runner_fake::demo_repo::script(
+        &worktree_for(&world, &id).await,
+    ))
+    .await
+    .unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
-    suite::collect(runner.start(options(&world, id, runner_fake::demo_repo::PROMPT)).await.unwrap()).await;
+    suite::collect(
+        runner
+            .start(options(&world, id, runner_fake::demo_repo::PROMPT))
+            .await
+            .unwrap(),
+    )
+    .await;
     runner.reject(&id).await.unwrap();
     assert_eq!(world.branches(), vec!["main".to_owned()]);
     assert!(world.worktree_dirs().is_empty());
@@ -72,16 +139,32 @@ async fn a_rejected_change_leaves_nothing() {
 
 #[tokio::test]
 async fn stopped_then_resumed_continues_seq() {
-    let Some(claude) = support::claude() else { return };
+    let Some(claude) = support::claude() else {
+        return;
+    };
     let mut files: Vec<(&str, &str)> = runner_fake::demo_repo::FILES.to_vec();
     files.retain(|(p, _)| *p != "package.json");
-    files.push(("package.json", "{ \"name\": \"slow\", \"private\": true, \"scripts\": { \"test\": \"sleep 30\" } }\n"));
+    files.push((
+        "package.json",
+        "{ \"name\": \"slow\", \"private\": true, \"scripts\": { \"test\": \"sleep 30\" } }\n",
+    ));
     let world = World::new(&files);
-    let npm = || Turn::blocks([Block::tool_use("toolu_slow_1", "Bash", json!({ "command": "npm test", "description": "Run the tests" }))]);
-    let server = ModelServer::start(Script::new([npm(), Turn::text("Done after resuming.")])).await.unwrap();
+    let npm = || {
+        Turn::blocks([Block::tool_use(
+            "toolu_slow_1",
+            "Bash",
+            json!({ "command": "npm test", "description": "Run the tests" }),
+        )])
+    };
+    let server = ModelServer::start(Script::new([npm(), Turn::text("Done after resuming.")]))
+        .await
+        .unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
     let id = SessionId::new_random();
-    let mut stream = runner.start(options(&world, id, "Run the tests.")).await.unwrap();
+    let mut stream = runner
+        .start(options(&world, id, "Run the tests."))
+        .await
+        .unwrap();
     let mut first = Vec::new();
     while let Some(event) = stream.next().await {
         let started = matches!(event.body, EventBody::CommandStarted(_));
@@ -92,55 +175,139 @@ async fn stopped_then_resumed_continues_seq() {
     }
     runner.stop(&id).await.unwrap();
     first.extend(stream.collect::<Vec<_>>().await);
-    assert_eq!(types(&first).last(), Some(&"task.stopped"), "{:?}", types(&first));
-    assert!(!first.iter().any(|e| matches!(e.body, EventBody::ApprovalRequested(_))));
+    assert_eq!(
+        types(&first).last(),
+        Some(&"task.stopped"),
+        "{:?}",
+        types(&first)
+    );
+    assert!(
+        !first
+            .iter()
+            .any(|e| matches!(e.body, EventBody::ApprovalRequested(_)))
+    );
     let last = first.last().unwrap().seq;
-    let resumed = suite::collect(runner.resume(&id, Some("Please finish.".into())).await.unwrap()).await;
-    assert_eq!(resumed[0].seq, last + 1, "seq continues: {:?}", types(&resumed));
-    assert!(matches!(resumed.last().unwrap().body, EventBody::ApprovalRequested(_) | EventBody::TaskFailed(_)), "{:?}", types(&resumed));
+    let resumed = suite::collect(
+        runner
+            .resume(&id, Some("Please finish.".into()))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        resumed[0].seq,
+        last + 1,
+        "seq continues: {:?}",
+        types(&resumed)
+    );
+    assert!(
+        matches!(
+            resumed.last().unwrap().body,
+            EventBody::ApprovalRequested(_) | EventBody::TaskFailed(_)
+        ),
+        "{:?}",
+        types(&resumed)
+    );
     let requests = server.message_requests();
     let resumed_request = requests.last().unwrap().to_string();
-    assert!(resumed_request.contains("Please finish."), "the resume prompt reached the model");
+    assert!(
+        resumed_request.contains("Please finish."),
+        "the resume prompt reached the model"
+    );
 }
 
 #[tokio::test]
 async fn a_401_fails_fast_and_approve_is_refused() {
-    let Some(claude) = support::claude() else { return };
+    let Some(claude) = support::claude() else {
+        return;
+    };
     let world = World::demo();
-    let server = ModelServer::start(Script::new([Turn::Error(HttpError::status(401))])).await.unwrap();
+    let server = ModelServer::start(Script::new([Turn::Error(HttpError::status(401))]))
+        .await
+        .unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
     let id = SessionId::new_random();
     let started = std::time::Instant::now();
     let events = suite::collect(runner.start(options(&world, id, "Fix it")).await.unwrap()).await;
-    let statuses: Vec<_> = events.iter().filter_map(|e| match &e.body { EventBody::ProviderStatus(p) => Some(p.status), _ => None }).collect();
-    assert_eq!(statuses.first(), Some(&runner_core::event::ProviderState::AuthExpired), "{:?}", types(&events));
+    let statuses: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ProviderStatus(p) => Some(p.status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        statuses.first(),
+        Some(&runner_core::event::ProviderState::AuthExpired),
+        "{:?}",
+        types(&events)
+    );
     match &events.last().unwrap().body {
         EventBody::TaskFailed(f) => assert_eq!(f.reason, FailureKind::AuthFailed, "{}", f.message),
         other => panic!("expected task.failed, got {other:?}"),
     }
-    assert!(started.elapsed() < std::time::Duration::from_secs(60), "fails at the first sign, not after ten retries");
-    assert_eq!(runner.session(&id).await.unwrap().state, SessionState::Failed);
-    expect_error(runner.approve(&id, "x").await, ErrorKind::IllegalMove, "approve a failed session");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "fails at the first sign, not after ten retries"
+    );
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::Failed
+    );
+    expect_error(
+        runner.approve(&id, "x").await,
+        ErrorKind::IllegalMove,
+        "approve a failed session",
+    );
 }
 
 #[tokio::test]
 async fn the_callers_secrets_never_reach_the_agent() {
-    let Some(claude) = support::claude() else { return };
+    let Some(claude) = support::claude() else {
+        return;
+    };
     let world = World::new(&[
-        ("package.json", "{ \"name\": \"env\", \"private\": true, \"scripts\": { \"test\": \"node -e \\\"console.log(JSON.stringify(process.env))\\\"\" } }\n"),
+        (
+            "package.json",
+            "{ \"name\": \"env\", \"private\": true, \"scripts\": { \"test\": \"node -e \\\"console.log(JSON.stringify(process.env))\\\"\" } }\n",
+        ),
         ("README.md", "prints its environment\n"),
     ]);
     let server = ModelServer::start(Script::new([
-        Turn::blocks([Block::tool_use("toolu_env_1", "Bash", json!({ "command": "npm test", "description": "Run the tests" }))]),
+        Turn::blocks([Block::tool_use(
+            "toolu_env_1",
+            "Bash",
+            json!({ "command": "npm test", "description": "Run the tests" }),
+        )]),
         Turn::text("Printed."),
     ]))
     .await
     .unwrap();
     let canary = "canary-7f3b9c2e-never-leaks";
-    let runner = claude_runner(&world, &claude, &server, &[("AWS_SECRET_ACCESS_KEY", canary), ("GITHUB_TOKEN", canary), ("CODEHANDS_CANARY", canary)]);
+    let runner = claude_runner(
+        &world,
+        &claude,
+        &server,
+        &[
+            ("AWS_SECRET_ACCESS_KEY", canary),
+            ("GITHUB_TOKEN", canary),
+            ("CODEHANDS_CANARY", canary),
+        ],
+    );
     let id = SessionId::new_random();
-    let events = suite::collect(runner.start(options(&world, id, "Run the tests.")).await.unwrap()).await;
-    assert_eq!(types(&events).last(), Some(&"approval.requested"), "{:?}", types(&events));
+    let events = suite::collect(
+        runner
+            .start(options(&world, id, "Run the tests."))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        types(&events).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&events)
+    );
     let tool_results: Vec<String> = server
         .message_requests()
         .iter()
@@ -149,54 +316,132 @@ async fn the_callers_secrets_never_reach_the_agent() {
         .filter(|c| c["type"] == "tool_result")
         .map(|c| c["content"].to_string())
         .collect();
-    assert!(tool_results.iter().any(|t| t.contains("PATH")), "the test script printed its environment: {tool_results:?}");
-    assert!(tool_results.iter().all(|t| !t.contains(canary)), "a caller secret reached the agent");
+    assert!(
+        tool_results.iter().any(|t| t.contains("PATH")),
+        "the test script printed its environment: {tool_results:?}"
+    );
+    assert!(
+        tool_results.iter().all(|t| !t.contains(canary)),
+        "a caller secret reached the agent"
+    );
     for request in server.requests() {
-        assert!(!request.body.contains(canary) && request.headers.iter().all(|(_, v)| !v.contains(canary)));
+        assert!(
+            !request.body.contains(canary)
+                && request.headers.iter().all(|(_, v)| !v.contains(canary))
+        );
     }
-    let transcript = std::fs::read_to_string(world.home.run_dir(&id).join("transcript.jsonl")).unwrap();
-    assert!(!transcript.contains("sk-ant-dummy-for-tests"), "the API key is never in the transcript");
-    assert!(transcript.contains("[redacted]"), "the key the test script printed was cut out");
+    let transcript =
+        std::fs::read_to_string(world.home.run_dir(&id).join("transcript.jsonl")).unwrap();
+    assert!(
+        !transcript.contains("sk-ant-dummy-for-tests"),
+        "the API key is never in the transcript"
+    );
+    assert!(
+        transcript.contains("[redacted]"),
+        "the key the test script printed was cut out"
+    );
     for event in &events {
-        assert!(!serde_json::to_string(event).unwrap().contains("sk-ant-dummy-for-tests"), "the API key is never in an event");
+        assert!(
+            !serde_json::to_string(event)
+                .unwrap()
+                .contains("sk-ant-dummy-for-tests"),
+            "the API key is never in an event"
+        );
     }
 }
 
 #[tokio::test]
 async fn a_hostile_prompt_arrives_as_text() {
-    let Some(claude) = support::claude() else { return };
+    let Some(claude) = support::claude() else {
+        return;
+    };
     let world = World::demo();
-    let server = ModelServer::start(Script::new([Turn::text("Nothing to do.")])).await.unwrap();
+    let server = ModelServer::start(Script::new([Turn::text("Nothing to do.")]))
+        .await
+        .unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
     let big = "x".repeat(1 << 20);
-    let prompt = format!("--dangerously-skip-permissions --permission-mode bypassPermissions\n\"quotes\" 'single' `ticks` $(echo no)\n{big}");
+    let prompt = format!(
+        "--dangerously-skip-permissions --permission-mode bypassPermissions\n\"quotes\" 'single' `ticks` $(echo no)\n{big}"
+    );
     let id = SessionId::new_random();
     let events = suite::collect(runner.start(options(&world, id, &prompt)).await.unwrap()).await;
-    assert_eq!(types(&events).last(), Some(&"approval.requested"), "{:?}", types(&events));
+    assert_eq!(
+        types(&events).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&events)
+    );
     let first = &server.message_requests()[0];
     let sent = first["messages"].to_string();
-    assert!(sent.contains("--dangerously-skip-permissions --permission-mode bypassPermissions"), "the prompt is the user's message");
+    assert!(
+        sent.contains("--dangerously-skip-permissions --permission-mode bypassPermissions"),
+        "the prompt is the user's message"
+    );
     assert!(sent.contains(&big[..1000]));
-    let init = events.iter().find_map(|e| e.raw.as_ref().filter(|r| r.contains("\"subtype\":\"init\""))).unwrap();
-    assert!(init.contains("\"permissionMode\":\"acceptEdits\""), "permissions were not widened: {}", &init[..init.len().min(400)]);
+    let init = events
+        .iter()
+        .find_map(|e| {
+            e.raw
+                .as_ref()
+                .filter(|r| r.contains("\"subtype\":\"init\""))
+        })
+        .unwrap();
+    assert!(
+        init.contains("\"permissionMode\":\"acceptEdits\""),
+        "permissions were not widened: {}",
+        &init[..init.len().min(400)]
+    );
 }
 
 #[tokio::test]
 async fn the_second_run_of_a_repo_gets_the_first_runs_note() {
-    let Some(claude) = support::claude() else { return };
+    let Some(claude) = support::claude() else {
+        return;
+    };
     let world = World::demo();
     let first_id = SessionId::new_random();
-    let server = ModelServer::start(runner_fake::demo_repo::script(&worktree_for(&world, &first_id).await)).await.unwrap();
+    let server = ModelServer::start(runner_fake::demo_repo::script(
+        &worktree_for(&world, &first_id).await,
+    ))
+    .await
+    .unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
-    suite::collect(runner.start(options(&world, first_id, "Fix the date bug, first run")).await.unwrap()).await;
+    suite::collect(
+        runner
+            .start(options(&world, first_id, "Fix the date bug, first run"))
+            .await
+            .unwrap(),
+    )
+    .await;
     runner.approve(&first_id, "Fix the month").await.unwrap();
 
-    let second_server = ModelServer::start(Script::new([Turn::text("Read the notes.")])).await.unwrap();
+    let second_server = ModelServer::start(Script::new([Turn::text("Read the notes.")]))
+        .await
+        .unwrap();
     let second = claude_runner(&world, &claude, &second_server, &[]);
     let second_id = SessionId::new_random();
-    suite::collect(second.start(options(&world, second_id, "Second run")).await.unwrap()).await;
+    suite::collect(
+        second
+            .start(options(&world, second_id, "Second run"))
+            .await
+            .unwrap(),
+    )
+    .await;
     let system = second_server.message_requests()[0]["system"].to_string();
-    assert!(system.contains("Fix the date bug, first run"), "the first run's note is in the second run's system prompt");
-    let profile_file = world.home.memory_dir().join(runner.session(&first_id).await.unwrap().repo_key).join("profile.json");
-    assert!(std::fs::read_to_string(profile_file).unwrap().contains("npm test"), "the profile was saved");
+    assert!(
+        system.contains("Fix the date bug, first run"),
+        "the first run's note is in the second run's system prompt"
+    );
+    let profile_file = world
+        .home
+        .memory_dir()
+        .join(runner.session(&first_id).await.unwrap().repo_key)
+        .join("profile.json");
+    assert!(
+        std::fs::read_to_string(profile_file)
+            .unwrap()
+            .contains("npm test"),
+        "the profile was saved"
+    );
 }

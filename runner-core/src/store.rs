@@ -247,9 +247,20 @@ fn parse_record_file(path: &Path, id: &SessionId) -> Result<SessionRecord> {
     Ok(record)
 }
 
-/// Writes `bytes` to `path` so that readers see the old file or the new one, never a mix:
-/// temp file in the same folder, fsync, rename, fsync of the folder.
+/// Writes `bytes` to `path` so that readers see the old file or the new one, never a mix,
+/// and the new one survives a power cut: temp file in the same folder, fsync, rename,
+/// fsync of the folder.
 pub fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    write_replacing(dir, path, bytes, true)
+}
+
+/// Like [`write_atomically`] without the fsyncs: readers still never see half a file,
+/// but a power cut may lose it. For files about live processes, which a reboot ends anyway.
+pub fn replace_file(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    write_replacing(dir, path, bytes, false)
+}
+
+fn write_replacing(dir: &Path, path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     fs::create_dir_all(dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), &e))?;
     let context = || format!("cannot write {}", path.display());
@@ -260,13 +271,15 @@ pub fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| Error::io(context(), &e))?;
     temp.write_all(bytes)
         .map_err(|e| Error::io(context(), &e))?;
-    temp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io(context(), &e))?;
+    if durable {
+        temp.as_file()
+            .sync_all()
+            .map_err(|e| Error::io(context(), &e))?;
+    }
     temp.persist(path)
         .map_err(|e| Error::io(context(), &e.error))?;
     // The rename is durable only once the folder itself is synced.
-    if let Ok(folder) = fs::File::open(dir) {
+    if durable && let Ok(folder) = fs::File::open(dir) {
         let _ = folder.sync_all();
     }
     Ok(())

@@ -21,7 +21,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         [flag, n] if flag == "--rounds" => n.parse().map_err(|_| "--rounds takes a number")?,
         _ => return Err("usage: cargo xtask bench run [--rounds N]".into()),
     };
-    let claude = runner_core::testkit::agents::claude_bin().ok_or("Claude Code is not installed: run `cargo xtask agents`")?;
+    let claude = runner_core::testkit::agents::claude_bin()
+        .ok_or("Claude Code is not installed: run `cargo xtask agents`")?;
     let codehands = build_codehands()?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(bench(&claude, &codehands, rounds))
@@ -53,9 +54,12 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     make_repo(&repo)?;
     let agent_home = dir.path().join("agent-home");
     std::fs::create_dir_all(&agent_home).map_err(|e| e.to_string())?;
-    let server = ModelServer::start(Script { turns: vec![Turn::text("Hello.")], after_end: Some(Turn::text("Hello.")) })
-        .await
-        .map_err(|e| e.to_string())?;
+    let server = ModelServer::start(Script {
+        turns: vec![Turn::text("Hello.")],
+        after_end: Some(Turn::text("Hello.")),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     let env = |cmd: &mut Command| {
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -73,12 +77,29 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     // Interleaved, after one warm-up of each, so both see the same machine state.
     for round in 0..=rounds {
         let mut cmd = Command::new(claude);
-        cmd.args(["-p", PROMPT, "--output-format", "stream-json", "--verbose", "--max-budget-usd", "0.5"]);
+        cmd.args([
+            "-p",
+            PROMPT,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--max-budget-usd",
+            "0.5",
+        ]);
         env(&mut cmd);
         let b = measure(cmd)?;
         let home = dir.path().join(format!("home-{round}"));
         let mut cmd = Command::new(codehands);
-        cmd.args(["run", ".", PROMPT, "--agent", "claude-code", "--json", "--then", "reject"]);
+        cmd.args([
+            "run",
+            ".",
+            PROMPT,
+            "--agent",
+            "claude-code",
+            "--json",
+            "--then",
+            "reject",
+        ]);
         env(&mut cmd);
         cmd.env("CODEHANDS_HOME", &home).env("CLAUDE_BIN", claude);
         let o = measure(cmd)?;
@@ -93,10 +114,19 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     let agent_peak = bare.iter().map(|s| s.peak_kib).max().unwrap_or(0);
     let split = overhead_split(&repo, dir.path()).await?;
     let ratio = ours_ms / bare_ms;
-    println!("bare claude -p      {bare_ms:>8.1} ms (median of {rounds}), agent peak {:.0} MiB", agent_peak as f64 / 1024.0);
-    println!("codehands run       {ours_ms:>8.1} ms (median of {rounds}), runner peak {:.1} MiB (without the agent)", runner_peak as f64 / 1024.0);
+    println!(
+        "bare claude -p      {bare_ms:>8.1} ms (median of {rounds}), agent peak {:.0} MiB",
+        agent_peak as f64 / 1024.0
+    );
+    println!(
+        "codehands run       {ours_ms:>8.1} ms (median of {rounds}), runner peak {:.1} MiB (without the agent)",
+        runner_peak as f64 / 1024.0
+    );
     println!("ratio               {ratio:>8.3}x (target at most 1.10x)");
-    println!("overhead split      worktree {:.1} ms, spawn {:.2} ms, parse {:.3} ms, diff {:.1} ms", split[0], split[1], split[2], split[3]);
+    println!(
+        "overhead split      worktree {:.1} ms, spawn {:.2} ms, parse {:.3} ms, diff {:.1} ms",
+        split[0], split[1], split[2], split[3]
+    );
     let json = serde_json::json!({
         "bareMs": bare_ms, "codehandsMs": ours_ms, "ratio": ratio, "rounds": rounds,
         "runnerPeakMiB": runner_peak as f64 / 1024.0, "agentPeakMiB": agent_peak as f64 / 1024.0,
@@ -104,7 +134,11 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     });
     let out = crate::workspace_root().join("target/bench");
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
-    std::fs::write(out.join("run.json"), serde_json::to_string_pretty(&json).unwrap_or_default()).map_err(|e| e.to_string())?;
+    std::fs::write(
+        out.join("run.json"),
+        serde_json::to_string_pretty(&json).unwrap_or_default(),
+    )
+    .map_err(|e| e.to_string())?;
     println!("wrote target/bench/run.json");
     Ok(())
 }
@@ -116,21 +150,30 @@ fn measure(mut cmd: Command) -> Result<Sample, String> {
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak_kib = 0;
     loop {
-        if let Some(hwm) = std::fs::read_to_string(&status_file).ok().and_then(|s| vm_hwm(&s)) {
+        if let Some(hwm) = std::fs::read_to_string(&status_file)
+            .ok()
+            .and_then(|s| vm_hwm(&s))
+        {
             peak_kib = peak_kib.max(hwm);
         }
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             if !status.success() {
                 return Err(format!("{cmd:?} failed: {status}"));
             }
-            return Ok(Sample { wall: started.elapsed(), peak_kib });
+            return Ok(Sample {
+                wall: started.elapsed(),
+                peak_kib,
+            });
         }
         std::thread::sleep(Duration::from_millis(5));
     }
 }
 
 fn vm_hwm(status: &str) -> Option<u64> {
-    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The runner's own work, timed alone: making the worktree, spawning a process
@@ -139,15 +182,28 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
     let vcs = vcs_git::GitVcs::new();
     let base = vcs.base_commit(repo).await.map_err(|e| e.to_string())?;
     let id = SessionId::new_random();
-    let spec = WorktreeSpec { repo: repo.to_path_buf(), base: base.clone(), branch: format!("codehands/bench-{}", id.short()), path: dir.join("wt-split") };
+    let spec = WorktreeSpec {
+        repo: repo.to_path_buf(),
+        base: base.clone(),
+        branch: format!("codehands/bench-{}", id.short()),
+        path: dir.join("wt-split"),
+    };
     let t = Instant::now();
-    vcs.create_worktree(&spec).await.map_err(|e| e.to_string())?;
+    vcs.create_worktree(&spec)
+        .await
+        .map_err(|e| e.to_string())?;
     let worktree = t.elapsed();
     let t = Instant::now();
-    vcs.diff(&spec.path, &base).await.map_err(|e| e.to_string())?;
+    vcs.diff(&spec.path, &base)
+        .await
+        .map_err(|e| e.to_string())?;
     let diff = t.elapsed();
-    vcs.remove_worktree(repo, &spec.path).await.map_err(|e| e.to_string())?;
-    vcs.delete_branch(repo, &spec.branch).await.map_err(|e| e.to_string())?;
+    vcs.remove_worktree(repo, &spec.path)
+        .await
+        .map_err(|e| e.to_string())?;
+    vcs.delete_branch(repo, &spec.branch)
+        .await
+        .map_err(|e| e.to_string())?;
 
     let agent = agent_claude::ClaudeCode::with_program("true");
     let request = AgentRequest {
@@ -163,12 +219,21 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
     };
     let invocation = agent.invocation(&request).map_err(|e| e.to_string())?;
     let t = Instant::now();
-    let env = runner_core::process::env::agent_env(std::env::vars(), agent.provider_env(), &[], &invocation.env);
-    let mut process = runner_core::process::AgentProcess::spawn(&invocation, repo, &env).map_err(|e| e.to_string())?;
+    let env = runner_core::process::env::agent_env(
+        std::env::vars(),
+        agent.provider_env(),
+        &[],
+        &invocation.env,
+    );
+    let mut process = runner_core::process::AgentProcess::spawn(&invocation, repo, &env)
+        .map_err(|e| e.to_string())?;
     let spawn = t.elapsed();
     let _ = process.wait().await;
 
-    let recording = std::fs::read_to_string(crate::workspace_root().join("runner-fake/recordings/date-bug.jsonl")).map_err(|e| e.to_string())?;
+    let recording = std::fs::read_to_string(
+        crate::workspace_root().join("runner-fake/recordings/date-bug.jsonl"),
+    )
+    .map_err(|e| e.to_string())?;
     let mut parser = agent.parser();
     let t = Instant::now();
     for line in recording.lines() {
@@ -184,9 +249,24 @@ fn make_repo(repo: &Path) -> Result<(), String> {
     for args in [
         &["init", "--quiet", "--initial-branch=main"][..],
         &["add", "--all"],
-        &["-c", "user.name=bench", "-c", "user.email=bench@codehands.invalid", "commit", "--quiet", "-m", "base"],
+        &[
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@codehands.invalid",
+            "commit",
+            "--quiet",
+            "-m",
+            "base",
+        ],
     ] {
-        let ok = Command::new("git").arg("-C").arg(repo).args(args).status().map_err(|e| e.to_string())?.success();
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args(args)
+            .status()
+            .map_err(|e| e.to_string())?
+            .success();
         if !ok {
             return Err(format!("git {} failed", args.join(" ")));
         }

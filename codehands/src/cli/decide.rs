@@ -22,7 +22,11 @@ pub enum Then {
 }
 
 /// Shows the diff stat, decides, and acts.
-pub async fn after_approval(runner: &dyn Runner, id: SessionId, args: &DecideArgs) -> Result<ExitCode> {
+pub async fn after_approval(
+    runner: &dyn Runner,
+    id: SessionId,
+    args: &DecideArgs,
+) -> Result<ExitCode> {
     if !args.json {
         let diff = runner.diff(&id).await?;
         output::line(&view::stat_table(&diff.stat))?;
@@ -39,7 +43,10 @@ pub async fn after_approval(runner: &dyn Runner, id: SessionId, args: &DecideArg
             if args.json {
                 output::json_line(&approved)?;
             } else {
-                output::line(&format!("approved: {} on branch {}", approved.commit, approved.branch))?;
+                output::line(&format!(
+                    "approved: {} on branch {}",
+                    approved.commit, approved.branch
+                ))?;
             }
         }
         Then::Reject => {

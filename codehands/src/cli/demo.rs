@@ -38,12 +38,19 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     setup.fake.delay_ms = Some(args.delay_ms);
     let runner = codehands::build_runner(setup)?;
     if !args.json {
-        println!("demo repo: {} (a failing test: the month is off by one)", repo.display());
+        println!(
+            "demo repo: {} (a failing test: the month is off by one)",
+            repo.display()
+        );
     }
     let id = SessionId::new_random();
     let options = StartOptions::new(id, &repo, runner_fake::demo_repo::PROMPT, AgentKind::Fake);
     let events = runner_core::Runner::start(&runner, options).await?;
-    let decide = DecideArgs { then: Some(Then::Approve), message: Some("Fix the off-by-one month in formatDate".into()), json: args.json };
+    let decide = DecideArgs {
+        then: Some(Then::Approve),
+        message: Some("Fix the off-by-one month in formatDate".into()),
+        json: args.json,
+    };
     let code = super::run::watch_and_decide(&runner, id, events, &decide).await?;
     if !args.json {
         println!("look at it: git -C {} log --oneline --all", repo.display());
@@ -52,19 +59,51 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
 }
 
 fn make_repo(repo: &Path) -> Result<()> {
-    runner_fake::demo_repo::write(repo).map_err(|e| Error::io(format!("cannot write the demo repo at {}", repo.display()), &e))?;
+    runner_fake::demo_repo::write(repo).map_err(|e| {
+        Error::io(
+            format!("cannot write the demo repo at {}", repo.display()),
+            &e,
+        )
+    })?;
     git(repo, &["init", "--quiet", "--initial-branch=main"])?;
     git(repo, &["add", "--all"])?;
-    git(repo, &["-c", "user.name=codehands demo", "-c", "user.email=demo@codehands.invalid", "commit", "--quiet", "-m", "A date formatter with a failing test"])
+    git(
+        repo,
+        &[
+            "-c",
+            "user.name=codehands demo",
+            "-c",
+            "user.email=demo@codehands.invalid",
+            "commit",
+            "--quiet",
+            "-m",
+            "A date formatter with a failing test",
+        ],
+    )
 }
 
 fn git(repo: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("git").arg("-C").arg(repo).args(args).output().map_err(|e| {
-        Error::new(ErrorKind::Vcs, format!("cannot run git ({e}): the demo needs git installed"))
-    })?;
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Vcs,
+                format!("cannot run git ({e}): the demo needs git installed"),
+            )
+        })?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(Error::new(ErrorKind::Vcs, format!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim())))
+        Err(Error::new(
+            ErrorKind::Vcs,
+            format!(
+                "git {} failed: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ))
     }
 }

@@ -10,7 +10,12 @@ use serde::Serialize;
 use super::output;
 
 /// The versions the test suite runs against (the pinned agents, this machine's git and engine).
-const TESTED: &[(&str, &str)] = &[("git", "2.47."), ("claude", "2.1.332"), ("codex", "0.163.0"), ("docker", "20.10.")];
+const TESTED: &[(&str, &str)] = &[
+    ("git", "2.47."),
+    ("claude", "2.1.332"),
+    ("codex", "0.163.0"),
+    ("docker", "20.10."),
+];
 
 /// Arguments of `codehands doctor`.
 #[derive(Debug, Args)]
@@ -40,7 +45,11 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
         probe("git", "git", &["--version"]),
         probe("claude", &claude, &["--version"]),
         probe("codex", &codex, &["--version"]),
-        probe("docker", "docker", &["version", "--format", "{{.Server.Version}}"]),
+        probe(
+            "docker",
+            "docker",
+            &["version", "--format", "{{.Server.Version}}"],
+        ),
     ];
     if args.json {
         output::json_line(&findings)?;
@@ -53,7 +62,13 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
             (None, true) => output::paint(colour, "33", "found, but no version"),
             (None, false) => output::paint(colour, "31", "not found"),
         };
-        let tested = if f.tested { " (tested)" } else if f.found { " (not a version our tests ran)" } else { "" };
+        let tested = if f.tested {
+            " (tested)"
+        } else if f.found {
+            " (not a version our tests ran)"
+        } else {
+            ""
+        };
         output::line(&format!("{:<7} {state}{tested}  [{}]", f.name, f.program))?;
         if let Some(note) = &f.note {
             output::line(&format!("        {note}"))?;
@@ -69,7 +84,13 @@ fn probe(name: &'static str, program: &str, args: &[&str]) -> Finding {
         Ok(out) => {
             let text = String::from_utf8_lossy(&out.stdout);
             let version = first_version(&text);
-            let note = (!out.status.success()).then(|| String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("").to_owned());
+            let note = (!out.status.success()).then(|| {
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_owned()
+            });
             (true, version, note.filter(|n| !n.is_empty()))
         }
     };
@@ -77,7 +98,14 @@ fn probe(name: &'static str, program: &str, args: &[&str]) -> Finding {
         .as_deref()
         .is_some_and(|v| TESTED.iter().any(|(n, t)| *n == name && v.starts_with(t)));
     let _ = Path::new(program);
-    Finding { name, program: program.to_owned(), found, version, tested, note }
+    Finding {
+        name,
+        program: program.to_owned(),
+        found,
+        version,
+        tested,
+        note,
+    }
 }
 
 /// The first word that looks like a version (`2.47.3`, `20.10.24+dfsg1`).

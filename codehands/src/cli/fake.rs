@@ -23,7 +23,12 @@ pub struct FakeArgs {
 pub async fn run(args: FakeArgs) -> Result<ExitCode> {
     let runner = codehands::fake_runner(args.delay_ms)?;
     let id = args.session_id.unwrap_or_else(SessionId::new_random);
-    let options = StartOptions::new(id, ".", "Fix the failing test. Run npm test to check.", AgentKind::Fake);
+    let options = StartOptions::new(
+        id,
+        ".",
+        "Fix the failing test. Run npm test to check.",
+        AgentKind::Fake,
+    );
     let mut events = runner.start(options).await?;
     while let Some(event) = events.next().await {
         output::json_line(&event)?;

@@ -8,8 +8,11 @@ use serde::Serialize;
 /// Prints `value` as one line of JSON and flushes, so a reader sees each event as it happens.
 pub fn json_line<T: Serialize>(value: &T) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, value).map_err(|e| Error::internal(format!("cannot encode JSON: {e}")))?;
-    out.write_all(b"\n").and_then(|()| out.flush()).map_err(|e| Error::io("cannot write to stdout", &e))
+    serde_json::to_writer(&mut out, value)
+        .map_err(|e| Error::internal(format!("cannot encode JSON: {e}")))?;
+    out.write_all(b"\n")
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io("cannot write to stdout", &e))
 }
 
 /// Prints one line of text and flushes.
@@ -33,5 +36,9 @@ pub fn interactive() -> bool {
 
 /// Wraps `text` in an ANSI colour when `on`.
 pub fn paint(on: bool, code: &str, text: &str) -> String {
-    if on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+    if on {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
 }

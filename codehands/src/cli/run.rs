@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use futures::StreamExt;
-use runner_core::{AgentKind, Event, EventBody, EventStream, Result, Runner, SessionId, StartOptions};
+use runner_core::{
+    AgentKind, Event, EventBody, EventStream, Result, Runner, SessionId, StartOptions,
+};
 
 use super::decide::{self, Then};
 use super::output;
@@ -112,7 +114,12 @@ pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
 }
 
 /// Streams the events (Ctrl-C stops the session cleanly), then decides.
-pub async fn watch_and_decide(runner: &dyn Runner, id: SessionId, events: EventStream, decide: &DecideArgs) -> Result<ExitCode> {
+pub async fn watch_and_decide(
+    runner: &dyn Runner,
+    id: SessionId,
+    events: EventStream,
+    decide: &DecideArgs,
+) -> Result<ExitCode> {
     let last = watch(runner, id, events, decide.json).await?;
     match last.as_ref().map(|e| &e.body) {
         Some(EventBody::ApprovalRequested(_)) => decide::after_approval(runner, id, decide).await,
@@ -127,7 +134,12 @@ pub async fn watch_and_decide(runner: &dyn Runner, id: SessionId, events: EventS
 }
 
 /// Prints every event (JSON or the human view) and returns the last.
-async fn watch(runner: &dyn Runner, id: SessionId, mut events: EventStream, json: bool) -> Result<Option<Event>> {
+async fn watch(
+    runner: &dyn Runner,
+    id: SessionId,
+    mut events: EventStream,
+    json: bool,
+) -> Result<Option<Event>> {
     let mut view = HumanView::new(output::colour());
     let mut last = None;
     let mut ticker = tokio::time::interval(HumanView::TICK);

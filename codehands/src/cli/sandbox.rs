@@ -25,23 +25,49 @@ pub struct SandboxArgs {
 /// Runs the tests and prints the result; exit code 1 when they did not pass.
 pub async fn run(args: SandboxArgs) -> Result<ExitCode> {
     if !args.repo.is_dir() {
-        return Err(Error::invalid_input(format!("{} is not a folder: give the repo to test", args.repo.display())));
+        return Err(Error::invalid_input(format!(
+            "{} is not a folder: give the repo to test",
+            args.repo.display()
+        )));
     }
-    let home = Home::from_env()?;
-    let (id, result) = codehands::sandbox_repo(&home, &args.repo, args.tz).await?;
+    let setup = codehands::Setup::from_env()?;
+    let home: &Home = &setup.home;
+    let (id, result) = codehands::sandbox_repo(&setup, &args.repo, args.tz).await?;
     if args.json {
         output::json_line(&result)?;
     } else {
         output::line(&result.output)?;
         let verdict = match (&result.error, result.passed) {
-            (Some(e), _) => format!("could not test ({}): {}", serde_json::to_value(e.kind).unwrap_or_default().as_str().unwrap_or("error"), e.message),
+            (Some(e), _) => format!(
+                "could not test ({}): {}",
+                serde_json::to_value(e.kind)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or("error"),
+                e.message
+            ),
             (None, true) => "passed".to_owned(),
             (None, false) if result.timed_out => "failed: timed out".to_owned(),
             (None, false) if result.out_of_memory => "failed: out of memory".to_owned(),
-            (None, false) => format!("failed (exit code {})", result.exit_code.map_or("none".into(), |c| c.to_string())),
+            (None, false) => format!(
+                "failed (exit code {})",
+                result.exit_code.map_or("none".into(), |c| c.to_string())
+            ),
         };
-        output::line(&format!("{} in {} ({} ms): {verdict}", result.command, result.image, result.duration_ms))?;
-        output::line(&format!("result: {}", home.run_dir(&id).join(format!("test-{}.json", result.n)).display()))?;
+        output::line(&format!(
+            "{} in {} ({} ms): {verdict}",
+            result.command, result.image, result.duration_ms
+        ))?;
+        output::line(&format!(
+            "result: {}",
+            home.run_dir(&id)
+                .join(format!("test-{}.json", result.n))
+                .display()
+        ))?;
     }
-    Ok(if result.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if result.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -72,11 +72,16 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
 
 /// `codehands approve ID -m MSG`.
 pub async fn approve(args: ApproveArgs) -> Result<ExitCode> {
-    let approved = super::runner()?.approve(&args.id, args.message.as_deref().unwrap_or("")).await?;
+    let approved = super::runner()?
+        .approve(&args.id, args.message.as_deref().unwrap_or(""))
+        .await?;
     if args.json {
         output::json_line(&approved)?;
     } else {
-        output::line(&format!("approved: {} on branch {}", approved.commit, approved.branch))?;
+        output::line(&format!(
+            "approved: {} on branch {}",
+            approved.commit, approved.branch
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -99,7 +104,10 @@ pub async fn stop(args: IdArgs) -> Result<ExitCode> {
     if args.json {
         output::json_line(&runner.session(&args.id).await?)?;
     } else {
-        output::line(&format!("stopped. Resume with: codehands resume {}", args.id))?;
+        output::line(&format!(
+            "stopped. Resume with: codehands resume {}",
+            args.id
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -115,7 +123,10 @@ pub async fn list(args: ListArgs) -> Result<ExitCode> {
         output::line("no sessions")?;
     }
     for s in sessions {
-        output::line(&format!("{}  {:<17}  {:<11}  {}  {}", s.session_id, s.state, s.agent, s.created_at, s.branch))?;
+        output::line(&format!(
+            "{}  {:<17}  {:<11}  {}  {}",
+            s.session_id, s.state, s.agent, s.created_at, s.branch
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -127,12 +138,17 @@ pub async fn recover(args: ListArgs) -> Result<ExitCode> {
         output::json_line(&report)?;
         return Ok(ExitCode::SUCCESS);
     }
-    output::line(&format!("failed {} interrupted session(s)", report.failed.len()))?;
+    output::line(&format!(
+        "failed {} interrupted session(s)",
+        report.failed.len()
+    ))?;
     for id in &report.failed {
         output::line(&format!("  failed {id}"))?;
     }
     for branch in &report.kept_branches {
-        output::line(&format!("  kept branch {branch} (the agent committed to it)"))?;
+        output::line(&format!(
+            "  kept branch {branch} (the agent committed to it)"
+        ))?;
     }
     for path in &report.removed_worktrees {
         output::line(&format!("  removed leftover worktree {}", path.display()))?;
@@ -141,7 +157,11 @@ pub async fn recover(args: ListArgs) -> Result<ExitCode> {
         output::line(&format!("  ended agent process group {pid}"))?;
     }
     for e in report.cleanup_errors.iter().chain(&report.unreadable) {
-        output::line(&format!("  could not clean {}: {}", e.path.display(), e.message))?;
+        output::line(&format!(
+            "  could not clean {}: {}",
+            e.path.display(),
+            e.message
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }

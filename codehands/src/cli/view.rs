@@ -21,8 +21,15 @@ pub struct HumanView {
 impl HumanView {
     /// A view; colour and the spinner only on a terminal.
     pub fn new(colour: bool) -> Self {
-        let spinner = std::io::stderr().is_terminal() && std::env::var_os("CODEHANDS_NO_SPINNER").is_none();
-        Self { colour, started: Instant::now(), cost_usd: None, spinner, frame: 0 }
+        let spinner =
+            std::io::stderr().is_terminal() && std::env::var_os("CODEHANDS_NO_SPINNER").is_none();
+        Self {
+            colour,
+            started: Instant::now(),
+            cost_usd: None,
+            spinner,
+            frame: 0,
+        }
     }
 
     /// The line of one event.
@@ -41,7 +48,12 @@ impl HumanView {
             EventBody::ProviderStatus(_) | EventBody::TaskStopped(_) => "33",
             _ => "36",
         };
-        format!("{} {} {}", paint(c, "2", &format!("{:>4}", event.seq)), paint(c, colour_code, &format!("{kind:<18}")), text)
+        format!(
+            "{} {} {}",
+            paint(c, "2", &format!("{:>4}", event.seq)),
+            paint(c, colour_code, &format!("{kind:<18}")),
+            text
+        )
     }
 
     /// Prints an event's line (clearing the spinner first).
@@ -60,10 +72,18 @@ impl HumanView {
         }
         const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
         self.frame = (self.frame + 1) % FRAMES.len();
-        let cost = self.cost_usd.map_or("$–".to_owned(), |c| format!("${c:.4}"));
+        let cost = self
+            .cost_usd
+            .map_or("$–".to_owned(), |c| format!("${c:.4}"));
         let elapsed = self.started.elapsed().as_secs();
         let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{} working {}:{:02} · {cost}", FRAMES[self.frame], elapsed / 60, elapsed % 60);
+        let _ = write!(
+            err,
+            "\r\x1b[2K{} working {}:{:02} · {cost}",
+            FRAMES[self.frame],
+            elapsed / 60,
+            elapsed % 60
+        );
         let _ = err.flush();
     }
 
@@ -85,9 +105,17 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
     let text = match body {
         EventBody::TaskStarted(s) => {
             let model = s.model.as_deref().unwrap_or("default model");
-            if s.resumed { format!("resumed ({model})") } else { format!("started ({model})") }
+            if s.resumed {
+                format!("resumed ({model})")
+            } else {
+                format!("started ({model})")
+            }
         }
-        EventBody::Message(m) if m.denied => format!("denied {}: {}", m.tool.as_deref().unwrap_or("a tool"), one_line(&m.text)),
+        EventBody::Message(m) if m.denied => format!(
+            "denied {}: {}",
+            m.tool.as_deref().unwrap_or("a tool"),
+            one_line(&m.text)
+        ),
         EventBody::Message(m) => one_line(&m.text),
         EventBody::FileRead(f) => format!("{} ({})", f.path, f.tool),
         EventBody::FileChanged(f) => format!("{} ({})", f.path, f.tool),
@@ -100,7 +128,11 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
         EventBody::TestResult(t) => {
             let verdict = if t.passed { "passed" } else { "failed" };
             let place = if t.sandboxed { " in the sandbox" } else { "" };
-            let summary = t.summary.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+            let summary = t
+                .summary
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
             format!("{} {verdict}{place}{summary}", t.command)
         }
         EventBody::ProviderStatus(p) => {
@@ -111,16 +143,30 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
                 ProviderState::SubscriptionInactive => "subscription inactive",
                 ProviderState::Down => "provider down",
             };
-            let resets = p.resets_at.as_deref().map(|r| format!(", resets at {r}")).unwrap_or_default();
+            let resets = p
+                .resets_at
+                .as_deref()
+                .map(|r| format!(", resets at {r}"))
+                .unwrap_or_default();
             format!("{state}{resets}: {}", one_line(&p.message))
         }
         EventBody::TaskFinished(f) => {
-            let cost = f.cost_usd.map(|c| format!(" · ${c:.4}")).unwrap_or_default();
-            let stat = f.diff_stat.as_ref().map(|s| format!(" · {}", stat_line(s))).unwrap_or_default();
+            let cost = f
+                .cost_usd
+                .map(|c| format!(" · ${c:.4}"))
+                .unwrap_or_default();
+            let stat = f
+                .diff_stat
+                .as_ref()
+                .map(|s| format!(" · {}", stat_line(s)))
+                .unwrap_or_default();
             format!("finished{cost}{stat}")
         }
         EventBody::TaskFailed(f) => one_line(&f.message),
-        EventBody::TaskStopped(s) => s.reason.clone().unwrap_or_else(|| "stopped; resume it with `codehands resume`".into()),
+        EventBody::TaskStopped(s) => s
+            .reason
+            .clone()
+            .unwrap_or_else(|| "stopped; resume it with `codehands resume`".into()),
         EventBody::ApprovalRequested(a) => format!("waiting for approval on {}", a.branch),
     };
     (body.type_name(), text)
@@ -128,7 +174,13 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
 
 /// "2 files changed, 3 insertions(+), 1 deletion(-)".
 pub fn stat_line(stat: &DiffStat) -> String {
-    let plural = |n: u64, one: &str, many: &str| if n == 1 { format!("{n} {one}") } else { format!("{n} {many}") };
+    let plural = |n: u64, one: &str, many: &str| {
+        if n == 1 {
+            format!("{n} {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
     format!(
         "{}, {}(+), {}(-)",
         plural(stat.files_changed, "file changed", "files changed"),
@@ -139,10 +191,19 @@ pub fn stat_line(stat: &DiffStat) -> String {
 
 /// The per-file stat, as `git diff --stat` shows it.
 pub fn stat_table(stat: &DiffStat) -> String {
-    let width = stat.files.iter().map(|f| f.path.chars().count()).max().unwrap_or(0);
+    let width = stat
+        .files
+        .iter()
+        .map(|f| f.path.chars().count())
+        .max()
+        .unwrap_or(0);
     let mut out = String::new();
     for f in &stat.files {
-        let counts = if f.binary { "binary".to_owned() } else { format!("+{} -{}", f.insertions, f.deletions) };
+        let counts = if f.binary {
+            "binary".to_owned()
+        } else {
+            format!("+{} -{}", f.insertions, f.deletions)
+        };
         out.push_str(&format!(" {:<width$} | {counts}\n", f.path));
     }
     out.push_str(&format!(" {}", stat_line(stat)));
@@ -151,5 +212,9 @@ pub fn stat_table(stat: &DiffStat) -> String {
 
 fn one_line(text: &str) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > 160 { format!("{}…", flat.chars().take(159).collect::<String>()) } else { flat }
+    if flat.chars().count() > 160 {
+        format!("{}…", flat.chars().take(159).collect::<String>())
+    } else {
+        flat
+    }
 }

@@ -99,6 +99,7 @@ impl World {
                 program: Some(env!("CARGO_BIN_EXE_codehands").into()),
                 ..FakeAgentSetup::default()
             },
+            sandbox_images: codehands::SandboxImages::Local,
         };
         change(&mut setup);
         codehands::build_runner(setup).unwrap()

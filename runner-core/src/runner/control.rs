@@ -1,13 +1,14 @@
 //! The files in `runs/<sessionId>/` that let another process find and stop a run:
 //! who supervises it (`runner.json`), which agent process it runs (`agent.json`),
 //! and whether a stop was asked for (`stop-requested`). Pids live here, never in
-//! the session record, always with their start time.
+//! the session record, always with their start time. They are replaced atomically
+//! but not fsynced: they describe live processes, which a reboot ends anyway.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::process::tree::ProcessIdentity;
-use crate::store::write_atomically;
+use crate::store::replace_file;
 
 /// The control files of one session's run folder.
 #[derive(Debug, Clone)]
@@ -63,7 +64,7 @@ impl RunFiles {
 
     /// Marks that a stop was asked for, so the supervisor reports `task.stopped`.
     pub fn request_stop(&self) -> Result<()> {
-        write_atomically(&self.dir, &self.dir.join("stop-requested"), b"")
+        replace_file(&self.dir, &self.dir.join("stop-requested"), b"")
     }
 
     /// Whether a stop was asked for.
@@ -78,7 +79,7 @@ impl RunFiles {
 
     fn write_identity(&self, name: &str, who: &ProcessIdentity) -> Result<()> {
         let json = serde_json::to_vec(who).map_err(|e| Error::internal(e.to_string()))?;
-        write_atomically(&self.dir, &self.dir.join(name), &json)
+        replace_file(&self.dir, &self.dir.join(name), &json)
     }
 
     fn read_identity(&self, name: &str) -> Option<ProcessIdentity> {

@@ -86,7 +86,10 @@ impl Supervisor {
         }
         self.prepare().await;
         match self.spawn().await {
-            Ok((process, close_policy)) => self.supervise(process, close_policy).await,
+            Ok((process, close_policy)) => {
+                self.save_profile().await;
+                self.supervise(process, close_policy).await
+            }
             Err(e) => {
                 let reason = if e.kind() == ErrorKind::InvalidInput {
                     FailureKind::InvalidInput
@@ -109,10 +112,6 @@ impl Supervisor {
         let memory = self.shared.memory.clone();
         let key = self.record.repo_key.clone();
         self.profile = memory.detect_profile(&self.record.worktree_path);
-        if let Err(e) = memory.save_profile(&key, &self.profile).await {
-            self.note(format!("repo memory: cannot save the profile: {e}"))
-                .await;
-        }
         match memory.notes_for_prompt(&key).await {
             Ok(notes) if !notes.trim().is_empty() => self.request.notes = Some(notes),
             Ok(_) => {}
@@ -144,6 +143,19 @@ impl Supervisor {
         }) {
             Ok(file) => self.transcript = Some(std::io::BufWriter::new(file)),
             Err(e) => self.note(format!("cannot open the transcript: {e}")).await,
+        }
+    }
+
+    /// Saves the repo profile when it changed; after the spawn, so the agent is not kept waiting.
+    async fn save_profile(&mut self) {
+        let memory = self.shared.memory.clone();
+        let key = self.record.repo_key.clone();
+        if matches!(memory.profile(&key).await, Ok(Some(saved)) if saved == self.profile) {
+            return;
+        }
+        if let Err(e) = memory.save_profile(&key, &self.profile).await {
+            self.note(format!("repo memory: cannot save the profile: {e}"))
+                .await;
         }
     }
 
@@ -500,8 +512,29 @@ impl Supervisor {
     }
 
     async fn emit(&mut self, body: EventBody, raw: Option<String>) {
+        let body = self.normalise(body);
         let event = self.seq.next(body, raw);
         self.send(event).await;
+    }
+
+    /// What only the runner knows: whether this run is a resume, and the worktree
+    /// (file paths are reported relative to it, whatever form the agent used).
+    fn normalise(&self, mut body: EventBody) -> EventBody {
+        match &mut body {
+            EventBody::TaskStarted(started) => started.resumed = self.request.resume.is_some(),
+            EventBody::FileRead(file) => file.path = self.relative(&file.path),
+            EventBody::FileChanged(file) => file.path = self.relative(&file.path),
+            _ => {}
+        }
+        body
+    }
+
+    fn relative(&self, path: &str) -> String {
+        let worktree = &self.record.worktree_path;
+        match std::path::Path::new(path).strip_prefix(worktree) {
+            Ok(rest) if !rest.as_os_str().is_empty() => rest.to_string_lossy().into_owned(),
+            _ => path.to_owned(),
+        }
     }
 
     async fn send(&self, event: Event) {
@@ -542,7 +575,9 @@ fn redact(text: String, secrets: &[String]) -> String {
     if !secrets.iter().any(|s| text.contains(s.as_str())) {
         return text;
     }
-    secrets.iter().fold(text, |t, s| t.replace(s.as_str(), "[redacted]"))
+    secrets
+        .iter()
+        .fold(text, |t, s| t.replace(s.as_str(), "[redacted]"))
 }
 
 fn human(d: Duration) -> String {
