@@ -7,7 +7,6 @@
 //!   [`JsonlDecoder`] cuts raw output bytes into those lines.
 
 mod args;
-mod framing;
 mod parse;
 
 use std::ffi::OsString;
@@ -17,7 +16,7 @@ use runner_core::{
     Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result,
 };
 
-pub use framing::{DEFAULT_MAX_LINE, Frame, JsonlDecoder};
+pub use runner_core::process::framing::{DEFAULT_MAX_LINE, Frame, JsonlDecoder};
 
 /// The provider variables Claude Code may receive from the caller's environment.
 const PROVIDER_ENV: &[&str] = &[

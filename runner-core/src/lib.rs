@@ -7,6 +7,7 @@
 //! - [`process`]: spawning agents with a scrubbed environment, framing their output, ending their tree.
 //! - [`runner`]: [`LocalRunner`], the real runner over the four traits.
 //! - [`home`]: the paths under `$CODEHANDS_HOME`.
+//! - [`testrun`]: recognising test commands and failures in their output, for every agent.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 //! - `testkit` (feature): conformance suites that every implementation runs.
 
@@ -21,6 +22,7 @@ pub mod schema;
 pub mod sequence;
 pub mod session;
 pub mod store;
+pub mod testrun;
 pub mod traits;
 
 #[cfg(feature = "testkit")]

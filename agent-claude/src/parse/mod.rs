@@ -20,7 +20,7 @@
 
 mod outcome;
 mod provider;
-mod testrun;
+use runner_core::testrun;
 mod wire;
 
 use std::collections::HashMap;

@@ -26,7 +26,7 @@
 //! exit code 0, so the outcome comes from these events, never from the exit code.
 
 mod provider;
-mod testrun;
+use runner_core::testrun;
 mod wire;
 
 use std::collections::HashMap;

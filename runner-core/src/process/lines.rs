@@ -1,15 +1,20 @@
-//! Incremental JSONL framing of an agent's stdout.
+//! Incremental JSONL framing of an agent's stdout, read asynchronously: an
+//! async reader over [`JsonlDecoder`], which does the cutting.
 //!
 //! Lines are split on the newline byte only: a U+2028 inside a JSON string is
 //! not a line break. Fragmented lines are joined, an unterminated last line is
 //! still a line, a line of any size up to the cap is returned whole (a 64 MiB
 //! tool result is fine), and a line over the cap is reported and skipped while
-//! reading goes on. Bytes that are not UTF-8 are replaced, never fatal.
+//! reading goes on. Bytes that are not UTF-8 are replaced, never fatal. Blank
+//! lines carry nothing and are skipped.
+
+use std::collections::VecDeque;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-/// The longest line returned whole by default: 256 MiB.
-pub const DEFAULT_MAX_LINE: usize = 256 << 20;
+use super::framing::{Frame, JsonlDecoder};
+
+pub use super::framing::DEFAULT_MAX_LINE;
 
 const CHUNK: usize = 64 << 10;
 
@@ -29,14 +34,10 @@ pub enum Line {
 #[derive(Debug)]
 pub struct LineDecoder<R> {
     reader: R,
-    buf: Vec<u8>,
-    /// Where the current (unreturned) line starts in `buf`.
-    start: usize,
-    /// How far `buf` has been searched for a newline.
-    scanned: usize,
-    max: usize,
-    /// Bytes of an over-long line dropped so far, while skipping to its end.
-    dropping: Option<usize>,
+    decoder: JsonlDecoder,
+    ready: VecDeque<Frame>,
+    frames: Vec<Frame>,
+    chunk: Vec<u8>,
     eof: bool,
 }
 
@@ -50,11 +51,10 @@ impl<R: AsyncRead + Unpin> LineDecoder<R> {
     pub fn with_max_line(reader: R, max: usize) -> Self {
         Self {
             reader,
-            buf: Vec::with_capacity(CHUNK),
-            start: 0,
-            scanned: 0,
-            max,
-            dropping: None,
+            decoder: JsonlDecoder::with_max_line(max),
+            ready: VecDeque::new(),
+            frames: Vec::new(),
+            chunk: vec![0; CHUNK],
             eof: false,
         }
     }
@@ -62,87 +62,32 @@ impl<R: AsyncRead + Unpin> LineDecoder<R> {
     /// The next line, or `None` at the end of the stream.
     pub async fn next_line(&mut self) -> std::io::Result<Option<Line>> {
         loop {
-            if let Some(line) = self.take_buffered() {
-                return Ok(Some(line));
+            if let Some(frame) = self.ready.pop_front() {
+                return Ok(Some(match frame {
+                    Frame::Line(text) | Frame::NotUtf8(text) => Line::Text(strip_cr(text)),
+                    Frame::TooLong { bytes } => Line::Oversized { bytes },
+                }));
             }
             if self.eof {
-                return Ok(self.take_rest());
+                return Ok(None);
             }
-            self.fill().await?;
-        }
-    }
-
-    /// A complete line already in the buffer, if any.
-    fn take_buffered(&mut self) -> Option<Line> {
-        let found = memchr(&self.buf[self.scanned..]).map(|i| self.scanned + i);
-        let Some(end) = found else {
-            self.scanned = self.buf.len();
-            if self.buf.len() - self.start > self.max {
-                // Too long already: forget what we have and skip to the newline.
-                *self.dropping.get_or_insert(0) += self.buf.len() - self.start;
-                self.buf.clear();
-                self.start = 0;
-                self.scanned = 0;
+            let n = self.reader.read(&mut self.chunk).await?;
+            if n == 0 {
+                self.decoder.finish(&mut self.frames);
+                self.eof = true;
+            } else {
+                self.decoder.push(&self.chunk[..n], &mut self.frames);
             }
-            return None;
-        };
-        let line = &self.buf[self.start..end];
-        self.start = end + 1;
-        self.scanned = self.start;
-        if let Some(dropped) = self.dropping.take() {
-            return Some(Line::Oversized {
-                bytes: dropped + line.len(),
-            });
+            self.ready.extend(self.frames.drain(..));
         }
-        if line.len() > self.max {
-            return Some(Line::Oversized { bytes: line.len() });
-        }
-        Some(Line::Text(to_text(line)))
-    }
-
-    /// The unterminated last line at the end of the stream.
-    fn take_rest(&mut self) -> Option<Line> {
-        let line = &self.buf[self.start..];
-        let len = line.len();
-        let text = (len > 0).then(|| to_text(line));
-        self.buf.clear();
-        self.start = 0;
-        self.scanned = 0;
-        if let Some(dropped) = self.dropping.take() {
-            return Some(Line::Oversized {
-                bytes: dropped + len,
-            });
-        }
-        text.map(Line::Text)
-    }
-
-    async fn fill(&mut self) -> std::io::Result<()> {
-        // Move the partial line to the front, so the buffer holds at most one line plus a chunk.
-        if self.start > 0 {
-            self.buf.drain(..self.start);
-            self.scanned -= self.start;
-            self.start = 0;
-        }
-        let len = self.buf.len();
-        self.buf.resize(len + CHUNK, 0);
-        let read = self.reader.read(&mut self.buf[len..]).await;
-        let n = *read.as_ref().unwrap_or(&0);
-        self.buf.truncate(len + n);
-        read?;
-        if n == 0 {
-            self.eof = true;
-        }
-        Ok(())
     }
 }
 
-fn memchr(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
-}
-
-fn to_text(line: &[u8]) -> String {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    String::from_utf8_lossy(line).into_owned()
+fn strip_cr(mut text: String) -> String {
+    if text.ends_with('\r') {
+        text.pop();
+    }
+    text
 }
 
 #[cfg(test)]
@@ -239,10 +184,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn empty_lines_are_lines() {
+    async fn blank_lines_are_skipped() {
         assert_eq!(
             lines_of(vec![b"\n\nx\n".to_vec()], 10).await,
-            vec![text(""), text(""), text("x")]
+            vec![text("x")]
         );
     }
 }

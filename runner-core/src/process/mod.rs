@@ -3,6 +3,7 @@
 //! lines; keep the end of its stderr; end its whole tree.
 
 pub mod env;
+pub mod framing;
 pub mod lines;
 pub mod tree;
 

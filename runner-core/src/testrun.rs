@@ -1,5 +1,5 @@
 //! Recognising test runs in commands, and failures in their output, even when
-//! the exit code says 0 (`npm test | tail` hides it).
+//! the exit code says 0 (`npm test | tail` hides it). Shared by every agent adapter.
 
 /// Commands (or their starts) that run a test suite.
 const TEST_COMMANDS: &[&[&str]] = &[
@@ -45,7 +45,7 @@ const TEST_COMMANDS: &[&[&str]] = &[
 
 /// Whether a command line runs tests: any of its pipeline or `&&` parts starts
 /// like a known test command (after `cd …` and variable assignments).
-pub(super) fn is_test_command(command: &str) -> bool {
+pub fn is_test_command(command: &str) -> bool {
     command.split(['|', ';', '&', '\n']).any(|part| {
         let words: Vec<&str> = part
             .split_whitespace()
@@ -59,7 +59,7 @@ pub(super) fn is_test_command(command: &str) -> bool {
 
 /// What a test run's output says.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Verdict {
+pub struct Verdict {
     /// Whether the output shows a failure.
     pub failed: bool,
     /// The line that says so, or the line that reports a pass.
@@ -67,7 +67,7 @@ pub(super) struct Verdict {
 }
 
 /// Reads a test run's output for failures and a summary line.
-pub(super) fn read_output(output: &str) -> Verdict {
+pub fn read_output(output: &str) -> Verdict {
     let mut pass_line = None;
     for line in output.lines() {
         let trimmed = line.trim();
