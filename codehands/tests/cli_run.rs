@@ -332,3 +332,38 @@ fn the_demo_runs_end_to_end_and_approves() {
         "{text}"
     );
 }
+
+#[test]
+fn sandbox_runs_the_repos_tests_in_the_box_and_reports_the_failure() {
+    let image = sandbox_docker::LOCAL_DEBIAN_IMAGE;
+    let present = Command::new("docker")
+        .args(["image", "inspect", image])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !present {
+        return runner_core::testkit::skip(&format!(
+            "Docker or {image} is missing: run `cargo xtask images`"
+        ));
+    }
+    let world = World::demo();
+    let out = run(codehands(&world, "replay").args(["sandbox", ".", "--tz", "UTC", "--json"]));
+    assert!(
+        !out.status.success(),
+        "the demo repo's test fails, so the exit code says so"
+    );
+    let result = &json_lines(&out)[0];
+    assert_eq!(result["passed"], false, "{result}");
+    assert!(result["error"].is_null(), "the box ran the tests: {result}");
+    assert_eq!(result["command"], "npm test");
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("months start at one"),
+        "{result}"
+    );
+    assert!(
+        world.home.root().join("runs").is_dir(),
+        "the result file is kept under runs/"
+    );
+}
