@@ -74,6 +74,8 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     };
     let mut bare = Vec::new();
     let mut ours = Vec::new();
+    let mut flags = Vec::new();
+    let mut in_worktree = Vec::new();
     // Interleaved, after one warm-up of each, so both see the same machine state.
     for round in 0..=rounds {
         let mut cmd = Command::new(claude);
@@ -103,9 +105,17 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         env(&mut cmd);
         cmd.env("CODEHANDS_HOME", &home).env("CLAUDE_BIN", claude);
         let o = measure(cmd)?;
+        let f = same_flags(claude, &repo, &agent_home, &server.base_url())?;
+        // A fresh worktree each round, as every session gets: Claude Code sets up a new
+        // project folder for every new working folder, which costs it time.
+        let linked = dir.path().join(format!("linked-{round}"));
+        git_worktree_add(&repo, &linked, round)?;
+        let w = same_flags(claude, &linked, &agent_home, &server.base_url())?;
         if round > 0 {
             bare.push(b);
             ours.push(o);
+            flags.push(f);
+            in_worktree.push(w);
         }
     }
     let bare_ms = median(bare.iter().map(|s| s.wall).collect());
@@ -114,6 +124,8 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     let agent_peak = bare.iter().map(|s| s.peak_kib).max().unwrap_or(0);
     let split = overhead_split(&repo, dir.path()).await?;
     let ratio = ours_ms / bare_ms;
+    let flags_ms = median(flags);
+    let worktree_ms = median(in_worktree);
     println!(
         "bare claude -p      {bare_ms:>8.1} ms (median of {rounds}), agent peak {:.0} MiB",
         agent_peak as f64 / 1024.0
@@ -124,11 +136,23 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     );
     println!("ratio               {ratio:>8.3}x (target at most 1.10x)");
     println!(
+        "claude alone with codehands' arguments and stdin {flags_ms:.1} ms: {:.3}x the bare run; codehands run is {:.3}x that",
+        flags_ms / bare_ms,
+        ours_ms / flags_ms
+    );
+    println!(
+        "the same in a fresh linked worktree {worktree_ms:.1} ms: {:.3}x the bare run; codehands run is {:.3}x that",
+        worktree_ms / bare_ms,
+        ours_ms / worktree_ms
+    );
+    println!(
         "overhead split      worktree {:.1} ms, spawn {:.2} ms, parse {:.3} ms, diff {:.1} ms",
         split[0], split[1], split[2], split[3]
     );
     let json = serde_json::json!({
         "bareMs": bare_ms, "codehandsMs": ours_ms, "ratio": ratio, "rounds": rounds,
+        "claudeWithOurArgumentsMs": flags_ms,
+        "claudeWithOurArgumentsInAWorktreeMs": worktree_ms,
         "runnerPeakMiB": runner_peak as f64 / 1024.0, "agentPeakMiB": agent_peak as f64 / 1024.0,
         "overheadMs": { "worktree": split[0], "spawn": split[1], "parse": split[2], "diff": split[3] },
     });
@@ -141,6 +165,66 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     .map_err(|e| e.to_string())?;
     println!("wrote target/bench/run.json");
     Ok(())
+}
+
+/// Claude Code started exactly as the runner starts it (our arguments, the prompt as a
+/// stream-json stdin message, stdin closed at the result), with no runner around it:
+/// the part of the difference that is the agent's own mode, not codehands.
+fn same_flags(
+    claude: &Path,
+    repo: &Path,
+    agent_home: &Path,
+    base_url: &str,
+) -> Result<Duration, String> {
+    use std::io::{BufRead, Write};
+    let request = AgentRequest {
+        session_id: SessionId::new_random(),
+        worktree: repo.to_path_buf(),
+        prompt: PROMPT.into(),
+        model: None,
+        budget_usd: 0.5,
+        notes: None,
+        test_command: Some("npm test".into()),
+        resume: None,
+        provider_env: Vec::new(),
+    };
+    let invocation = agent_claude::ClaudeCode::with_program(claude)
+        .invocation(&request)
+        .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut child = Command::new(&invocation.program)
+        .args(&invocation.args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", agent_home)
+        .env("ANTHROPIC_BASE_URL", base_url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-dummy-for-bench")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .current_dir(repo)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take();
+    if let Some(pipe) = stdin.as_mut() {
+        for line in &invocation.stdin {
+            pipe.write_all(format!("{line}\n").as_bytes())
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    let out = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    for line in out.lines() {
+        if line
+            .map_err(|e| e.to_string())?
+            .contains("\"type\":\"result\"")
+        {
+            stdin = None;
+        }
+    }
+    drop(stdin);
+    child.wait().map_err(|e| e.to_string())?;
+    Ok(started.elapsed())
 }
 
 /// Runs `cmd` to its end, sampling its own peak memory from /proc while it runs.
@@ -242,6 +326,28 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
     let parse = t.elapsed();
     let _ = AgentKind::ClaudeCode;
     Ok([ms(worktree), ms(spawn), ms(parse), ms(diff)])
+}
+
+fn git_worktree_add(repo: &Path, path: &Path, round: usize) -> Result<(), String> {
+    let ok = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args([
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            &format!("bench-linked-{round}"),
+        ])
+        .arg(path)
+        .status()
+        .map_err(|e| e.to_string())?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err("git worktree add failed".into())
+    }
 }
 
 fn make_repo(repo: &Path) -> Result<(), String> {
