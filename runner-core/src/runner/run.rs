@@ -590,10 +590,12 @@ pub(super) async fn stop_from_elsewhere(shared: &Shared, record: &SessionRecord)
     let files = RunFiles::new(shared.home.run_dir(&id));
     files.request_stop()?;
     let grace = shared.settings.stop_grace;
+    // Looked at before the agent is ended: once it is, a live supervisor finishes the
+    // stop and goes away, which must not look like an orphaned run.
+    let supervised = files.runner().is_some_and(|r| r.is_alive());
     if let Some(agent) = files.agent() {
         tree::end_group(&agent, grace).await;
     }
-    let supervised = files.runner().is_some_and(|r| r.is_alive());
     if supervised {
         // The supervising process sees the agent exit and the stop request, and saves `stopped`.
         let deadline = Instant::now() + grace + Duration::from_secs(15);
@@ -613,12 +615,17 @@ pub(super) async fn stop_from_elsewhere(shared: &Shared, record: &SessionRecord)
             human(grace + Duration::from_secs(15))
         )));
     }
-    // No runner is alive: the run was orphaned. Its agent is ended; record the stop here.
+    // No runner is alive: either its supervisor finished the stop and left between our
+    // two looks (then the record already says stopped), or the run was orphaned: its
+    // agent is ended, so record the stop here.
     files.clear_stop();
     files.clear_agent();
     files.clear_runner();
-    shared
-        .store
-        .move_to(&id, SessionState::Stopped, "stop")
-        .map(drop)
+    match shared.store.get(&id)?.state {
+        SessionState::Stopped => Ok(()),
+        _ => shared
+            .store
+            .move_to(&id, SessionState::Stopped, "stop")
+            .map(drop),
+    }
 }
