@@ -50,14 +50,45 @@ fn fetch_claude(target: &Path) -> Result<(), String> {
     let agents = folder
         .parent()
         .expect("the cache path has an agents folder");
+    let fetched = download_wheel(agents, "claude", SDK_PACKAGE, "about 180 MB")?;
+    let (work, wheel, pip) = (&fetched.work, &fetched.wheel, &fetched.python);
+    let staged = work.path().join("claude-code");
+    std::fs::create_dir_all(&staged).map_err(|e| format!("{}: {e}", staged.display()))?;
+    extract_member(pip, wheel, BUNDLED_MEMBER, &staged.join("claude"))?;
+    let version = version_of(&staged.join("claude"));
+    if version.as_deref() != Some(CLAUDE_VERSION) {
+        return Err(format!(
+            "the bundled claude says version {version:?}, not {CLAUDE_VERSION}: the package changed"
+        ));
+    }
+    install_folder(&staged, folder)
+}
+
+/// A wheel downloaded by pip into a temp folder beside the cache's agents.
+pub(super) struct Fetched {
+    /// The temp folder (removed when dropped); stage the install in it.
+    pub work: tempfile::TempDir,
+    /// The downloaded wheel.
+    pub wheel: PathBuf,
+    /// The Python that ran pip (it also unzips).
+    pub python: Vec<String>,
+}
+
+/// Downloads `package` (one manylinux wheel, no dependencies) with pip into a temp
+/// folder made in `agents`. Everything is staged there and moved in whole, so an
+/// interrupted fetch leaves nothing that looks installed.
+pub(super) fn download_wheel(
+    agents: &Path,
+    name: &str,
+    package: &str,
+    size: &str,
+) -> Result<Fetched, String> {
     std::fs::create_dir_all(agents).map_err(|e| format!("{}: {e}", agents.display()))?;
-    // Everything is made in a temp folder beside the target and moved in whole, so
-    // an interrupted fetch leaves nothing that looks installed.
     let work = tempfile::Builder::new()
-        .prefix(".claude-fetch-")
+        .prefix(&format!(".{name}-fetch-"))
         .tempdir_in(agents)
         .map_err(|e| format!("temp folder in {}: {e}", agents.display()))?;
-    println!("fetching {SDK_PACKAGE} with pip (about 180 MB)…");
+    println!("fetching {package} with pip ({size})…");
     let pip = python();
     let status = Command::new(&pip[0])
         .args(&pip[1..])
@@ -77,27 +108,26 @@ fn fetch_claude(target: &Path) -> Result<(), String> {
         ])
         .arg("-d")
         .arg(work.path())
-        .arg(SDK_PACKAGE)
+        .arg(package)
         .status()
         .map_err(|e| format!("cannot run {}: {e} (install Python 3 with pip)", pip[0]))?;
     if !status.success() {
-        return Err(format!("pip download {SDK_PACKAGE} failed ({status})"));
+        return Err(format!("pip download {package} failed ({status})"));
     }
     let wheel = find_wheel(work.path())?;
-    let staged = work.path().join("claude-code");
-    std::fs::create_dir_all(&staged).map_err(|e| format!("{}: {e}", staged.display()))?;
-    extract_member(&pip, &wheel, BUNDLED_MEMBER, &staged.join("claude"))?;
-    let version = version_of(&staged.join("claude"));
-    if version.as_deref() != Some(CLAUDE_VERSION) {
-        return Err(format!(
-            "the bundled claude says version {version:?}, not {CLAUDE_VERSION}: the package changed"
-        ));
-    }
+    Ok(Fetched {
+        work,
+        wheel,
+        python: pip,
+    })
+}
+
+/// Moves a staged install to `folder`, replacing an older one.
+pub(super) fn install_folder(staged: &Path, folder: &Path) -> Result<(), String> {
     if folder.exists() {
         std::fs::remove_dir_all(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
     }
-    std::fs::rename(&staged, folder).map_err(|e| format!("{}: {e}", folder.display()))?;
-    Ok(())
+    std::fs::rename(staged, folder).map_err(|e| format!("{}: {e}", folder.display()))
 }
 
 fn python() -> Vec<String> {

@@ -44,43 +44,11 @@ fn fetch(target: &Path) -> Result<(), String> {
     let agents = version_folder
         .parent()
         .expect("the cache path has an agents folder");
-    std::fs::create_dir_all(agents).map_err(|e| format!("{}: {e}", agents.display()))?;
-    // Made in a temp folder beside the target and moved in whole, so an interrupted
-    // fetch leaves nothing that looks installed.
-    let work = tempfile::Builder::new()
-        .prefix(".codex-fetch-")
-        .tempdir_in(agents)
-        .map_err(|e| format!("temp folder in {}: {e}", agents.display()))?;
-    println!("fetching {PACKAGE} with pip (about 140 MB)…");
-    let pip = super::python();
-    let status = Command::new(&pip[0])
-        .args(&pip[1..])
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--disable-pip-version-check",
-            "-q",
-        ])
-        .args([
-            "--only-binary",
-            ":all:",
-            "--platform",
-            "manylinux_2_17_x86_64",
-        ])
-        .arg("-d")
-        .arg(work.path())
-        .arg(PACKAGE)
-        .status()
-        .map_err(|e| format!("cannot run {}: {e} (install Python 3 with pip)", pip[0]))?;
-    if !status.success() {
-        return Err(format!("pip download {PACKAGE} failed ({status})"));
-    }
-    let wheel = super::find_wheel(work.path())?;
+    let fetched = super::download_wheel(agents, "codex", PACKAGE, "about 140 MB")?;
+    let (work, wheel, pip) = (&fetched.work, &fetched.wheel, &fetched.python);
     let staged = work.path().join("codex");
     std::fs::create_dir_all(&staged).map_err(|e| format!("{}: {e}", staged.display()))?;
-    extract_folder(&pip, &wheel, &staged)?;
+    extract_folder(pip, wheel, &staged)?;
     let staged_bin = staged.join(FOLDER).join("bin/codex");
     for needed in ["bin/codex", "codex-resources/bwrap", "codex-path/rg"] {
         let path = staged.join(FOLDER).join(needed);
@@ -96,13 +64,7 @@ fn fetch(target: &Path) -> Result<(), String> {
             "the packaged codex says version {version:?}, not {CODEX_VERSION}: the package changed"
         ));
     }
-    if version_folder.exists() {
-        std::fs::remove_dir_all(version_folder)
-            .map_err(|e| format!("{}: {e}", version_folder.display()))?;
-    }
-    std::fs::rename(&staged, version_folder)
-        .map_err(|e| format!("{}: {e}", version_folder.display()))?;
-    Ok(())
+    super::install_folder(&staged, version_folder)
 }
 
 /// Unzips every member under `codex_cli_bin/` with Python's zipfile, keeping the
