@@ -117,28 +117,7 @@ async fn a_change_is_approved_as_one_commit_on_its_branch() {
         Some("Bearer sk-dummy-for-codex-tests")
     );
     let approved = runner.approve(&id, "Fix the month").await.unwrap();
-    assert!(approved.branch.starts_with("codehands/") && approved.branch.ends_with(&id.short()));
-    assert_eq!(
-        world
-            .git(&[
-                "rev-list",
-                "--count",
-                &format!("{}..{}", record.base_commit, approved.branch)
-            ])
-            .trim(),
-        "1"
-    );
-    assert_eq!(
-        world.git(&["rev-parse", "main"]).trim(),
-        record.base_commit,
-        "the user's branch did not move"
-    );
-    assert!(!record.worktree_path.exists(), "the worktree is gone");
-    assert!(
-        world
-            .git(&["show", &approved.branch])
-            .contains("getMonth() + 1")
-    );
+    support::assert_approved_demo_fix(&world, &record, &approved);
 }
 
 #[tokio::test]

@@ -187,3 +187,37 @@ pub fn process_running(needle: &str) -> bool {
 pub fn new_id() -> SessionId {
     SessionId::new_random()
 }
+
+/// What an approved fix of the demo repo leaves: one commit on top of base on
+/// `codehands/…-<id8>` holding the fixed month, the user's branch unmoved, the worktree gone.
+pub fn assert_approved_demo_fix(
+    world: &World,
+    record: &runner_core::SessionRecord,
+    approved: &runner_core::ApproveResult,
+) {
+    assert!(
+        approved.branch.starts_with("codehands/")
+            && approved.branch.ends_with(&record.session_id.short())
+    );
+    assert_eq!(
+        world
+            .git(&[
+                "rev-list",
+                "--count",
+                &format!("{}..{}", record.base_commit, approved.branch)
+            ])
+            .trim(),
+        "1"
+    );
+    assert_eq!(
+        world.git(&["rev-parse", "main"]).trim(),
+        record.base_commit,
+        "the user's branch did not move"
+    );
+    assert!(!record.worktree_path.exists(), "the worktree is gone");
+    assert!(
+        world
+            .git(&["show", &approved.branch])
+            .contains("getMonth() + 1")
+    );
+}
