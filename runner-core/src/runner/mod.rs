@@ -401,8 +401,7 @@ impl Runner for LocalRunner {
     async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream> {
         let shared = &self.shared;
         let record = shared.store.get(session_id)?;
-        if !record.state.can_move_to(SessionState::Running) || record.state != SessionState::Stopped
-        {
+        if record.state != SessionState::Stopped {
             return Err(Error::illegal_move(
                 record.state,
                 SessionState::Running,
