@@ -66,6 +66,12 @@ fn read_stat(pid: u32) -> Option<Stat> {
 
 /// Whether any live (not zombie) process is still in process group `pgid`.
 pub fn group_alive(pgid: u32) -> bool {
+    // The kernel answers "no such group" at once; that is the usual case when a run
+    // ends, and it spares a read of every `/proc/<pid>/stat` on the machine.
+    if pgid == 0 || killpg(Pid::from_raw(pgid as i32), None) == Err(nix::errno::Errno::ESRCH) {
+        return false;
+    }
+    // Some member exists; it may only be a zombie, which only `/proc` tells.
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };
@@ -151,6 +157,42 @@ mod tests {
         assert!(end_group(&leader, Duration::from_millis(200)).await);
         assert!(!group_alive(pid));
         reaper.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_group_of_only_zombies_is_not_alive() {
+        // The leader has exited but is not reaped yet: the kernel still knows the group.
+        let mut child = tokio::process::Command::new("true")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while read_stat(pid).is_some_and(|s| !s.dead) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            killpg(Pid::from_raw(pid as i32), None).is_ok(),
+            "the zombie keeps its group"
+        );
+        assert!(!group_alive(pid), "a zombie is not a live process");
+        child.wait().await.unwrap();
+        assert!(!group_alive(pid), "a group with nobody left is not alive");
+    }
+
+    #[test]
+    fn a_live_group_is_alive() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(group_alive(pid));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!group_alive(pid));
     }
 
     #[tokio::test]
