@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use runner_core::{Error, Result, ToolWorktree, WorktreeSpec};
 
 use crate::{branch, error, repo};
@@ -25,8 +25,9 @@ pub(crate) fn create(spec: &WorktreeSpec) -> Result<()> {
             spec.branch
         )));
     }
-    clear_stale_registration(&repo, &path)?;
-    refuse_registered(&repo, &path)?;
+    if let Some(registered) = find_registration(&repo, &path)? {
+        clear_stale_or_refuse(registered, &path)?;
+    }
     refuse_occupied(&path)?;
 
     let made_dirs = create_parents(&path)?;
@@ -65,38 +66,79 @@ fn add_on_new_branch(
     })?;
 
     let interrupt = AtomicBool::new(false);
-    match repo.add_worktree(
-        path,
-        gix::worktree::add::Head::Attached(name.clone()),
-        gix::progress::Discard,
-        &interrupt,
-    ) {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            // gix rolled back its own files; the branch is ours to take back.
-            let _ = repo.edit_reference(RefEdit {
-                change: Change::Delete {
-                    expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(base)),
-                    log: RefLog::AndReference,
-                },
-                name,
-                deref: false,
-            });
+    // Checked out detached, then attached to the branch: `Head::Attached` first asks every
+    // registered worktree which branch it has checked out, opening each one as a whole
+    // repository, so a repo with many kept sessions made every start slower. The branch
+    // was made just now (`MustNotExist`), so no other worktree can have it.
+    let added = repo
+        .add_worktree(
+            path,
+            gix::worktree::add::Head::Detached(base),
+            gix::progress::Discard,
+            &interrupt,
+        )
+        .map_err(|e| {
             let hint = if error::has_io_kind(&e, std::io::ErrorKind::PermissionDenied) {
                 ": the folder is not writable; make it writable or set CODEHANDS_HOME elsewhere"
             } else {
                 ""
             };
-            Err(error::vcs(format!(
-                "{}{hint}",
-                error::gix(
-                    format!("cannot make the worktree at {}", path.display()),
-                    &e
-                )
-                .message()
-            )))
+            let message = error::gix(
+                format!("cannot make the worktree at {}", path.display()),
+                &e,
+            )
+            .message()
+            .to_owned();
+            error::vcs(format!("{message}{hint}"))
+        })
+        .and_then(|(worktree, _)| attach_head(&worktree, &name, base, branch));
+    if added.is_err() {
+        // gix rolled back its own files on a failed add; a made worktree and the branch are ours.
+        if let Ok(Some(proxy)) = find_registration(repo, path) {
+            let _ = remove_registered(proxy, path);
         }
+        let _ = repo.edit_reference(RefEdit {
+            change: Change::Delete {
+                expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(base)),
+                log: RefLog::AndReference,
+            },
+            name,
+            deref: false,
+        });
     }
+    added
+}
+
+/// Points the new worktree's HEAD at `name`, which holds `base`, as `git checkout` would.
+fn attach_head(
+    worktree: &gix::Repository,
+    name: &gix::refs::FullName,
+    base: gix::ObjectId,
+    branch: &str,
+) -> Result<()> {
+    let head = gix::refs::FullName::try_from("HEAD")
+        .map_err(|e| error::vcs(format!("HEAD is not a valid reference name: {e}")))?;
+    worktree
+        .edit_reference(RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: false,
+                    message: format!("checkout: moving from {base} to {branch}").into(),
+                },
+                expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(base)),
+                new: gix::refs::Target::Symbolic(name.clone()),
+            },
+            name: head,
+            deref: false,
+        })
+        .map(drop)
+        .map_err(|e| {
+            error::gix(
+                format!("cannot put the new worktree on branch {branch}"),
+                &e,
+            )
+        })
 }
 
 /// Removes `worktree` even with changes in it; keeps its branch. One already gone is fine.
@@ -206,47 +248,38 @@ fn worktrees(repo: &gix::Repository) -> Result<Vec<gix::worktree::Proxy<'_>>> {
         .map_err(|e| error::gix("cannot list the repo's worktrees", &e))
 }
 
-/// The registration whose folder is `worktree`, if any.
+/// The registration whose folder is `worktree`, if any. A repo with many kept sessions has
+/// many registrations: only those whose folder has the same name are resolved.
 fn find_registration<'r>(
     repo: &'r gix::Repository,
     worktree: &Path,
 ) -> Result<Option<gix::worktree::Proxy<'r>>> {
     let wanted = comparable(worktree);
-    Ok(worktrees(repo)?
-        .into_iter()
-        .find(|p| p.base().is_ok_and(|base| comparable(&base) == wanted)))
+    Ok(worktrees(repo)?.into_iter().find(|p| {
+        p.base()
+            .is_ok_and(|base| base.file_name() == wanted.file_name() && comparable(&base) == wanted)
+    }))
 }
 
 /// A registration for `path` whose checkout is gone (no folder, or an empty one) blocks a new
-/// worktree there: forget it, as `git worktree prune` would.
-fn clear_stale_registration(repo: &gix::Repository, path: &Path) -> Result<()> {
-    let Some(proxy) = find_registration(repo, path)? else {
-        return Ok(());
-    };
-    if !proxy.is_prunable() {
-        return Ok(());
+/// worktree there: forget it, as `git worktree prune` would. One with a checkout is a
+/// leftover: refuse it.
+fn clear_stale_or_refuse(registered: gix::worktree::Proxy<'_>, path: &Path) -> Result<()> {
+    if registered.is_prunable() {
+        let empty = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none());
+        if empty {
+            std::fs::remove_dir(path).map_err(|e| error::io("cannot clear", path, &e))?;
+        }
+        if !path.exists() {
+            return remove_registered(registered, path);
+        }
     }
-    let empty = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none());
-    if empty {
-        std::fs::remove_dir(path).map_err(|e| error::io("cannot clear", path, &e))?;
-    }
-    if !path.exists() {
-        remove_registered(proxy, path)?;
-    }
-    Ok(())
-}
-
-/// A worktree already registered at `path` (its folder is there) is a leftover: refuse it.
-fn refuse_registered(repo: &gix::Repository, path: &Path) -> Result<()> {
-    if find_registration(repo, path)?.is_some() {
-        return Err(error::vcs(format!(
-            "a worktree is already registered at {}, a leftover of an earlier run: run \
-             `codehands recover`, or `git worktree remove --force {}` if you do not need it",
-            path.display(),
-            path.display()
-        )));
-    }
-    Ok(())
+    Err(error::vcs(format!(
+        "a worktree is already registered at {}, a leftover of an earlier run: run \
+         `codehands recover`, or `git worktree remove --force {}` if you do not need it",
+        path.display(),
+        path.display()
+    )))
 }
 
 fn refuse_occupied(path: &Path) -> Result<()> {
