@@ -414,3 +414,82 @@ async fn works_with_no_git_identity_anywhere() {
         "codehands <codehands@localhost>|codehands <codehands@localhost>"
     );
 }
+
+/// A repo keeps a worktree per session awaiting approval. A new one goes on its own branch
+/// whatever else is registered: a folder of the same name under another root, one the person
+/// made with git on a branch of their own, and earlier sessions' worktrees all stay as they were.
+#[tokio::test]
+async fn a_new_worktree_leaves_every_registered_one_alone() {
+    if git_missing() {
+        return;
+    }
+    let vcs = GitVcs::new();
+    let f = Fixture::new();
+    let own = f.home.join("own-checkout");
+    git(
+        &f.repo,
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            "mine",
+            &own.display().to_string(),
+        ],
+    );
+    let mut kept = Vec::new();
+    for n in 0..6 {
+        kept.push(fresh_worktree(&f, &format!("Kept session {n}")).await);
+    }
+    // Another root, and a folder with the same name as the next session's.
+    let (next, _) = f.spec(&vcs, "The next session").await;
+    let elsewhere = f
+        .home
+        .join("elsewhere")
+        .join(next.path.file_name().unwrap());
+    std::fs::create_dir_all(elsewhere.parent().unwrap()).unwrap();
+    git(
+        &f.repo,
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            "-b",
+            "same-name",
+            &elsewhere.display().to_string(),
+        ],
+    );
+
+    vcs.create_worktree(&next)
+        .await
+        .expect("create next to the others");
+
+    assert_eq!(
+        git(&next.path, &["symbolic-ref", "HEAD"]).trim(),
+        format!("refs/heads/{}", next.branch),
+        "the new worktree is on its own branch"
+    );
+    assert_eq!(git_rev(&next.path, "HEAD"), next.base);
+    assert!(
+        git(&next.path, &["status", "--porcelain"]).is_empty(),
+        "a clean checkout"
+    );
+    for (dir, branch) in kept
+        .iter()
+        .map(|s| (s.path.clone(), s.branch.clone()))
+        .chain([
+            (own.clone(), "mine".into()),
+            (elsewhere.clone(), "same-name".into()),
+        ])
+    {
+        assert_eq!(
+            git(&dir, &["symbolic-ref", "HEAD"]).trim(),
+            format!("refs/heads/{branch}"),
+            "{} is still on {branch}",
+            dir.display()
+        );
+    }
+    let listed = runner_core::testkit::vcs::fixture::git_worktrees(&f.repo);
+    // The checkout itself, the person's, the same-named one, the kept ones and the new one.
+    assert_eq!(listed.len(), 1 + 1 + 1 + kept.len() + 1, "{listed:?}");
+}
