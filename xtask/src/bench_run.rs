@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use runner_core::{Agent, AgentKind, AgentRequest, SessionId, Vcs, WorktreeSpec};
 use runner_fake::model_server::{ModelServer, Script, Turn};
 
-const ROUNDS: usize = 11;
+const ROUNDS: usize = 21;
 const PROMPT: &str = "Say hello.";
 
 /// Runs the benchmark; `--rounds N` changes how many runs of each are timed.
