@@ -411,18 +411,22 @@ fn make_repo(repo: &Path) -> Result<(), String> {
 
 /// The median of `ours[i] / bare[i]`: each round's two runs saw the same machine.
 fn median_ratio(ours: &[Sample], bare: &[Sample]) -> f64 {
-    let mut ratios: Vec<f64> = ours
-        .iter()
-        .zip(bare)
-        .map(|(o, b)| o.wall.as_secs_f64() / b.wall.as_secs_f64())
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    ratios.get(ratios.len() / 2).copied().unwrap_or(0.0)
+    middle(
+        ours.iter()
+            .zip(bare)
+            .map(|(o, b)| o.wall.as_secs_f64() / b.wall.as_secs_f64())
+            .collect(),
+    )
 }
 
-fn median(mut samples: Vec<Duration>) -> f64 {
-    samples.sort();
-    samples.get(samples.len() / 2).map_or(0.0, |d| ms(*d))
+/// The median of `samples`, in milliseconds.
+fn median(samples: Vec<Duration>) -> f64 {
+    middle(samples.into_iter().map(ms).collect())
+}
+
+fn middle(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 fn ms(d: Duration) -> f64 {
