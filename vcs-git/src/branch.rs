@@ -59,7 +59,7 @@ pub(crate) fn full_name(branch: &str) -> Result<gix::refs::FullName> {
 
 /// Whether `refs/heads/<branch>` exists.
 pub(crate) fn exists(repo_path: &Path, branch: &str) -> Result<bool> {
-    let repo = repo::open_checkout(repo_path)?;
+    let repo = repo::open_to_read(repo_path)?;
     let name = full_name(branch)?;
     repo.try_find_reference(name.as_ref())
         .map(|r| r.is_some())
@@ -68,7 +68,7 @@ pub(crate) fn exists(repo_path: &Path, branch: &str) -> Result<bool> {
 
 /// Deletes `refs/heads/<branch>`; a branch that is already gone is not an error.
 pub(crate) fn delete(repo_path: &Path, branch: &str) -> Result<()> {
-    let mut repo = repo::open_checkout(repo_path)?;
+    let mut repo = repo::open_to_write(repo_path)?;
     let name = full_name(branch)?;
     match repo.delete_local_branches([name]) {
         Ok(_) => Ok(()),
@@ -116,7 +116,7 @@ pub(crate) fn tip(repo: &gix::Repository, branch: &str) -> Result<Option<gix::Ob
 
 /// Whether `branch` holds commits that `base` does not (the agent committed).
 pub(crate) fn has_commits_beyond(repo_path: &Path, branch: &str, base: &str) -> Result<bool> {
-    let repo = repo::open_checkout(repo_path)?;
+    let repo = repo::open_to_read(repo_path)?;
     let base = repo::parse_commit(&repo, base)?;
     let Some(tip) = tip(&repo, branch)? else {
         return Err(Error::not_found(format!(

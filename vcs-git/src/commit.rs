@@ -21,8 +21,8 @@ pub(crate) fn commit(
             "the commit message is empty: pass one, for example `-m \"Fix the date bug\"`",
         ));
     }
-    let main = repo::open_checkout(repo_path)?;
-    let wt = diff::open_worktree(worktree_path)?;
+    let main = repo::open_to_read(repo_path)?;
+    let wt = diff::open_worktree(worktree_path, repo::open_to_write)?;
     refuse_foreign(&main, &wt, repo_path, worktree_path)?;
     let base = repo::parse_commit(&wt, base)?;
     let branch = wt

@@ -12,15 +12,18 @@ use crate::{error, repo, snapshot};
 /// The diff of `worktree`'s files (untracked ones included, ignored ones not) against `base`.
 /// Nothing is written to the repository: new blobs and trees stay in memory.
 pub(crate) fn diff(worktree: &Path, base: &str) -> Result<DiffResult> {
-    let repo = open_worktree(worktree)?.with_object_memory();
+    let repo = open_worktree(worktree, repo::open_to_read)?.with_object_memory();
     let base = repo::parse_commit(&repo, base)?;
     let base_tree = tree_of(&repo, base)?;
     let new_tree = snapshot::worktree_tree(&repo, base_tree)?;
     render(&repo, base_tree, new_tree)
 }
 
-/// Opens a worktree made by `create_worktree`.
-pub(crate) fn open_worktree(worktree: &Path) -> Result<gix::Repository> {
+/// Opens a worktree made by `create_worktree` with `open` (to read or to write).
+pub(crate) fn open_worktree(
+    worktree: &Path,
+    open: fn(&Path) -> Result<gix::Repository>,
+) -> Result<gix::Repository> {
     if !worktree.is_dir() {
         return Err(Error::not_found(format!(
             "the worktree {} does not exist: it was removed, so there is nothing to diff or \
@@ -28,7 +31,7 @@ pub(crate) fn open_worktree(worktree: &Path) -> Result<gix::Repository> {
             worktree.display()
         )));
     }
-    repo::open_checkout(worktree)
+    open(worktree)
 }
 
 /// The tree of commit `id`.

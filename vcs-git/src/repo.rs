@@ -11,8 +11,9 @@ pub(crate) const FALLBACK_NAME: &str = "codehands";
 /// The e-mail address used when the git config has none.
 pub(crate) const FALLBACK_EMAIL: &str = "codehands@localhost";
 
-/// Opens `path` as a repository with a checkout, refusing anything else with seed 000's words.
-pub(crate) fn open_checkout(path: &Path) -> Result<gix::Repository> {
+/// Opens `path` as a repository with a checkout, refusing anything else with seed 000's
+/// words. For reading only: see [`open_to_write`] for anything that writes a ref.
+pub(crate) fn open_to_read(path: &Path) -> Result<gix::Repository> {
     if !path.exists() {
         return Err(error::not_a_repo(path, "the path does not exist"));
     }
@@ -36,6 +37,14 @@ pub(crate) fn open_checkout(path: &Path) -> Result<gix::Repository> {
             "it is a bare repo without a checkout",
         ));
     }
+    Ok(repo)
+}
+
+/// [`open_to_read`], with a committer identity for the reflogs that ref edits write: the git
+/// config's, or ours when it names nobody. Readers skip this: finding the committer reads the
+/// clock's time zone, and with no identity configured the repository is opened twice.
+pub(crate) fn open_to_write(path: &Path) -> Result<gix::Repository> {
+    let repo = open_to_read(path)?;
     if repo.committer().is_some() {
         return Ok(repo);
     }
@@ -55,24 +64,22 @@ pub(crate) fn open_checkout(path: &Path) -> Result<gix::Repository> {
     .map_err(|e| error::gix("cannot set up a committer identity", &e))
 }
 
-/// Opens `path` and requires HEAD to name a commit.
-pub(crate) fn open_with_commits(path: &Path) -> Result<(gix::Repository, gix::ObjectId)> {
-    let repo = open_checkout(path)?;
-    let head = match repo.head_commit() {
-        Ok(commit) => commit.id,
-        Err(_) => return Err(error::not_a_repo(path, "HEAD names no commit")),
-    };
-    Ok((repo, head))
+/// The commit HEAD of `repo` (opened from `path`) names; a repo without one is refused.
+pub(crate) fn head_commit(repo: &gix::Repository, path: &Path) -> Result<gix::ObjectId> {
+    match repo.head_commit() {
+        Ok(commit) => Ok(commit.id),
+        Err(_) => Err(error::not_a_repo(path, "HEAD names no commit")),
+    }
 }
 
 /// The HEAD commit of `path`, as 40 hex characters.
 pub(crate) fn base_commit(path: &Path) -> Result<String> {
-    Ok(open_with_commits(path)?.1.to_string())
+    Ok(head_commit(&open_to_read(path)?, path)?.to_string())
 }
 
 /// 12 hex characters of the SHA-1 of the origin URL, or of the repo's canonical absolute path.
 pub(crate) fn repo_key(path: &Path) -> Result<String> {
-    let repo = open_checkout(path)?;
+    let repo = open_to_read(path)?;
     let origin = repo
         .config_snapshot()
         .string("remote.origin.url")

@@ -10,7 +10,8 @@ use crate::{branch, error, repo};
 
 /// Makes the worktree of `spec` on a new branch; on any error nothing new is left behind.
 pub(crate) fn create(spec: &WorktreeSpec) -> Result<()> {
-    let (repo, _) = repo::open_with_commits(&spec.repo)?;
+    let repo = repo::open_to_write(&spec.repo)?;
+    repo::head_commit(&repo, &spec.repo)?;
     let base = repo::parse_commit(&repo, &spec.base)?;
     let name = branch::full_name(&spec.branch)?;
     let path = absolute(&spec.path, "worktree path")?;
@@ -143,7 +144,7 @@ fn attach_head(
 
 /// Removes `worktree` even with changes in it; keeps its branch. One already gone is fine.
 pub(crate) fn remove(repo_path: &Path, worktree: &Path) -> Result<()> {
-    let repo = repo::open_checkout(repo_path)?;
+    let repo = repo::open_to_read(repo_path)?;
     let worktree = absolute(worktree, "worktree path")?;
     let Some(proxy) = find_registration(&repo, &worktree)? else {
         if worktree.exists() {
@@ -187,7 +188,7 @@ fn remove_registered(proxy: gix::worktree::Proxy<'_>, worktree: &Path) -> Result
 /// The repo's worktrees whose folders are under `root`, with their branches. Paths are spelled
 /// under `root` as the caller gave it, even where git recorded the resolved (symlink-free) path.
 pub(crate) fn list(repo_path: &Path, root: &Path) -> Result<Vec<ToolWorktree>> {
-    let repo = repo::open_checkout(repo_path)?;
+    let repo = repo::open_to_read(repo_path)?;
     let root = absolute(root, "worktree root")?;
     let real_root = comparable(&root);
     let mut out = Vec::new();
@@ -210,7 +211,7 @@ pub(crate) fn list(repo_path: &Path, root: &Path) -> Result<Vec<ToolWorktree>> {
 
 /// Forgets worktree entries whose folders are gone, like `git worktree prune`: locked entries stay.
 pub(crate) fn prune(repo_path: &Path) -> Result<()> {
-    let repo = repo::open_checkout(repo_path)?;
+    let repo = repo::open_to_read(repo_path)?;
     let admin = repo.common_dir().join("worktrees");
     let entries = match std::fs::read_dir(&admin) {
         Ok(entries) => entries,
