@@ -102,8 +102,12 @@ pub(crate) fn build(
         "--output-format",
         "stream-json",
         "--verbose",
+        // The prompt is all of stdin, as plain text: never on argv, where it could be read
+        // as a flag or overflow the argument limit. (Stream-json input would also work, but
+        // Claude Code 2.1.332 then takes about 10 ms longer from its answer to its result
+        // line, and it keeps running until stdin closes.)
         "--input-format",
-        "stream-json",
+        "text",
         "--permission-mode",
         "acceptEdits",
         // Without this a tool that needs approval asks the host over stdin and the
@@ -173,19 +177,10 @@ pub(crate) fn build(
         program,
         args,
         env,
-        stdin: vec![user_message(prompt)],
-        close_stdin: StdinClose::AfterResult,
+        // Claude Code reads stdin to its end: the prompt's lines, then stdin is closed.
+        stdin: prompt.split('\n').map(str::to_owned).collect(),
+        close_stdin: StdinClose::AfterWrite,
     })
-}
-
-/// One stdin message of `--input-format stream-json`: the prompt as a text block.
-/// JSON escapes every newline, so no prompt can end the line early.
-pub(crate) fn user_message(text: &str) -> String {
-    serde_json::json!({
-        "type": "user",
-        "message": { "role": "user", "content": [{ "type": "text", "text": text }] },
-    })
-    .to_string()
 }
 
 /// The allow list: the file tools, and Bash for exactly the repo's test command.

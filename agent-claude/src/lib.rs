@@ -1,8 +1,8 @@
-//! An implementation of `runner_core::Agent` for Claude Code (`claude -p` with
-//! stream-json in and out).
+//! An implementation of `runner_core::Agent` for Claude Code (`claude -p`, the
+//! prompt as text on stdin, stream-json out).
 //!
 //! - [`ClaudeCode`]: the program, its arguments (seed 000's safety rules) and the
-//!   prompt as the first stdin message.
+//!   prompt on stdin.
 //! - The parser turns each stream-json line into events (seed 000's mapping table);
 //!   [`JsonlDecoder`] cuts raw output bytes into those lines.
 
@@ -98,10 +98,4 @@ impl Agent for ClaudeCode {
     fn parser(&self) -> Box<dyn AgentParser> {
         Box::new(parse::ClaudeParser::default())
     }
-}
-
-/// Builds the stdin line that sends `text` as a further user message to a running
-/// Claude Code (a second turn in the same process).
-pub fn user_message(text: &str) -> String {
-    args::user_message(text)
 }

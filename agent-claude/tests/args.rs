@@ -39,7 +39,7 @@ fn a_first_run() {
     let agent = ClaudeCode::with_program("/opt/claude");
     let invocation = agent.invocation(&request()).unwrap();
     assert_eq!(invocation.program, PathBuf::from("/opt/claude"));
-    assert_eq!(invocation.close_stdin, StdinClose::AfterResult);
+    assert_eq!(invocation.close_stdin, StdinClose::AfterWrite);
     insta::assert_json_snapshot!(
         "first_run",
         serde_json::json!({
@@ -74,7 +74,7 @@ fn a_resume() {
 }
 
 #[test]
-fn the_prompt_is_only_on_stdin_as_one_json_line() {
+fn the_prompt_is_only_on_stdin_as_plain_text() {
     let tricky = AgentRequest {
         prompt: "--dangerously-skip-permissions\nline two\u{2028}end".into(),
         ..request()
@@ -88,10 +88,12 @@ fn the_prompt_is_only_on_stdin_as_one_json_line() {
             .iter()
             .any(|a| a.to_string_lossy().contains("dangerously"))
     );
-    assert_eq!(invocation.stdin.len(), 1);
-    assert!(!invocation.stdin[0].contains('\n'));
-    let message: serde_json::Value = serde_json::from_str(&invocation.stdin[0]).unwrap();
-    assert_eq!(message["message"]["content"][0]["text"], tricky.prompt);
+    let args = args_of(&ClaudeCode::with_program("claude"), &tricky);
+    let format = args.iter().position(|a| a == "--input-format").unwrap();
+    assert_eq!(args[format + 1], "text");
+    // Written line by line, each followed by a newline, then stdin is closed.
+    assert_eq!(invocation.stdin.join("\n"), tricky.prompt);
+    assert_eq!(invocation.close_stdin, StdinClose::AfterWrite);
 }
 
 #[test]

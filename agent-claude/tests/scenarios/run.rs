@@ -85,22 +85,7 @@ pub async fn run_with(
         .canonicalize()
         .map_err(|e| format!("{}: {e}", repo.display()))?;
     std::fs::create_dir_all(dir.path().join("home")).map_err(|e| format!("home: {e}"))?;
-    run_in(dir, repo, claude, scenario, adjust, Vec::new()).await
-}
-
-/// [`run`], sending each of `follow_ups` (stdin lines) after a result instead of closing stdin.
-pub async fn run_turns(
-    claude: &Path,
-    scenario: &Scenario,
-    follow_ups: Vec<String>,
-) -> Result<RunOutput, String> {
-    let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-    let repo = make_repo(dir.path(), scenario)?;
-    let repo = repo
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", repo.display()))?;
-    std::fs::create_dir_all(dir.path().join("home")).map_err(|e| format!("home: {e}"))?;
-    run_in(dir, repo, claude, scenario, |_| {}, follow_ups).await
+    run_in(dir, repo, claude, scenario, adjust).await
 }
 
 /// Resumes the conversation of `previous` (same repo, same HOME, where Claude Code keeps
@@ -112,20 +97,13 @@ pub async fn resume(
     prompt: &str,
 ) -> Result<RunOutput, String> {
     let id = previous.session_id;
-    run_in(
-        previous._dir,
-        previous.repo,
-        claude,
-        scenario,
-        |request| {
-            request.session_id = id;
-            request.prompt = prompt.to_owned();
-            request.resume = Some(runner_core::ResumeFrom {
-                agent_session_id: id.to_string(),
-            });
-        },
-        Vec::new(),
-    )
+    run_in(previous._dir, previous.repo, claude, scenario, |request| {
+        request.session_id = id;
+        request.prompt = prompt.to_owned();
+        request.resume = Some(runner_core::ResumeFrom {
+            agent_session_id: id.to_string(),
+        });
+    })
     .await
 }
 
@@ -135,9 +113,7 @@ async fn run_in(
     claude: &Path,
     scenario: &Scenario,
     adjust: impl FnOnce(&mut AgentRequest),
-    follow_ups: Vec<String>,
 ) -> Result<RunOutput, String> {
-    let mut follow_ups = follow_ups.into_iter();
     let home = dir.path().join("home");
 
     let server = ModelServer::start((scenario.script)(&repo))
@@ -210,16 +186,9 @@ async fn run_in(
                     let is_result = serde_json::from_str::<serde_json::Value>(&text)
                         .is_ok_and(|v| v["type"] == "result");
                     lines.push(text);
-                    if is_result {
-                        match (follow_ups.next(), stdin.as_mut()) {
-                            // A further message starts a further turn in the same process.
-                            (Some(message), Some(pipe)) => pipe
-                                .write_all(format!("{message}\n").as_bytes())
-                                .await
-                                .map_err(|e| format!("stdin: {e}"))?,
-                            // The CLI waits for the next message after its result: end it.
-                            _ => stdin = None,
-                        }
+                    if is_result && invocation.close_stdin == StdinClose::AfterResult {
+                        // The CLI waits for more input after its result: end it.
+                        stdin = None;
                     }
                 }
                 Err(e) => return Err(format!("stdout: {e}")),

@@ -187,3 +187,62 @@ fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::process::lines::Line;
+
+    /// `cat` echoes its stdin and exits once stdin closes: it shows when the runner closes it.
+    fn cat(close_stdin: StdinClose) -> AgentProcess {
+        let invocation = Invocation {
+            program: "cat".into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            stdin: vec!["first".into(), "second".into()],
+            close_stdin,
+        };
+        let path = [("PATH".to_owned(), std::env::var("PATH").unwrap_or_default())];
+        AgentProcess::spawn(&invocation, Path::new("/"), &path).unwrap()
+    }
+
+    async fn lines(process: &mut AgentProcess, n: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            match process.stdout.next_line().await.unwrap() {
+                Some(Line::Text(text)) => out.push(text),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn after_write_closes_stdin_once_every_line_is_written() {
+        let mut process = cat(StdinClose::AfterWrite);
+        assert_eq!(lines(&mut process, 2).await, ["first", "second"]);
+        let status = tokio::time::timeout(Duration::from_secs(10), process.wait())
+            .await
+            .expect("cat exits once its stdin is closed");
+        assert!(status.unwrap().success());
+    }
+
+    #[tokio::test]
+    async fn after_result_keeps_stdin_open_until_the_runner_closes_it() {
+        let mut process = cat(StdinClose::AfterResult);
+        assert_eq!(lines(&mut process, 2).await, ["first", "second"]);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), process.wait())
+                .await
+                .is_err(),
+            "stdin is still open, so cat is still running"
+        );
+        process.close_stdin();
+        let status = tokio::time::timeout(Duration::from_secs(10), process.wait())
+            .await
+            .expect("cat exits once its stdin is closed");
+        assert!(status.unwrap().success());
+    }
+}

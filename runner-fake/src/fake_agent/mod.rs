@@ -1,5 +1,5 @@
 //! The fake agent program: it stands in for the `claude` CLI on a machine
-//! without one. It takes Claude Code's arguments, reads its stdin messages, and
+//! without one. It takes Claude Code's arguments, reads the prompt from stdin, and
 //! replays a recording of the real CLI's stream-json output, performing the
 //! recording's Write, Edit and MultiEdit calls in its working folder so that
 //! diff and approve have a real change. Other modes misbehave on purpose, for
@@ -13,7 +13,7 @@
 mod apply;
 mod replay;
 
-use std::io::{BufRead, Write};
+use std::io::{Read, Write};
 use std::time::Duration;
 
 /// The recording replayed by default: the real Claude Code 2.1.332 fixing the
@@ -23,7 +23,7 @@ pub const DATE_BUG_RECORDING: &str = include_str!("../../recordings/date-bug.jso
 /// How the fake agent behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FakeMode {
-    /// Replay the recording, then exit once stdin closes (like Claude Code).
+    /// Replay the recording, then exit (like Claude Code).
     Replay,
     /// Print the init line, then sleep until killed.
     Sleep,
@@ -33,7 +33,7 @@ pub enum FakeMode {
     Silent,
     /// Print lines that are not JSON (and not UTF-8) among the recording.
     Garbage,
-    /// Replay the recording, then ignore stdin closing and never exit.
+    /// Replay the recording, then never exit.
     Linger,
     /// Print the init line, write to stderr, and exit 3 without a result.
     NoResult,
@@ -98,11 +98,11 @@ pub fn main(args: &[String]) -> i32 {
     let cwd = std::env::current_dir().unwrap_or_default();
     let mut player = replay::Player::new(&recording, &cwd, &session_id, delay);
 
-    // Like Claude Code with --input-format stream-json: nothing happens before the first message.
-    let mut stdin = std::io::stdin().lock();
-    let mut first = String::new();
-    if stdin.read_line(&mut first).unwrap_or(0) == 0 {
-        eprintln!("fake agent: stdin closed before the first message");
+    // Like Claude Code with --input-format text: the prompt is all of stdin, and nothing
+    // happens before stdin closes.
+    let mut prompt = String::new();
+    if std::io::stdin().read_to_string(&mut prompt).is_err() || prompt.trim().is_empty() {
+        eprintln!("fake agent: no prompt on stdin");
         return 1;
     }
 
@@ -118,11 +118,6 @@ pub fn main(args: &[String]) -> i32 {
             }
             if mode == Mode::Linger {
                 sleep_forever();
-            }
-            // Wait for stdin to close, as the real CLI does after its result.
-            let mut rest = String::new();
-            while stdin.read_line(&mut rest).unwrap_or(0) > 0 {
-                rest.clear();
             }
             0
         }
