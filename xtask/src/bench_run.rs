@@ -7,19 +7,23 @@
 //!
 //! `codehands run` is run as a script runs it: `--json`, and no `--then`, so off a
 //! terminal the session is kept for approval (the bare run leaves its change in
-//! place too). Claude Code's own wall time varies by tens of milliseconds from run
-//! to run on a loaded machine, so the runs are interleaved (the order flips every
-//! round) and the ratio is the median of the per-round ratios; the ratio of the
-//! medians is printed beside it.
+//! place too). After each round, outside the timing, the kept sessions are rejected
+//! and the extra worktree removed, so every round sees the same repo: one with no
+//! other worktrees, as a person who approves or rejects each run has. (Otherwise
+//! each round would add worktrees, and both git and Claude Code spend time on every
+//! registered worktree.) Claude Code's own wall time varies by tens of milliseconds
+//! from run to run on a loaded machine, so the runs are interleaved (the order flips
+//! every round) and the ratio is the median of the per-round ratios; the ratio of
+//! the medians is printed beside it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use runner_core::{Agent, AgentKind, AgentRequest, SessionId, Vcs, WorktreeSpec};
+use runner_core::{Agent, AgentKind, AgentRequest, SessionId, StdinClose, Vcs, WorktreeSpec};
 use runner_fake::model_server::{ModelServer, Script, Turn};
 
-const ROUNDS: usize = 21;
+const ROUNDS: usize = 41;
 const PROMPT: &str = "Say hello.";
 
 /// Runs the benchmark; `--rounds N` changes how many runs of each are timed.
@@ -129,6 +133,13 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         let linked = dir.path().join(format!("linked-{round}"));
         git_worktree_add(&repo, &linked, round)?;
         let w = same_flags(claude, &linked, &agent_home, &server.base_url())?;
+        git(&repo, &["worktree", "remove", "--force"], Some(&linked))?;
+        for home in [
+            dir.path().join(format!("home-{round}")),
+            dir.path().join(format!("fake-home-{round}")),
+        ] {
+            reject_all(codehands, &home)?;
+        }
         if round > 0 {
             bare.push(b);
             ours.push(o);
@@ -196,9 +207,9 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     Ok(())
 }
 
-/// Claude Code started exactly as the runner starts it (our arguments, the prompt as a
-/// stream-json stdin message, stdin closed at the result), with no runner around it:
-/// the part of the difference that is the agent's own mode, not codehands.
+/// Claude Code started exactly as the runner starts it (our arguments, the prompt on
+/// stdin, stdin closed when the adapter says), with no runner around it: the part of
+/// the difference that is the agent's own mode, not codehands.
 fn same_flags(
     claude: &Path,
     repo: &Path,
@@ -241,6 +252,9 @@ fn same_flags(
             pipe.write_all(format!("{line}\n").as_bytes())
                 .map_err(|e| e.to_string())?;
         }
+    }
+    if invocation.close_stdin == StdinClose::AfterWrite {
+        stdin = None;
     }
     let out = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
     for line in out.lines() {
@@ -358,25 +372,58 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
 }
 
 fn git_worktree_add(repo: &Path, path: &Path, round: usize) -> Result<(), String> {
+    let branch = format!("bench-linked-{round}");
+    git(
+        repo,
+        &["worktree", "add", "--quiet", "-b", &branch],
+        Some(path),
+    )
+}
+
+/// `git -C repo ARGS [PATH]`.
+fn git(repo: &Path, args: &[&str], path: Option<&Path>) -> Result<(), String> {
     let ok = Command::new("git")
         .arg("-C")
         .arg(repo)
-        .args([
-            "worktree",
-            "add",
-            "--quiet",
-            "-b",
-            &format!("bench-linked-{round}"),
-        ])
-        .arg(path)
+        .args(args)
+        .args(path)
         .status()
         .map_err(|e| e.to_string())?
         .success();
     if ok {
         Ok(())
     } else {
-        Err("git worktree add failed".into())
+        Err(format!("git {} failed", args.join(" ")))
     }
+}
+
+/// Rejects every session kept under `home`: its worktree and branch go.
+fn reject_all(codehands: &Path, home: &Path) -> Result<(), String> {
+    let listed = Command::new(codehands)
+        .args(["sessions", "--json"])
+        .env("CODEHANDS_HOME", home)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let sessions: serde_json::Value =
+        serde_json::from_slice(&listed.stdout).map_err(|e| format!("codehands sessions: {e}"))?;
+    for id in sessions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["sessionId"].as_str())
+    {
+        let ok = Command::new(codehands)
+            .args(["reject", id])
+            .env("CODEHANDS_HOME", home)
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| e.to_string())?
+            .success();
+        if !ok {
+            return Err(format!("codehands reject {id} failed"));
+        }
+    }
+    Ok(())
 }
 
 fn make_repo(repo: &Path) -> Result<(), String> {
@@ -395,16 +442,7 @@ fn make_repo(repo: &Path) -> Result<(), String> {
             "base",
         ],
     ] {
-        let ok = Command::new("git")
-            .arg("-C")
-            .arg(repo)
-            .args(args)
-            .status()
-            .map_err(|e| e.to_string())?
-            .success();
-        if !ok {
-            return Err(format!("git {} failed", args.join(" ")));
-        }
+        git(repo, args, None)?;
     }
     Ok(())
 }
