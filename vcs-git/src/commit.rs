@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use runner_core::{Error, ErrorKind, Result, Signature};
 
 use crate::{diff, error, repo, worktree};
@@ -89,19 +88,12 @@ pub(crate) fn commit(
         .map_err(|e| error::gix("cannot write the commit", &e))?
         .detach();
     wt.edit_references_as(
-        [RefEdit {
-            change: Change::Update {
-                log: LogChange {
-                    mode: RefLog::AndReference,
-                    force_create_reflog: false,
-                    message: format!("commit (codehands): {summary}").into(),
-                },
-                expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(tip)),
-                new: gix::refs::Target::Object(id),
-            },
-            name: branch.clone(),
-            deref: false,
-        }],
+        [repo::logged_update(
+            branch.clone(),
+            tip,
+            gix::refs::Target::Object(id),
+            format!("commit (codehands): {summary}"),
+        )],
         Some(committer.to_ref(&mut gix::date::parse::TimeBuf::default())),
     )
     .map_err(|e| {

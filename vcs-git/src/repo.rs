@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use runner_core::Result;
 
 use crate::error;
@@ -62,6 +63,29 @@ pub(crate) fn open_to_write(path: &Path) -> Result<gix::Repository> {
         gix::open::Options::default().config_overrides(overrides),
     )
     .map_err(|e| error::gix("cannot set up a committer identity", &e))
+}
+
+/// An edit that moves `name` from `from` to `to` only if it still points at `from`, writing
+/// `message` to its reflog as git's own commands do.
+pub(crate) fn logged_update(
+    name: gix::refs::FullName,
+    from: gix::ObjectId,
+    to: gix::refs::Target,
+    message: String,
+) -> RefEdit {
+    RefEdit {
+        change: Change::Update {
+            log: LogChange {
+                mode: RefLog::AndReference,
+                force_create_reflog: false,
+                message: message.into(),
+            },
+            expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(from)),
+            new: to,
+        },
+        name,
+        deref: false,
+    }
 }
 
 /// The commit HEAD of `repo` (opened from `path`) names; a repo without one is refused.

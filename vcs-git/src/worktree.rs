@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
 use runner_core::{Error, Result, ToolWorktree, WorktreeSpec};
 
 use crate::{branch, error, repo};
@@ -120,19 +120,12 @@ fn attach_head(
     let head = gix::refs::FullName::try_from("HEAD")
         .map_err(|e| error::vcs(format!("HEAD is not a valid reference name: {e}")))?;
     worktree
-        .edit_reference(RefEdit {
-            change: Change::Update {
-                log: LogChange {
-                    mode: RefLog::AndReference,
-                    force_create_reflog: false,
-                    message: format!("checkout: moving from {base} to {branch}").into(),
-                },
-                expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(base)),
-                new: gix::refs::Target::Symbolic(name.clone()),
-            },
-            name: head,
-            deref: false,
-        })
+        .edit_reference(repo::logged_update(
+            head,
+            base,
+            gix::refs::Target::Symbolic(name.clone()),
+            format!("checkout: moving from {base} to {branch}"),
+        ))
         .map(drop)
         .map_err(|e| {
             error::gix(

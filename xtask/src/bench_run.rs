@@ -116,17 +116,15 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     // order flips every round so neither always runs first.
     for round in 0..=rounds {
         let home = dir.path().join(format!("home-{round}"));
+        let fake_home = dir.path().join(format!("fake-home-{round}"));
         let (b, o) = if round % 2 == 0 {
             let b = measure(bare_cmd())?;
-            (b, measure(ours_cmd("claude-code", home))?)
+            (b, measure(ours_cmd("claude-code", home.clone()))?)
         } else {
-            let o = measure(ours_cmd("claude-code", home))?;
+            let o = measure(ours_cmd("claude-code", home.clone()))?;
             (measure(bare_cmd())?, o)
         };
-        let a = measure(ours_cmd(
-            "fake",
-            dir.path().join(format!("fake-home-{round}")),
-        ))?;
+        let a = measure(ours_cmd("fake", fake_home.clone()))?;
         let f = same_flags(claude, &repo, &agent_home, &server.base_url())?;
         // A fresh worktree each round, as every session gets: Claude Code sets up a new
         // project folder for every new working folder, which costs it time.
@@ -134,11 +132,8 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         git_worktree_add(&repo, &linked, round)?;
         let w = same_flags(claude, &linked, &agent_home, &server.base_url())?;
         git(&repo, &["worktree", "remove", "--force"], Some(&linked))?;
-        for home in [
-            dir.path().join(format!("home-{round}")),
-            dir.path().join(format!("fake-home-{round}")),
-        ] {
-            reject_all(codehands, &home)?;
+        for home in [&home, &fake_home] {
+            reject_all(codehands, home)?;
         }
         if round > 0 {
             bare.push(b);
