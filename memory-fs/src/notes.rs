@@ -51,7 +51,12 @@ pub fn format_note(heading: &str, text: &str) -> String {
 /// line (what was asked, what changed, what the agent said), each part shortened.
 pub fn run_note(run: &RunSummary) -> String {
     let stat = &run.diff_stat;
-    let mut summary = format!("Asked: {}.", one_line(&run.prompt, PROMPT_CHARS));
+    let mut summary = format!("Asked: {}", one_line(&run.prompt, PROMPT_CHARS));
+    // A prompt is often a sentence already ("Fix the test. Run npm test to check."):
+    // close it only when it does not close itself.
+    if !summary.ends_with(['.', '!', '?', '…']) {
+        summary.push('.');
+    }
     if stat.is_empty() {
         summary.push_str(" Changed nothing.");
     } else {

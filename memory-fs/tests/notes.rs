@@ -83,6 +83,24 @@ fn a_run_that_changed_nothing_and_said_nothing_says_so() {
 }
 
 #[test]
+fn a_prompt_that_ends_a_sentence_gets_no_second_full_stop() {
+    for (prompt, asked) in [
+        (
+            "Fix the failing test. Run npm test to check.",
+            "Asked: Fix the failing test. Run npm test to check. Changed",
+        ),
+        ("Why does it fail?", "Asked: Why does it fail? Changed"),
+        ("Ship it!", "Asked: Ship it! Changed"),
+        ("Fix it", "Asked: Fix it. Changed"),
+    ] {
+        let mut run = sample_run();
+        run.prompt = prompt.to_owned();
+        let summary = run_note(&run).lines().nth(1).unwrap_or_default().to_owned();
+        assert!(summary.starts_with(asked), "{prompt:?} gave {summary:?}");
+    }
+}
+
+#[test]
 fn a_run_note_stays_short_whatever_the_run() {
     let mut run = sample_run();
     run.prompt = format!("## injected heading\n{}", "word ".repeat(500));

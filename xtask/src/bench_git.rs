@@ -22,28 +22,8 @@ const ADDED: usize = 10;
 const REPO_VERSION: &str = "v1 20000 files x 100 lines";
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    if cfg!(debug_assertions) {
-        println!("bench git: building and running xtask in release, for a fair comparison");
-        let status = Command::new(env!("CARGO"))
-            .args([
-                "run",
-                "--release",
-                "--quiet",
-                "--package",
-                "xtask",
-                "--",
-                "bench",
-                "git",
-            ])
-            .args(args)
-            .current_dir(crate::workspace_root())
-            .status()
-            .map_err(|e| format!("cannot run cargo: {e}"))?;
-        return if status.success() {
-            Ok(())
-        } else {
-            Err("the release run failed".into())
-        };
+    if let Some(outcome) = crate::rerun_in_release(&["bench", "git"], args) {
+        return outcome;
     }
     let rounds = match args {
         [] => 3,

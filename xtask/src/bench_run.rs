@@ -3,7 +3,8 @@
 //! scripted model server. Prints the ratio of wall times, the runner's own peak
 //! memory (without the agent), the runner's own time around an agent that takes
 //! none (the fake agent), and where the overhead goes (worktree, spawn, parse,
-//! diff), and writes `target/bench/run.json`.
+//! diff), and writes `target/bench/run.json`. A debug build of xtask runs itself again in
+//! release first, so the split times optimised code.
 //!
 //! `codehands run` is run as a script runs it: `--json`, and no `--then`, so off a
 //! terminal the session is kept for approval (the bare run leaves its change in
@@ -28,6 +29,10 @@ const PROMPT: &str = "Say hello.";
 
 /// Runs the benchmark; `--rounds N` changes how many runs of each are timed.
 pub fn run(args: &[String]) -> Result<(), String> {
+    // The overhead split times vcs-git and the process layer inside this process.
+    if let Some(outcome) = crate::rerun_in_release(&["bench", "run"], args) {
+        return outcome;
+    }
     let rounds = match args {
         [] => ROUNDS,
         [flag, n] if flag == "--rounds" => n.parse().map_err(|_| "--rounds takes a number")?,

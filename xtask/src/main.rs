@@ -83,3 +83,29 @@ pub fn workspace_root() -> std::path::PathBuf {
         .expect("xtask sits in the workspace")
         .to_path_buf()
 }
+
+/// In a debug build of xtask, runs `cargo xtask TASK… ARGS…` again as a release build and
+/// returns its outcome; in a release build returns `None`, so the caller does the work.
+/// Benchmarks that time our own code in-process use it: unoptimised gix, tokio and serde
+/// would measure the wrong thing.
+pub fn rerun_in_release(task: &[&str], args: &[String]) -> Option<Result<(), String>> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    println!(
+        "{}: building and running xtask in release, for a fair comparison",
+        task.join(" ")
+    );
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(&cargo)
+        .args(["run", "--release", "--quiet", "--package", "xtask", "--"])
+        .args(task)
+        .args(args)
+        .current_dir(workspace_root())
+        .status();
+    Some(match status {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!("the release run failed ({status})")),
+        Err(e) => Err(format!("cannot run {cargo}: {e}")),
+    })
+}
