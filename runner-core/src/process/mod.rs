@@ -49,6 +49,7 @@ impl AgentProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        inherit_only_stdio(&mut command);
         let mut child = command
             .spawn()
             .map_err(|e| spawn_error(&invocation.program, &e))?;
@@ -168,6 +169,31 @@ impl Drop for AgentProcess {
     }
 }
 
+/// The agent gets stdin, stdout and stderr and no other descriptor of ours: whatever the
+/// caller holds open without close-on-exec (a daemon's socket, a file a C library opened, a
+/// pipe the terminal passed down) is closed at the agent's exec. Rust opens its own files
+/// close-on-exec, but a host process that links the runner may not.
+fn inherit_only_stdio(command: &mut tokio::process::Command) {
+    #[allow(unsafe_code)]
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: it makes one raw system call and allocates
+    // nothing. It marks descriptors close-on-exec rather than closing them, so the pipe
+    // std uses to report a failed exec (already close-on-exec) keeps working.
+    unsafe {
+        command.pre_exec(|| {
+            // Linux 5.11 and later. An older kernel answers ENOSYS; the spawn goes on, as
+            // it did before this existed, rather than failing every run.
+            libc::syscall(
+                libc::SYS_close_range,
+                3_u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            Ok(())
+        });
+    }
+}
+
 fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
     let what = program.display();
     match e.kind() {
@@ -190,6 +216,7 @@ fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsRawFd;
     use std::time::Duration;
 
     use super::*;
@@ -217,6 +244,44 @@ mod tests {
             }
         }
         out
+    }
+
+    #[tokio::test]
+    async fn the_agent_inherits_no_descriptor_beyond_stdio() {
+        // A descriptor without close-on-exec, as a host process or a C library may hold:
+        // a copy of an open file at 100 or above, so it cannot be mistaken for one `ls` opens.
+        let file = std::fs::File::open("/proc/self/status").unwrap();
+        #[allow(unsafe_code)]
+        // SAFETY: F_DUPFD on a descriptor this test owns; the copy is closed below.
+        let leaked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD, 100) };
+        assert!(leaked >= 100, "fcntl(F_DUPFD) failed");
+        let invocation = Invocation {
+            program: "ls".into(),
+            args: vec!["-1".into(), "/proc/self/fd".into()],
+            env: Vec::new(),
+            stdin: Vec::new(),
+            close_stdin: StdinClose::AfterWrite,
+        };
+        let path = [("PATH".to_owned(), std::env::var("PATH").unwrap_or_default())];
+        let mut process = AgentProcess::spawn(&invocation, Path::new("/"), &path).unwrap();
+        let mut open = Vec::new();
+        while let Some(Line::Text(fd)) = process.stdout.next_line().await.unwrap() {
+            open.push(fd.parse::<i32>().unwrap());
+        }
+        process.wait().await.unwrap();
+        #[allow(unsafe_code)]
+        // SAFETY: `leaked` is the copy made above and nothing else owns it.
+        unsafe {
+            libc::close(leaked);
+        }
+        assert!(
+            !open.contains(&leaked),
+            "descriptor {leaked} reached the agent: {open:?}"
+        );
+        assert!(
+            open.iter().all(|&fd| fd <= 3),
+            "only stdio and the folder ls reads: {open:?}"
+        );
     }
 
     #[tokio::test]
