@@ -7,6 +7,7 @@
 //! - [`process`]: spawning agents with a scrubbed environment, framing their output, ending their tree.
 //! - [`runner`]: [`LocalRunner`], the real runner over the four traits.
 //! - [`home`]: the paths under `$CODEHANDS_HOME`.
+//! - [`redact`]: cutting secret values, in every form, out of what a reader sees.
 //! - [`testrun`]: recognising test commands and failures in their output, for every agent.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 //! - `testkit` (feature): conformance suites that every implementation runs.
@@ -17,6 +18,7 @@ pub mod home;
 pub mod ids;
 pub mod options;
 pub mod process;
+pub mod redact;
 pub mod runner;
 pub mod schema;
 pub mod sequence;

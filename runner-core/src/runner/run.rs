@@ -18,6 +18,7 @@ use crate::event::{
 use crate::process::AgentProcess;
 use crate::process::lines::Line;
 use crate::process::tree::{self, ProcessIdentity};
+use crate::redact::Redactor;
 use crate::sequence::EventSequence;
 use crate::session::{SessionRecord, SessionState};
 use crate::traits::agent::{Agent, AgentRequest, StdinClose};
@@ -45,8 +46,9 @@ pub(super) struct Supervisor {
     files: RunFiles,
     transcript: Option<std::io::BufWriter<std::fs::File>>,
     profile: RepoProfile,
-    /// Secret values given to the agent (API keys, tokens), cut out of every line it prints.
-    secrets: Vec<String>,
+    /// Cuts the secret values given to the agent (API keys, tokens), in every form, out
+    /// of every line it prints, its stderr and this run's note.
+    redactor: Redactor,
 }
 
 impl Supervisor {
@@ -72,7 +74,7 @@ impl Supervisor {
             files,
             transcript: None,
             profile: RepoProfile::default(),
-            secrets: Vec::new(),
+            redactor: Redactor::default(),
         }
     }
 
@@ -167,7 +169,7 @@ impl Supervisor {
             &self.shared.settings.extra_env,
             &invocation.env,
         );
-        self.secrets = secret_values(&env);
+        self.redactor = Redactor::new(secret_values(&env));
         let process = AgentProcess::spawn(&invocation, &self.record.worktree_path, &env)?;
         if let Err(e) = self.files.set_agent(&process.identity()) {
             self.note(format!("cannot record the agent's pid: {e}"))
@@ -204,9 +206,10 @@ impl Supervisor {
                             continue;
                         }
                     };
-                    // The agent may print its own key (a test script dumping its environment):
-                    // it never reaches the transcript or an event.
-                    let text = redact(text, &self.secrets);
+                    // The agent may print its own key (a test script dumping its environment),
+                    // escaped, encoded or cut short: cut here, before the line is decoded, it
+                    // never reaches the transcript, an event's payload or its raw line.
+                    let text = self.redactor.redact_string(text);
                     self.write_transcript(&text);
                     for body in parser.parse_line(&text) {
                         if let Some(why) = self.auth_failure(&body) {
@@ -256,7 +259,7 @@ impl Supervisor {
                 self.emit(body, None).await;
             }
         }
-        let stderr = redact(process.stderr_tail().await, &self.secrets);
+        let stderr = self.redactor.redact_string(process.stderr_tail().await);
         let exit_code = exit.and_then(|s| s.code());
         if self.files.stop_requested() && !matches!(interruption, Some(Interruption::Stop(_))) {
             interruption = Some(Interruption::Stop(None));
@@ -337,9 +340,9 @@ impl Supervisor {
         }
         let summary = RunSummary {
             session_id: self.record.session_id,
-            prompt: self.request.prompt.clone(),
+            prompt: self.redactor.redact_string(self.request.prompt.clone()),
             branch: self.record.branch.clone(),
-            result: finished.result.clone(),
+            result: finished.result.as_deref().map(|r| self.redactor.redact_string(r.to_owned())),
             diff_stat: diff.stat.clone(),
             finished_at: crate::now_rfc3339(),
         };
@@ -568,16 +571,6 @@ fn secret_values(env: &[(String, String)]) -> Vec<String> {
         .filter(|(k, v)| v.len() >= 8 && MARKS.iter().any(|m| k.to_ascii_uppercase().contains(m)))
         .map(|(_, v)| v.clone())
         .collect()
-}
-
-/// `text` with every secret value replaced by `[redacted]`.
-fn redact(text: String, secrets: &[String]) -> String {
-    if !secrets.iter().any(|s| text.contains(s.as_str())) {
-        return text;
-    }
-    secrets
-        .iter()
-        .fold(text, |t, s| t.replace(s.as_str(), "[redacted]"))
 }
 
 fn human(d: Duration) -> String {
