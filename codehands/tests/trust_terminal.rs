@@ -31,7 +31,8 @@ fn the_human_view_shows_escape_sequences_instead_of_obeying_them() {
     let script = world.dir.path().join("escapes.jsonl");
     let init = r#"{"type":"system","subtype":"init","cwd":"/x","session_id":"s","tools":[],"model":"m\u001b[8m"}"#;
     let message = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi \u001b]0;pwned\u0007\u001b[2J\u009b31m \u202eevil\r done"}],"role":"assistant"},"session_id":"s"}"#;
-    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}"#;
+    let result =
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}"#;
     std::fs::write(&script, format!("{init}\n{message}\n{result}\n")).unwrap();
     let out = output(
         codehands(&world)
@@ -40,7 +41,11 @@ fn the_human_view_shows_escape_sequences_instead_of_obeying_them() {
             .args(["run", ".", "Say hi.", "--agent", "fake", "--then", "reject"]),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for bad in ['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}', '\r'] {
         assert!(
             !stdout.contains(bad),

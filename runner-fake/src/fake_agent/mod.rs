@@ -79,7 +79,12 @@ impl FakeMode {
 }
 
 /// Runs the fake agent with Claude Code's arguments; returns the exit code.
-pub fn main(args: &[String]) -> i32 {
+pub fn main(args: &[std::ffi::OsString]) -> i32 {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let args = args.as_slice();
     let mode_name = std::env::var("CODEHANDS_FAKE_MODE").unwrap_or_default();
     let Some(mode) = FakeMode::parse(&mode_name) else {
         eprintln!("fake agent: unknown CODEHANDS_FAKE_MODE {mode_name:?}");
