@@ -77,15 +77,22 @@ fn everything_under_the_home_is_private_whatever_the_umask() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // The worktree's own files are the repo's checkout, with the modes git gives them;
-    // no other user reaches them, as every folder above them is private.
+    // The worktree is the repo's checkout, with the modes git gives it (the sandbox's
+    // non-root user reads it through a bind mount); no other user reaches it, as every
+    // folder above it is private.
     let worktrees: Vec<PathBuf> = world.worktree_dirs();
     assert_eq!(worktrees.len(), 1, "the kept session's worktree");
+    assert!(
+        worktrees[0]
+            .parent()
+            .unwrap()
+            .starts_with(world.home.worktrees_dir())
+    );
     let mut paths = vec![world.home.root().to_owned()];
     walk(world.home.root(), &worktrees, &mut paths);
     let mut wrong = Vec::new();
     let mut seen_files = 0;
-    for path in &paths {
+    for path in paths.iter().filter(|p| !worktrees.contains(p)) {
         let meta = std::fs::symlink_metadata(path).unwrap();
         let mode = meta.permissions().mode() & 0o777;
         let want = if meta.is_dir() { 0o700 } else { 0o600 };
@@ -104,7 +111,10 @@ fn everything_under_the_home_is_private_whatever_the_umask() {
         expected.push("test-1.json");
     }
     for name in expected {
-        assert!(names.iter().any(|n| n == name), "{name} was written: {names:?}");
+        assert!(
+            names.iter().any(|n| n == name),
+            "{name} was written: {names:?}"
+        );
     }
     assert!(seen_files >= 5);
 }
@@ -160,7 +170,10 @@ async fn a_planted_run_folder_link_is_refused() {
     let runner = world.fake_runner("replay", 0);
     assert_refused_link(runner.start(options(&world, id)).await, &link);
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
-    assert!(runner.sessions().await.unwrap().is_empty(), "nothing was made");
+    assert!(
+        runner.sessions().await.unwrap().is_empty(),
+        "nothing was made"
+    );
 }
 
 #[tokio::test]
@@ -281,7 +294,10 @@ async fn the_fake_agent_never_writes_through_a_link_out_of_its_worktree() {
             "Edit",
             r#"{"file_path":"/rec/victim.txt","old_string":"old","new_string":"pwned"}"#,
         ),
-        tool("Write", r#"{"file_path":"out/relative.txt","content":"pwned"}"#),
+        tool(
+            "Write",
+            r#"{"file_path":"out/relative.txt","content":"pwned"}"#,
+        ),
     ] {
         let script = format!(
             "{}\n{line}\n{}\n",

@@ -104,7 +104,11 @@ async fn a_key_the_agent_prints_in_any_form_reaches_no_reader() {
         .iter()
         .filter(|e| matches!(&e.body, EventBody::Message(m) if m.text.contains("[redacted]")))
         .count();
-    assert_eq!(messages, leaked_forms().len(), "each form was cut: {events:?}");
+    assert_eq!(
+        messages,
+        leaked_forms().len(),
+        "each form was cut: {events:?}"
+    );
     for event in &events {
         // Decoded: the payload's strings as a reader gets them, escapes undone.
         let value = serde_json::to_value(event).unwrap();
@@ -159,6 +163,18 @@ fn all_strings(value: &serde_json::Value) -> Vec<String> {
     }
 }
 
+/// The file named by `--append-system-prompt-file`.
+fn notes_file(argv: &[String]) -> Option<PathBuf> {
+    argv.iter().enumerate().find_map(|(i, a)| {
+        if a == "--append-system-prompt-file" {
+            argv.get(i + 1).map(PathBuf::from)
+        } else {
+            a.strip_prefix("--append-system-prompt-file=")
+                .map(PathBuf::from)
+        }
+    })
+}
+
 #[tokio::test]
 async fn notes_reach_the_agent_through_a_private_file_never_its_argv() {
     let world = World::demo();
@@ -179,12 +195,12 @@ async fn notes_reach_the_agent_through_a_private_file_never_its_argv() {
     let argv = support::agent_argv(&world.home, &id);
     let joined = argv.join(" ");
     assert!(!joined.contains("billing"), "a note is on argv: {joined}");
-    let at = argv
-        .iter()
-        .position(|a| a == "--append-system-prompt-file")
-        .unwrap_or_else(|| panic!("no notes file: {joined}"));
-    let file = PathBuf::from(&argv[at + 1]);
-    assert!(file.starts_with(world.home.run_dir(&id)), "{}", file.display());
+    let file = notes_file(&argv).unwrap_or_else(|| panic!("no notes file: {joined}"));
+    assert!(
+        file.starts_with(world.home.run_dir(&id)),
+        "{}",
+        file.display()
+    );
     let meta = std::fs::symlink_metadata(&file).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     let text = std::fs::read_to_string(&file).unwrap();
@@ -245,11 +261,7 @@ async fn a_hostile_result_reaches_the_next_run_fenced_capped_and_without_control
     let mut stream = sleeper.start(options(&world, next)).await.unwrap();
     stream.next().await.unwrap();
     let argv = support::agent_argv(&world.home, &next);
-    let at = argv
-        .iter()
-        .position(|a| a == "--append-system-prompt-file")
-        .expect("a notes file");
-    let text = std::fs::read_to_string(&argv[at + 1]).unwrap();
+    let text = std::fs::read_to_string(notes_file(&argv).expect("a notes file")).unwrap();
     let (before, after) = text
         .split_once("SYSTEM OVERRIDE")
         .expect("the note is there");
@@ -259,7 +271,10 @@ async fn a_hostile_result_reaches_the_next_run_fenced_capped_and_without_control
     );
     let nonce = before
         .lines()
-        .find_map(|l| l.split_once("BEGIN NOTES ").map(|(_, n)| n.split_whitespace().next().unwrap()))
+        .find_map(|l| {
+            l.split_once("BEGIN NOTES ")
+                .map(|(_, n)| n.split_whitespace().next().unwrap())
+        })
         .unwrap_or_else(|| panic!("an opening fence: {text}"));
     assert!(
         after.contains(&format!("END NOTES {nonce}")),

@@ -6,7 +6,7 @@
 //! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
 //! - [`process`]: spawning agents with a scrubbed environment, framing their output, ending their tree.
 //! - [`runner`]: [`LocalRunner`], the real runner over the four traits.
-//! - [`home`]: the paths under `$CODEHANDS_HOME`.
+//! - [`home`]: the paths under `$CODEHANDS_HOME`; [`private`]: keeping them private, never through a link.
 //! - [`redact`]: cutting secret values, in every form, out of what a reader sees.
 //! - [`testrun`]: recognising test commands and failures in their output, for every agent.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
@@ -17,6 +17,7 @@ pub mod event;
 pub mod home;
 pub mod ids;
 pub mod options;
+pub mod private;
 pub mod process;
 pub mod redact;
 pub mod runner;

@@ -46,6 +46,13 @@ impl PrivateRoot {
             .map_err(|e| Error::io(format!("cannot create {}", self.root.display()), &e))?;
         let meta = fs::metadata(&self.root)
             .map_err(|e| Error::io(format!("cannot read {}", self.root.display()), &e))?;
+        if meta.mode() & 0o1000 != 0 {
+            // A sticky folder is shared by design (/tmp): never take it over.
+            return Err(Error::invalid_input(format!(
+                "{} is a shared folder (like /tmp): set CODEHANDS_HOME to a folder of its own",
+                self.root.display()
+            )));
+        }
         make_private(&self.root, &meta)?;
         let mut path = self.root.clone();
         for part in below.components() {
@@ -86,8 +93,14 @@ impl PrivateRoot {
 
     /// Opens `path` for appending, creating it 0600 (its folders 0700); never through a link.
     pub fn append(&self, path: &Path) -> Result<File> {
+        self.open(path, OpenOptions::new().create(true).append(true))
+    }
+
+    /// Opens `path` with `options` (its folders made 0700 first), never through a link; a
+    /// file it opens is 0600 afterwards, also one made before under another umask.
+    pub fn open(&self, path: &Path, options: &mut OpenOptions) -> Result<File> {
         self.ensure_parent(path)?;
-        let file = open_no_follow(path, OpenOptions::new().create(true).append(true))?;
+        let file = open_no_follow(path, options)?;
         fix_file_mode(path, &file)?;
         Ok(file)
     }
@@ -163,7 +176,10 @@ impl PrivateRoot {
                 self.root.display()
             ))
         })?;
-        if rest.components().any(|c| !matches!(c, Component::Normal(_))) {
+        if rest
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+        {
             return Err(Error::internal(format!(
                 "{} is not a plain path under {}",
                 path.display(),
@@ -324,11 +340,28 @@ mod tests {
         ] {
             assert!(err.to_string().contains("symbolic link"), "{err}");
         }
-        assert_eq!(fs::read_to_string(outside.join("secret")).unwrap(), "secret");
+        assert_eq!(
+            fs::read_to_string(outside.join("secret")).unwrap(),
+            "secret"
+        );
         // An atomic write replaces the link itself.
         root.write_atomically(&file, b"mine").unwrap();
-        assert_eq!(fs::read_to_string(outside.join("secret")).unwrap(), "secret");
+        assert_eq!(
+            fs::read_to_string(outside.join("secret")).unwrap(),
+            "secret"
+        );
         assert_eq!(root.read(&file).unwrap().unwrap(), b"mine");
         assert_eq!(root.read(&root.path().join("missing")).unwrap(), None);
+    }
+
+    #[test]
+    fn a_shared_folder_is_never_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
+        let err = PrivateRoot::new(dir.path())
+            .ensure_dir(dir.path())
+            .unwrap_err();
+        assert!(err.to_string().contains("shared folder"), "{err}");
+        assert_eq!(mode(dir.path()), 0o777, "its mode is left alone");
     }
 }

@@ -174,9 +174,7 @@ fn encoded_len(text: &[u8], want: u8) -> Option<usize> {
                         .then_some(slashes + 5)
                 }
                 b'x' => (hex_byte(rest.get(1..3)?)? == want).then_some(slashes + 3),
-                &c if c == want && matches!(want, b'/' | b'"' | b'\\' | b'\'') => {
-                    Some(slashes + 1)
-                }
+                &c if c == want && matches!(want, b'/' | b'"' | b'\\' | b'\'') => Some(slashes + 1),
                 _ => None,
             }
         }
@@ -195,7 +193,9 @@ fn is_char_boundary(text: &[u8], at: usize) -> bool {
 
 /// How many bytes the first `chars` characters of `text` take (all of it when shorter).
 fn prefix_bytes(text: &str, chars: usize) -> usize {
-    text.char_indices().nth(chars).map_or(text.len(), |(i, _)| i)
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i)
 }
 
 /// The secret as it shows inside base64 text, at each of the three alignments it can
@@ -255,10 +255,7 @@ mod tests {
 
     #[test]
     fn the_raw_value_is_cut() {
-        assert_eq!(
-            redact(&format!("key={KEY}; done")),
-            "key=[redacted]; done"
-        );
+        assert_eq!(redact(&format!("key={KEY}; done")), "key=[redacted]; done");
         assert_eq!(redact(KEY), REDACTED);
     }
 
@@ -283,10 +280,7 @@ mod tests {
 
     #[test]
     fn url_encoded_forms_are_cut() {
-        assert_cut(&format!(
-            "GET /v1?key={}&x=1",
-            KEY.replace('-', "%2D")
-        ));
+        assert_cut(&format!("GET /v1?key={}&x=1", KEY.replace('-', "%2D")));
         let all: String = KEY.bytes().map(|b| format!("%{b:02x}")).collect();
         assert_cut(&format!("https://example.invalid/?k={all}"));
     }

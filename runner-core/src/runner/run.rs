@@ -61,7 +61,7 @@ impl Supervisor {
         events: mpsc::Sender<Event>,
         stops: mpsc::Receiver<StopRequest>,
     ) -> Self {
-        let files = RunFiles::new(shared.home.run_dir(&record.session_id));
+        let files = RunFiles::in_home(&shared.home, &record.session_id);
         Self {
             seq: EventSequence::continuing(record.session_id, record.last_seq),
             shared,
@@ -115,7 +115,24 @@ impl Supervisor {
         let key = self.record.repo_key.clone();
         self.profile = memory.detect_profile(&self.record.worktree_path);
         match memory.notes_for_prompt(&key).await {
-            Ok(notes) if !notes.trim().is_empty() => self.request.notes = Some(notes),
+            Ok(notes) if !notes.trim().is_empty() => {
+                let framed = super::notes::frame(&notes);
+                match self
+                    .files
+                    .write_private(super::notes::NOTES_FILE, framed.as_bytes())
+                {
+                    Ok(path) => {
+                        self.request.notes = Some(framed);
+                        self.request.notes_file = Some(path);
+                    }
+                    Err(e) => {
+                        self.note(format!(
+                            "repo memory: cannot write the notes for the agent ({e}); it runs without them"
+                        ))
+                        .await
+                    }
+                }
+            }
             Ok(_) => {}
             Err(e) => {
                 self.note(format!("repo memory: cannot read the notes: {e}"))
@@ -137,12 +154,7 @@ impl Supervisor {
                 Some(value.clone())
             })
             .collect();
-        match std::fs::create_dir_all(self.files.dir()).and_then(|()| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(self.files.transcript())
-        }) {
+        match self.files.open_transcript() {
             Ok(file) => self.transcript = Some(std::io::BufWriter::new(file)),
             Err(e) => self.note(format!("cannot open the transcript: {e}")).await,
         }
@@ -342,7 +354,10 @@ impl Supervisor {
             session_id: self.record.session_id,
             prompt: self.redactor.redact_string(self.request.prompt.clone()),
             branch: self.record.branch.clone(),
-            result: finished.result.as_deref().map(|r| self.redactor.redact_string(r.to_owned())),
+            result: finished
+                .result
+                .as_deref()
+                .map(|r| self.redactor.redact_string(r.to_owned())),
             diff_stat: diff.stat.clone(),
             finished_at: crate::now_rfc3339(),
         };
@@ -580,7 +595,7 @@ fn human(d: Duration) -> String {
 /// stop() for a run supervised by another process (or by none, after a crash).
 pub(super) async fn stop_from_elsewhere(shared: &Shared, record: &SessionRecord) -> Result<()> {
     let id = record.session_id;
-    let files = RunFiles::new(shared.home.run_dir(&id));
+    let files = RunFiles::in_home(&shared.home, &id);
     files.request_stop()?;
     let grace = shared.settings.stop_grace;
     // Looked at before the agent is ended: once it is, a live supervisor finishes the
