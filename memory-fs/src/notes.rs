@@ -108,13 +108,12 @@ pub fn set_outcome(notes: &str, branch: &str, outcome: &str) -> Option<String> {
     let (start, end) = starts
         .windows(2)
         .map(|w| (w[0], w[1]))
-        .filter(|&(start, end)| {
+        .rfind(|&(start, end)| {
             notes[start..end]
                 .lines()
                 .next()
                 .is_some_and(|heading| heading.starts_with(HEADING) && heading.ends_with(branch))
-        })
-        .next_back()?;
+        })?;
     let body: Vec<&str> = notes[start..end]
         .trim_end()
         .lines()

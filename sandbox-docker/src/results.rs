@@ -106,7 +106,7 @@ mod tests {
         write(home.path(), &id, &result).unwrap();
         let dir = runs_dir(home.path(), &id);
         assert_eq!(mode(&dir), 0o700);
-        assert_eq!(mode(&dir.parent().unwrap()), 0o700);
+        assert_eq!(mode(dir.parent().unwrap()), 0o700);
         assert_eq!(mode(&result_path(&dir, n)), 0o600);
 
         let elsewhere = tempfile::tempdir().unwrap();
