@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use futures::StreamExt;
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentKind, EventBody, Runner, SessionId, StartOptions};
+use runner_core::{AgentName, EventBody, Runner, SessionId, StartOptions};
 use support::{World, new_id};
 
 fn options(world: &World, id: SessionId) -> StartOptions {
@@ -19,7 +19,7 @@ fn options(world: &World, id: SessionId) -> StartOptions {
         id,
         &world.repo,
         runner_fake::demo_repo::PROMPT,
-        AgentKind::Fake,
+        AgentName::parse("fake").unwrap(),
     )
 }
 
@@ -243,7 +243,7 @@ async fn a_repo_inside_a_codehands_worktree_is_refused() {
                 new_id(),
                 &repo,
                 "Nested run",
-                AgentKind::Fake,
+                AgentName::parse("fake").unwrap(),
             ))
             .await
             .err()

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use base64::Engine;
 use futures::StreamExt;
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentKind, EventBody, MemoryStore, Runner, RunnerSettings, StartOptions};
+use runner_core::{AgentName, EventBody, MemoryStore, Runner, RunnerSettings, StartOptions};
 use support::{World, new_id, types};
 
 /// The secret given to the agent, under a name that says it is one.
@@ -85,7 +85,12 @@ fn leaking_runner(world: &World, script: &str) -> runner_core::LocalRunner {
 }
 
 fn options(world: &World, id: runner_core::SessionId) -> StartOptions {
-    StartOptions::new(id, &world.repo, "Print your key.", AgentKind::Fake)
+    StartOptions::new(
+        id,
+        &world.repo,
+        "Print your key.",
+        AgentName::parse("fake").unwrap(),
+    )
 }
 
 #[tokio::test]
