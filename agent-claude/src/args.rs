@@ -140,8 +140,18 @@ pub(crate) fn build(
         }
         args.push(format!("--model={model}").into());
     }
-    if let Some(notes) = request.notes.as_deref().filter(|n| !n.trim().is_empty()) {
-        args.push(format!("--append-system-prompt={notes}").into());
+    // The notes hold earlier prompts: never on argv, which every local user can read.
+    // They go in through the runner's private file, or else ahead of the prompt on stdin.
+    let notes = request.notes.as_deref().filter(|n| !n.trim().is_empty());
+    let mut notes_on_stdin = None;
+    match (&request.notes_file, notes) {
+        (Some(file), _) => {
+            let mut arg = OsString::from("--append-system-prompt-file=");
+            arg.push(file);
+            args.push(arg);
+        }
+        (None, Some(notes)) => notes_on_stdin = Some(notes),
+        (None, None) => {}
     }
     args.extend(extra_args.iter().cloned());
 
@@ -162,9 +172,18 @@ pub(crate) fn build(
         args,
         env,
         // Claude Code reads stdin to its end: the prompt's lines, then stdin is closed.
-        stdin: prompt.split('\n').map(str::to_owned).collect(),
+        stdin: stdin_lines(notes_on_stdin, prompt),
         close_stdin: StdinClose::AfterWrite,
     })
+}
+
+/// The lines of stdin: the notes (when there is no file for them), a blank line, the prompt.
+fn stdin_lines(notes: Option<&str>, prompt: &str) -> Vec<String> {
+    let text = match notes {
+        Some(notes) => format!("{notes}\n\n{prompt}"),
+        None => prompt.to_owned(),
+    };
+    text.split('\n').map(str::to_owned).collect()
 }
 
 /// The allow list: the file tools, and Bash for exactly the repo's test command.

@@ -117,27 +117,21 @@ async fn the_requests_carry_the_provider_key_model_notes_and_prompt() {
     let body = request.json().unwrap();
     assert_eq!(body["model"], "scripted-model");
     let input = body["input"].as_array().unwrap();
-    let developer_texts: Vec<&str> = input
-        .iter()
-        .filter(|i| i["role"] == "developer")
-        .flat_map(|i| i["content"].as_array().into_iter().flatten())
-        .filter_map(|c| c["text"].as_str())
-        .collect();
-    assert!(
-        developer_texts.contains(&"Use two spaces for indentation."),
-        "the notes are developer instructions: {developer_texts:?}"
-    );
     let user_texts: Vec<&str> = input
         .iter()
         .filter(|i| i["role"] == "user")
         .flat_map(|i| i["content"].as_array().into_iter().flatten())
         .filter_map(|c| c["text"].as_str())
         .collect();
+    // Notes hold earlier prompts, so they never go on argv: they come ahead of the prompt
+    // on stdin, in the same user message.
     assert!(
         user_texts
             .iter()
-            .any(|t| t.trim() == "Fix the month in src/date.js. Run the tests to check."),
-        "the prompt came from stdin, whole: {user_texts:?}"
+            .any(|t| t.starts_with("Use two spaces for indentation.")
+                && t.trim_end()
+                    .ends_with("Fix the month in src/date.js. Run the tests to check.")),
+        "the notes, then the prompt, came from stdin, whole: {user_texts:?}"
     );
 }
 
@@ -160,7 +154,9 @@ async fn a_multi_line_prompt_that_looks_like_flags_arrives_whole() {
         .filter_map(|c| c["text"].as_str().map(str::to_owned))
         .collect();
     assert!(
-        texts.iter().any(|t| t.trim() == scenario.prompt),
+        texts
+            .iter()
+            .any(|t| t.trim_end().ends_with(scenario.prompt)),
         "the prompt is text, not flags: {texts:?}"
     );
 }

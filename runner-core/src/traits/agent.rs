@@ -63,8 +63,13 @@ pub struct AgentRequest {
     pub model: Option<String>,
     /// The budget for this run, US dollars: positive and finite (see [`AgentRequest::check`]).
     pub budget_usd: f64,
-    /// Repo notes to add to the system prompt (already capped for the prompt).
+    /// Repo notes to add to the system prompt (already capped, framed as data and fenced
+    /// by the runner). They hold earlier prompts: an adapter never puts them on argv,
+    /// where any local user can read them (`/proc/<pid>/cmdline`).
     pub notes: Option<String>,
+    /// The same notes in a private file (0600, in the run's folder), written by the runner
+    /// for agents that read a system-prompt addition from a file.
+    pub notes_file: Option<PathBuf>,
     /// The repo's test command, which the agent may run.
     pub test_command: Option<String>,
     /// Set for a resume: the agent's own session or thread id from the first run.
