@@ -38,6 +38,8 @@ const FIXED_ENV: &[(&str, &str)] = &[
     ("PYTHONUNBUFFERED", "1"),
     // mini's console wraps at 80 columns when stdout is not a terminal.
     ("COLUMNS", "4096"),
+    // A crash prints Python's plain traceback on stderr, not a panel as wide as COLUMNS.
+    ("TYPER_STANDARD_TRACEBACK", "1"),
 ];
 
 /// What the task says before the repo notes, when there are notes.

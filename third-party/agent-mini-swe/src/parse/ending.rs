@@ -71,7 +71,7 @@ pub(super) fn ending(
             failed: failed(
                 FailureKind::BudgetExhausted,
                 format!(
-                    "mini-swe-agent stopped at its limit: US${:.4} spent of US${}; raise the budget to let it go on",
+                    "mini-swe-agent stopped at its limit: US${} spent of US${}; raise the budget to let it go on",
                     spent.unwrap_or(0.0),
                     limit.map_or_else(|| "?".to_owned(), |l| l.to_string()),
                 ),
@@ -101,13 +101,13 @@ pub(super) fn ending(
             };
             let hint = match state {
                 Some(ProviderState::AuthExpired) => {
-                    "; check the provider's key (OPENAI_API_KEY or the one the model's provider reads)"
+                    "check the provider's key (OPENAI_API_KEY, or the one the model's provider reads)"
                 }
-                Some(ProviderState::RateLimited | ProviderState::Down) => "; try again later",
+                Some(ProviderState::RateLimited | ProviderState::Down) => "try again later",
                 Some(ProviderState::UsageLimit | ProviderState::SubscriptionInactive) => {
-                    "; check the provider account's plan and billing"
+                    "check the provider account's plan and billing"
                 }
-                None => "; the agent's stderr has the traceback",
+                None => "the agent's stderr has the traceback",
             };
             let what = if text.is_empty() {
                 exception.to_owned()
@@ -124,7 +124,7 @@ pub(super) fn ending(
                 }),
                 failed: failed(
                     reason,
-                    format!("mini-swe-agent ended on {exception}: {what}{hint}"),
+                    format!("mini-swe-agent ended on {exception}: {what} ({hint})"),
                 ),
             }
         }
@@ -170,7 +170,7 @@ mod tests {
     fn mini_s_own_stops() {
         let spent = ending("LimitsExceeded", "LimitsExceeded", Some(0.61), Some(0.5));
         assert_eq!(spent.failed.reason, FailureKind::BudgetExhausted);
-        assert!(spent.failed.message.contains("US$0.6100 spent of US$0.5"));
+        assert!(spent.failed.message.contains("US$0.61 spent of US$0.5"));
         assert_eq!(spent.failed.cost_usd, Some(0.61));
         assert_eq!(
             ending("RepeatedFormatError", "", None, None).failed.reason,

@@ -13,7 +13,7 @@
 //! | `assistant` text | `message` |
 //! | `assistant` `extra.actions` (the commands mini runs, by tool call id) | `command.started` each |
 //! | `tool` (by `tool_call_id`) | `command.finished` with `extra.returncode` and `extra.raw_output`, plus `test.result` for a test run |
-//! | `user` with `extra.interrupt_type` (`FormatError`: no usable command) | `message` (role system) |
+//! | `user` with `extra.interrupt_type` (`FormatError`: no usable command) | `message` (role system) with the `<error>` it holds |
 //! | `exit` with `exit_status` `Submitted` | `task.finished`: the submission, else the last text; the cost when litellm priced the model; the tokens summed from every response's `usage`; the model calls as `numTurns` |
 //! | `exit` with another status | `provider.status` when it names provider trouble, then `task.failed` (see `ending.rs`) |
 //! | a line outside a document | skipped when it is mini's or litellm's known chatter or JSON, else `message` (role system) |
@@ -50,6 +50,9 @@ const CHATTER: &[&str] = &[
     "Saved trajectory to ",
     // litellm's hint when it cannot price a model (mini goes on at $0).
     "Provider List: https://docs.litellm.ai/docs/providers",
+    // litellm's footer to an error, which the trajectory's exit message then holds.
+    "Give Feedback / Get Help: https://github.com/BerriAI/litellm/issues/new",
+    "LiteLLM.Info: If you need to debug this error, use `litellm.turn_on_debug()'.",
 ];
 
 /// Token counts summed over the run's model responses.
@@ -153,7 +156,7 @@ impl MiniParser {
             "assistant" => self.assistant(message),
             "tool" => self.tool(message),
             "user" => match &message.extra.interrupt_type {
-                Some(kind) => vec![system(format!("{kind}: {}", message.text().trim()))],
+                Some(kind) => vec![system(format!("{kind}: {}", interruption(&message.text())))],
                 // The task, in mini's template.
                 None => Vec::new(),
             },
@@ -318,6 +321,15 @@ fn finished(
     })];
     events.extend(test.map(EventBody::TestResult));
     events
+}
+
+/// What a message mini wrote to the model says, for a person: the part inside
+/// `<error>…</error>` when there is one (the rest is guidance for the model).
+fn interruption(text: &str) -> &str {
+    text.split_once("<error>")
+        .and_then(|(_, rest)| rest.split_once("</error>"))
+        .map_or(text, |(error, _)| error)
+        .trim()
 }
 
 fn message_text(content: &Value) -> String {

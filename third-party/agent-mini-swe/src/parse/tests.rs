@@ -182,14 +182,14 @@ fn an_authentication_error_is_a_provider_status_and_a_failure() {
 #[test]
 fn a_format_error_is_said_and_the_run_goes_on() {
     let mut messages = start();
-    messages.push(json!({ "role": "user", "content": "Tool call error: no tool calls", "extra": { "interrupt_type": "FormatError" } }));
+    messages.push(json!({ "role": "user", "content": "Tool call error:\n\n<error>\nNo tool calls found.\n</error>\n\nHere is general guidance", "extra": { "interrupt_type": "FormatError" } }));
     let events = events_of(&stdout_of(&[trajectory(&messages, 0.0, 1)]));
     assert_eq!(types(&events), ["task.started", "message"]);
     let EventBody::Message(said) = &events[1] else {
         panic!()
     };
     assert_eq!(said.role, MessageRole::System);
-    assert_eq!(said.text, "FormatError: Tool call error: no tool calls");
+    assert_eq!(said.text, "FormatError: No tool calls found.");
 }
 
 #[test]
