@@ -45,6 +45,14 @@ mod parse;
 
 use std::path::{Path, PathBuf};
 
+use runner_core::{
+    Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
+    VersionProbe,
+};
+
+/// The name this agent is registered under.
+pub const NAME: &str = "mini-swe-agent";
+
 /// The provider variables mini may receive from the caller's environment: the
 /// OpenAI-compatible and Anthropic base URLs and keys litellm reads, and mini's
 /// default model.
@@ -92,17 +100,59 @@ impl MiniSweAgent {
     pub fn program(&self) -> &Path {
         &self.program
     }
+}
 
-    /// The invocation of one run (what [`runner_core::Agent::invocation`] returns).
-    fn build(
-        &self,
-        request: &runner_core::AgentRequest,
-    ) -> runner_core::Result<runner_core::Invocation> {
+impl Agent for MiniSweAgent {
+    fn name(&self) -> AgentName {
+        AgentName::parse(NAME).expect("the crate's name is a valid agent name")
+    }
+
+    fn capabilities(&self) -> AgentCapabilities {
+        AgentCapabilities {
+            resume: false,
+            // mini stops at its cost limit (see "Budget" above).
+            budget: true,
+        }
+    }
+
+    fn provider_env(&self) -> Vec<String> {
+        PROVIDER_ENV.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    /// mini has no `--version`. The Python of the venv the program lives in (links
+    /// followed, as pipx makes them) reads the installed package's version without
+    /// importing it; a `mini` found otherwise prints its version in the banner of `--help`.
+    fn version_probe(&self) -> Option<VersionProbe> {
+        let tested = Some(install::VERSION.to_owned());
+        let python = std::fs::canonicalize(&self.program)
+            .ok()
+            .as_deref()
+            .and_then(Path::parent)
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map(|dir| dir.join("python"))
+            .filter(|python| python.is_file());
+        Some(match python {
+            Some(python) => VersionProbe {
+                program: python,
+                args: vec![
+                    "-c".into(),
+                    "import importlib.metadata as m; print(m.version('mini-swe-agent'))".into(),
+                ],
+                tested,
+            },
+            None => VersionProbe {
+                program: self.program.clone(),
+                args: vec!["--help".into()],
+                tested,
+            },
+        })
+    }
+
+    fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
         args::build(&self.program, self.config_dir.as_deref(), request)
     }
 
-    /// A fresh parser for one run.
-    fn new_parser() -> Box<dyn runner_core::AgentParser> {
+    fn parser(&self) -> Box<dyn AgentParser> {
         Box::new(parse::MiniParser::default())
     }
 }

@@ -17,7 +17,7 @@ fn replay(name: &str) -> Vec<EventBody> {
     let text = std::fs::read_to_string(fixtures().join(format!("{name}.jsonl"))).expect("fixture");
     let mut parser = MiniSweAgent::without_config("mini").parser();
     let mut events: Vec<EventBody> = text.lines().flat_map(|l| parser.parse_line(l)).collect();
-    events.extend(parser.finish());
+    events.extend(parser.finish(Some(0)));
     events
 }
 

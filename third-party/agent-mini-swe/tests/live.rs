@@ -28,7 +28,7 @@ fn types_of(lines: impl IntoIterator<Item = String>) -> Vec<&'static str> {
         .flat_map(|l| parser.parse_line(&l))
         .map(|e| e.type_name())
         .collect();
-    types.extend(parser.finish().iter().map(EventBody::type_name));
+    types.extend(parser.finish(Some(0)).iter().map(EventBody::type_name));
     types
 }
 

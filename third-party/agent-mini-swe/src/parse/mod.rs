@@ -89,7 +89,10 @@ impl AgentParser for MiniParser {
         events
     }
 
-    fn finish(&mut self) -> Vec<EventBody> {
+    /// Owes the commands still open and a trajectory cut short. It never ends the
+    /// run itself: without an `exit` message mini stopped before it could say why,
+    /// and the runner's `no_result` failure carries its stderr (the traceback).
+    fn finish(&mut self, _exit_code: Option<i32>) -> Vec<EventBody> {
         let mut events = Vec::new();
         if let Some(piece) = self.splitter.finish() {
             events.extend(self.piece(piece));

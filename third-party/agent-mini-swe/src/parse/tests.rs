@@ -18,7 +18,7 @@ fn stdout_of(trajectories: &[Value]) -> Vec<String> {
 fn events_of(lines: &[String]) -> Vec<EventBody> {
     let mut parser = MiniParser::default();
     let mut events: Vec<EventBody> = lines.iter().flat_map(|l| parser.parse_line(l)).collect();
-    events.extend(parser.finish());
+    events.extend(parser.finish(Some(0)));
     events
 }
 
@@ -249,7 +249,7 @@ fn lines_outside_the_trajectory() {
     assert_eq!(message.role, MessageRole::System);
     assert!(parser.parse_line("{").is_empty());
     assert!(parser.parse_line("  \"not\": \"closed\"").is_empty());
-    let cut = parser.finish();
+    let cut = parser.finish(Some(0));
     assert!(
         matches!(cut.as_slice(), [EventBody::Message(m)] if m.text.contains("cut short after 2 lines"))
     );
