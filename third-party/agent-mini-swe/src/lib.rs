@@ -17,15 +17,19 @@
 //!
 //! ## Safety
 //! mini-swe-agent has no permission system and no sandbox in its local mode: its
-//! only headless mode runs every command the model asks for, each in a fresh
-//! `bash` subshell in the worktree, as the user running codehands (the plain
+//! only headless mode runs every command the model asks for (its one tool is
+//! called `bash`), each in a fresh `/bin/sh -c` in the worktree, as the user
+//! running codehands (the plain
 //! `default` agent class, which never asks; mini's interactive `confirm` mode
 //! needs a person at a terminal). The adapter passes no flag that widens that: it
 //! is what the CLI requires to run without a person. What confines a run is the
 //! runner's: the environment built from scratch (the commands see the agent's
 //! environment, so the provider key among it), the process group it ends, and the
 //! review before anything is committed. Run it on repositories you would let a
-//! script run in. Repo notes go into the task text, never into the worktree.
+//! script run in. Repo notes go into the task text, never into the worktree, and
+//! mini's config files are named by absolute path: mini looks a relative `-c` up in
+//! its working directory first, so a file in the worktree could otherwise become
+//! its config (another model URL, another agent class).
 //!
 //! ## Budget
 //! The budget becomes mini's `cost_limit`: mini stops once the cost litellm
