@@ -1,11 +1,13 @@
 //! `cargo xtask agents`: fetches the pinned agent CLIs into the cache, checking the
 //! cache first. Claude Code 2.1.332 comes from the Python package
 //! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`;
-//! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`);
-//! mini-swe-agent 2.4.6 from PyPI into a venv of pinned packages (`agents/mini_swe.rs`).
+//! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`); Ruff, run
+//! as an agent through a profile file in the tests (see `agents/ruff.rs`); mini-swe-agent
+//! 2.4.6 from PyPI into a venv of pinned packages (`agents/mini_swe.rs`).
 
 mod codex;
 mod mini_swe;
+mod ruff;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,6 +41,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         );
     }
     codex::ensure()?;
+    ruff::ensure()?;
     mini_swe::ensure()
 }
 
@@ -162,7 +165,7 @@ fn find_wheel(folder: &Path) -> Result<PathBuf, String> {
 
 /// Unzips one member with Python's zipfile (a wheel is a zip; Python is already
 /// needed for pip), then makes it executable.
-fn extract_member(
+pub(super) fn extract_member(
     python: &[String],
     wheel: &Path,
     member: &str,

@@ -57,17 +57,7 @@ pub(crate) fn build(
             "mini-swe-agent cannot continue an earlier run: start a new session instead",
         ));
     }
-    let budget = request.budget_usd;
-    if !budget.is_finite() || budget <= 0.0 {
-        return Err(Error::invalid_input(format!(
-            "the budget must be a positive number of US dollars, not {budget}: pass for example 0.5"
-        )));
-    }
-    if request.prompt.trim().is_empty() {
-        return Err(Error::invalid_input(
-            "the prompt is empty: say what the agent should do",
-        ));
-    }
+    request.check()?;
     let model = model(request)?;
     let config_dir = config_dir.ok_or_else(|| {
         Error::new(
@@ -125,7 +115,7 @@ pub(crate) fn build(
     }
     let mut config = json!({
         "run": { "task": task },
-        "agent": { "cost_limit": budget },
+        "agent": { "cost_limit": request.budget_usd },
     });
     if let Some(model) = model {
         config["model"] = json!({ "model_name": model });

@@ -32,9 +32,7 @@ mod document;
 mod ending;
 mod wire;
 
-use runner_core::event::{
-    CommandFinished, CommandStarted, Message, MessageRole, TaskFinished, TaskStarted, TestResult,
-};
+use runner_core::event::{CommandStarted, Message, MessageRole, TaskFinished, TaskStarted};
 use runner_core::{AgentParser, EventBody, testrun};
 use serde_json::Value;
 
@@ -98,13 +96,13 @@ impl AgentParser for MiniParser {
             events.extend(self.piece(piece));
         }
         for (id, command) in std::mem::take(&mut self.pending) {
-            events.push(EventBody::CommandFinished(CommandFinished {
+            events.push(without_result(
                 command,
-                exit_code: None,
-                is_error: true,
-                output: "(the command did not finish before the agent ended)".to_owned(),
-                tool_use_id: id,
-            }));
+                None,
+                true,
+                "(the command did not finish before the agent ended)".to_owned(),
+                id,
+            ));
         }
         events
     }
@@ -264,7 +262,8 @@ impl MiniParser {
                     format!("(the run ended on {status} before this command's result)"),
                 ),
             };
-            events.extend(finished(command, exit_code, is_error, output, id));
+            // What these ran (if anything) is not known: no test result speaks of them.
+            events.push(without_result(command, exit_code, is_error, output, id));
         }
         let spent = Some(info.model_stats.instance_cost).filter(|c| *c > 0.0);
         if submitted {
@@ -295,35 +294,38 @@ impl MiniParser {
     }
 }
 
-/// A finished command, and its test result when it ran tests: passed needs exit
-/// code 0 and no failure in the output.
+/// A finished command, and its test result when it ran tests (runner-core's one rule).
 fn finished(
     command: String,
     exit_code: Option<i32>,
     is_error: bool,
     output: String,
-    id: Option<String>,
+    tool_use_id: Option<String>,
 ) -> Vec<EventBody> {
-    let test = testrun::is_test_command(&command).then(|| {
-        let verdict = testrun::read_output(&output);
-        TestResult {
-            command: command.clone(),
-            passed: !is_error && exit_code == Some(0) && !verdict.failed,
-            exit_code,
-            sandboxed: false,
-            summary: verdict.summary,
-            tool_use_id: id.clone(),
-        }
-    });
-    let mut events = vec![EventBody::CommandFinished(CommandFinished {
+    testrun::finished(testrun::RanCommand {
         command,
         exit_code,
         is_error,
         output,
-        tool_use_id: id,
-    })];
-    events.extend(test.map(EventBody::TestResult));
-    events
+        tool_use_id,
+    })
+}
+
+/// `command.finished` alone, for a command whose output mini did not keep.
+fn without_result(
+    command: String,
+    exit_code: Option<i32>,
+    is_error: bool,
+    output: String,
+    tool_use_id: Option<String>,
+) -> EventBody {
+    testrun::command_finished(testrun::RanCommand {
+        command,
+        exit_code,
+        is_error,
+        output,
+        tool_use_id,
+    })
 }
 
 /// What a message mini wrote to the model says, for a person: the part inside
