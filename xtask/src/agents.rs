@@ -2,9 +2,11 @@
 //! cache first. Claude Code 2.1.332 comes from the Python package
 //! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`;
 //! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`); Ruff, run
-//! as an agent through a profile file in the tests (see `agents/ruff.rs`).
+//! as an agent through a profile file in the tests (see `agents/ruff.rs`); mini-swe-agent
+//! 2.4.6 from PyPI into a venv of pinned packages (`agents/mini_swe.rs`).
 
 mod codex;
+mod mini_swe;
 mod ruff;
 
 use std::path::{Path, PathBuf};
@@ -39,7 +41,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         );
     }
     codex::ensure()?;
-    ruff::ensure()
+    ruff::ensure()?;
+    mini_swe::ensure()
 }
 
 /// The version `claude --version` prints (`2.1.332 (Claude Code)` → `2.1.332`).
@@ -138,7 +141,8 @@ pub(super) fn install_folder(staged: &Path, folder: &Path) -> Result<(), String>
     std::fs::rename(staged, folder).map_err(|e| format!("{}: {e}", folder.display()))
 }
 
-fn python() -> Vec<String> {
+/// The Python to run pip with: `python3`, else `python`.
+pub(super) fn python() -> Vec<String> {
     for candidate in ["python3", "python"] {
         if Command::new(candidate)
             .arg("--version")
