@@ -1,19 +1,19 @@
 //! Replays every recording of the real Claude Code through the adapter's parser
 //! and snapshots the events (temp paths, ids and clock times redacted).
 
-use std::path::{Path, PathBuf};
-
 use agent_claude::{ClaudeCode, Frame, JsonlDecoder};
+use agent_harness::Fixtures;
+use agent_harness::snapshot::without_durations;
 use runner_core::{Agent, EventBody};
 use serde_json::{Value, json};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+fn fixtures() -> Fixtures {
+    Fixtures::of(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The events of a fixture, each with the line it came from.
 fn replay(name: &str) -> Vec<(EventBody, String)> {
-    let bytes = std::fs::read(fixtures().join(format!("{name}.jsonl"))).expect("fixture");
+    let bytes = std::fs::read(fixtures().path(name)).expect("fixture");
     let mut decoder = JsonlDecoder::new();
     let mut frames = Vec::new();
     // Small chunks, so lines arrive in fragments as they do from a pipe.
@@ -73,36 +73,11 @@ fn check(name: &str) {
     insta::assert_json_snapshot!(name, value, {
         "[].payload.agentSessionId" => "[session]",
         "[].payload.resetsAt" => "[time]",
-        "[].payload.output" => insta::dynamic_redaction(|value, _| {
-            // Test runners print durations that change every run.
-            let text = value.as_str().unwrap_or_default();
-            let lines: Vec<String> = text.lines().map(|l| {
-                if l.contains("duration_ms") { "[duration line]".to_owned() } else { l.to_owned() }
-            }).collect();
-            insta::internals::Content::from(lines.join("\n"))
-        }),
+        "[].payload.output" => insta::dynamic_redaction(without_durations),
     });
 }
 
-macro_rules! fixture_tests {
-    ($($test:ident => $name:literal,)*) => {
-        $(#[test] fn $test() { check($name); })*
-
-        #[test]
-        fn every_fixture_has_a_snapshot_test() {
-            let mut tested = vec![$($name),*];
-            tested.sort_unstable();
-            let mut on_disk: Vec<String> = std::fs::read_dir(fixtures()).unwrap()
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter_map(|n| n.strip_suffix(".jsonl").map(str::to_owned))
-                .collect();
-            on_disk.sort_unstable();
-            assert_eq!(tested, on_disk);
-        }
-    };
-}
-
-fixture_tests! {
+agent_harness::fixture_tests! { check;
     edit_files => "edit-files",
     read_files => "read-files",
     npm_test_passing => "npm-test-passing",
@@ -128,19 +103,9 @@ fn types(name: &str) -> Vec<&'static str> {
 
 #[test]
 fn every_event_comes_from_a_line_of_the_recording() {
-    for entry in std::fs::read_dir(fixtures()).unwrap() {
-        let path = entry.unwrap().path();
-        let Some(name) = path
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .strip_suffix(".jsonl")
-        else {
-            continue;
-        };
-        let text = std::fs::read_to_string(&path).unwrap();
-        for (event, raw) in replay(name) {
+    for name in fixtures().names() {
+        let text = fixtures().text(&name);
+        for (event, raw) in replay(&name) {
             assert!(
                 text.lines().any(|l| l == raw),
                 "{name}: {} has a raw line that is in the recording",
@@ -298,7 +263,7 @@ fn tool_results_out_of_order_still_match_their_uses() {
     );
     // The recorded results came back Glob, Grep, Read: nothing is left pending.
     let mut parser = ClaudeCode::with_program("claude").parser();
-    let text = std::fs::read_to_string(fixtures().join("tool-results-out-of-order.jsonl")).unwrap();
+    let text = fixtures().text("tool-results-out-of-order");
     for line in text.lines() {
         parser.parse_line(line);
     }

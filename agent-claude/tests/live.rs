@@ -5,41 +5,31 @@
 
 mod scenarios;
 
-use std::path::PathBuf;
-
 use agent_claude::ClaudeCode;
-use runner_core::testkit::{agents::find_pinned, skip};
+use agent_harness::{Fixtures, Harness, npm_available, parse_lines};
+use runner_core::testkit::skip;
 use runner_core::{Agent, EventBody};
 
-fn claude() -> Option<PathBuf> {
-    let found = find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in);
+/// The adapter pointed at the installed Claude Code, or a skip (a failure under CI=true).
+fn claude() -> Option<ClaudeCode> {
+    let found = scenarios::installed();
     if found.is_none() {
         skip("Claude Code is not installed: run `cargo xtask agents` (or set CLAUDE_BIN)");
     }
-    found
+    found.map(ClaudeCode::with_program)
 }
 
 fn event_types(lines: &[String]) -> Vec<&'static str> {
-    let mut parser = ClaudeCode::with_program("claude").parser();
-    let mut types: Vec<&'static str> = lines
+    parse_lines(&ClaudeCode::with_program("claude"), lines, Some(0))
         .iter()
-        .flat_map(|l| parser.parse_line(l))
-        .map(|e| e.type_name())
-        .collect();
-    types.extend(parser.finish(Some(0)).iter().map(EventBody::type_name));
-    types
-}
-
-fn npm_available() -> bool {
-    std::process::Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+        .map(|(e, _)| e.type_name())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_runs_give_the_events_of_their_recordings() {
     let Some(claude) = claude() else { return };
+    let harness = Harness::new(&claude, &scenarios::provider_env);
     // Scenarios whose line order does not depend on tool timing.
     let mut names = vec![
         "edit-files",
@@ -57,13 +47,8 @@ async fn live_runs_give_the_events_of_their_recordings() {
     }
     for name in names {
         let scenario = scenarios::find(name).expect("a scenario");
-        let output = scenarios::run::run(&claude, &scenario).await.unwrap();
-        let recorded = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join(format!("tests/fixtures/{name}.jsonl")),
-        )
-        .unwrap();
-        let recorded: Vec<String> = recorded.lines().map(str::to_owned).collect();
+        let output = harness.run(&scenario).await.unwrap();
+        let recorded = Fixtures::of(env!("CARGO_MANIFEST_DIR")).lines(name);
         assert_eq!(
             event_types(&output.lines),
             event_types(&recorded),
@@ -76,6 +61,7 @@ async fn live_runs_give_the_events_of_their_recordings() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_arguments_reach_the_model_as_meant() {
     let Some(claude) = claude() else { return };
+    let harness = Harness::new(&claude, &scenarios::provider_env);
     let scenario = scenarios::find("retry-then-success").unwrap();
     let notes = "--Repo notes: indent with two spaces.";
     // The runner's private notes file, read through `--append-system-prompt-file`.
@@ -83,14 +69,15 @@ async fn the_arguments_reach_the_model_as_meant() {
     let notes_file = notes_dir.path().join("notes.md");
     std::fs::write(&notes_file, notes).unwrap();
     let prompt = "--dangerously-skip-permissions is only text here";
-    let output = scenarios::run::run_with(&claude, &scenario, |request| {
-        request.model = Some("claude-sonnet-4-5".into());
-        request.notes = Some(notes.into());
-        request.notes_file = Some(notes_file.clone());
-        request.prompt = prompt.into();
-    })
-    .await
-    .unwrap();
+    let output = harness
+        .run_with(&scenario, |request| {
+            request.model = Some("claude-sonnet-4-5".into());
+            request.notes = Some(notes.into());
+            request.notes_file = Some(notes_file.clone());
+            request.prompt = prompt.into();
+        })
+        .await
+        .unwrap();
     let bodies: Vec<serde_json::Value> = output
         .requests
         .iter()
@@ -114,7 +101,7 @@ async fn the_arguments_reach_the_model_as_meant() {
         output
             .requests
             .iter()
-            .all(|r| r.header("x-api-key") == Some("sk-ant-dummy-for-recordings"))
+            .all(|r| r.header("x-api-key") == Some(scenarios::DUMMY_KEY))
     );
     let mut parser = ClaudeCode::with_program("claude").parser();
     let started = output
@@ -142,10 +129,12 @@ async fn the_arguments_reach_the_model_as_meant() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_continues_our_session_id() {
     let Some(claude) = claude() else { return };
+    let harness = Harness::new(&claude, &scenarios::provider_env);
     let scenario = scenarios::find("retry-then-success").unwrap();
-    let first = scenarios::run::run(&claude, &scenario).await.unwrap();
+    let first = harness.run(&scenario).await.unwrap();
     let id = first.session_id;
-    let second = scenarios::run::resume(&claude, &scenario, first, "--and now the second part")
+    let second = harness
+        .resume(&scenario, first, "--and now the second part")
         .await
         .unwrap();
     assert_eq!(second.exit_code, Some(0), "stderr: {}", second.stderr);

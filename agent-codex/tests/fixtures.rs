@@ -2,50 +2,20 @@
 //! snapshots the events (temp paths, thread ids and the server's port redacted),
 //! then checks what each recording is there to show.
 
-use std::path::{Path, PathBuf};
-
 use agent_codex::Codex;
+use agent_harness::Fixtures;
+use agent_harness::snapshot::{redact_runs, without_durations};
+use runner_core::EventBody;
 use runner_core::event::FailureKind;
-use runner_core::{Agent, EventBody};
 use serde_json::{Value, json};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+fn fixtures() -> Fixtures {
+    Fixtures::of(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The events of a fixture, each with the line it came from.
 fn replay(name: &str) -> Vec<(EventBody, String)> {
-    let text = std::fs::read_to_string(fixtures().join(format!("{name}.jsonl"))).expect("fixture");
-    let mut parser = Codex::with_program("codex").parser();
-    let mut events = Vec::new();
-    for line in text.lines() {
-        for event in parser.parse_line(line) {
-            events.push((event, line.to_owned()));
-        }
-    }
-    for event in parser.finish(Some(0)) {
-        events.push((event, String::new()));
-    }
-    events
-}
-
-/// Replaces every `<prefix><run of chars allowed by keep>` with `with`.
-fn redact_runs(text: &str, prefix: &str, keep: fn(char) -> bool, with: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(prefix) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + prefix.len()..];
-        let len: usize = after
-            .chars()
-            .take_while(|c| keep(*c))
-            .map(char::len_utf8)
-            .sum();
-        out.push_str(with);
-        rest = &after[len..];
-    }
-    out.push_str(rest);
-    out
+    fixtures().replay(&Codex::with_program("codex"), name)
 }
 
 /// The events as JSON, with the temp folder and the server's port made stable.
@@ -66,36 +36,11 @@ fn check(name: &str) {
     let value = snapshot_value(name);
     insta::assert_json_snapshot!(name, value, {
         "[].payload.agentSessionId" => "[thread]",
-        "[].payload.output" => insta::dynamic_redaction(|value, _| {
-            // Test runners print durations that change every run.
-            let text = value.as_str().unwrap_or_default();
-            let lines: Vec<String> = text.lines().map(|l| {
-                if l.contains("duration_ms") { "[duration line]".to_owned() } else { l.to_owned() }
-            }).collect();
-            insta::internals::Content::from(lines.join("\n"))
-        }),
+        "[].payload.output" => insta::dynamic_redaction(without_durations),
     });
 }
 
-macro_rules! fixture_tests {
-    ($($test:ident => $name:literal,)*) => {
-        $(#[test] fn $test() { check($name); })*
-
-        #[test]
-        fn every_fixture_has_a_snapshot_test() {
-            let mut tested = vec![$($name),*];
-            tested.sort_unstable();
-            let mut on_disk: Vec<String> = std::fs::read_dir(fixtures()).unwrap()
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter_map(|n| n.strip_suffix(".jsonl").map(str::to_owned))
-                .collect();
-            on_disk.sort_unstable();
-            assert_eq!(tested, on_disk);
-        }
-    };
-}
-
-fixture_tests! {
+agent_harness::fixture_tests! { check;
     write_file => "write-file",
     run_command => "run-command",
     failing_test => "failing-test",
@@ -124,18 +69,8 @@ fn payloads(name: &str, type_name: &str) -> Vec<Value> {
 
 #[test]
 fn every_run_starts_with_its_thread_id_and_ends_once() {
-    for entry in std::fs::read_dir(fixtures()).unwrap() {
-        let path = entry.unwrap().path();
-        let Some(name) = path
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .strip_suffix(".jsonl")
-        else {
-            continue;
-        };
-        let events = replay(name);
+    for name in fixtures().names() {
+        let events = replay(&name);
         let EventBody::TaskStarted(started) = &events[0].0 else {
             panic!("{name}: starts with task.started: {:?}", events[0].0)
         };
@@ -150,7 +85,7 @@ fn every_run_starts_with_its_thread_id_and_ends_once() {
             events.last().unwrap().0.is_terminal(),
             "{name}: it is the last"
         );
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = fixtures().text(&name);
         for (event, raw) in &events {
             assert!(
                 text.lines().any(|l| l == raw),
@@ -248,8 +183,8 @@ fn a_failing_command_is_an_error_and_a_sandbox_refusal_shows_in_no_event() {
     // Codex 0.163.0 prints no item for the `touch /etc/…` its sandbox refused, and still
     // completes the turn: the run finishes.
     assert!(
-        !std::fs::read_to_string(fixtures().join("failing-command.jsonl"))
-            .unwrap()
+        !fixtures()
+            .text("failing-command")
             .contains("/etc/codehands-probe")
     );
     assert_eq!(types("failing-command").last(), Some(&"task.finished"));

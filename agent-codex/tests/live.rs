@@ -3,52 +3,42 @@
 //! requests show what the adapter's arguments promise (the provider, the key from
 //! the env, the model, the notes, the prompt from stdin).
 
-#[path = "scenarios/mod.rs"]
 mod scenarios;
 
 use agent_codex::Codex;
-use runner_core::{Agent, EventBody};
+use agent_harness::{Fixtures, Harness, parse_lines};
+use runner_core::EventBody;
 
-fn codex() -> Option<std::path::PathBuf> {
-    let found =
-        runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
+/// The adapter pointed at the installed Codex, or a skip (a failure under CI=true).
+fn codex() -> Option<Codex> {
+    let found = scenarios::installed();
     if found.is_none() {
         runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
     }
-    found
+    found.map(Codex::with_program)
 }
 
 fn types_of(lines: impl IntoIterator<Item = String>) -> Vec<&'static str> {
-    let mut parser = Codex::with_program("codex").parser();
-    let mut types: Vec<&'static str> = lines
-        .into_iter()
-        .flat_map(|l| parser.parse_line(&l))
-        .map(|e| e.type_name())
-        .collect();
-    types.extend(parser.finish(Some(0)).iter().map(EventBody::type_name));
-    types
+    parse_lines(&Codex::with_program("codex"), lines, Some(0))
+        .iter()
+        .map(|(e, _)| e.type_name())
+        .collect()
 }
 
 fn recorded(name: &str) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(format!("{name}.jsonl"));
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    Fixtures::of(env!("CARGO_MANIFEST_DIR")).lines(name)
 }
 
 #[tokio::test]
 async fn todays_runs_match_the_recordings() {
     let Some(codex) = codex() else { return };
+    let harness = Harness::new(&codex, &scenarios::provider_env);
     // `failing-command` is left out here: Codex 0.163.0 sometimes answers the model's second
     // command (the write outside the repo) and sometimes goes straight to the last turn, on
     // the same script; its own test below checks what holds either way.
     for name in ["write-file", "several-turns", "retry-then-success"] {
         let scenario = scenarios::find(name).unwrap();
-        let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+        let output = harness.run(&scenario).await.unwrap();
         assert_eq!(
             types_of(output.lines.clone()),
             types_of(recorded(name)),
@@ -69,8 +59,9 @@ async fn todays_runs_match_the_recordings() {
 #[tokio::test]
 async fn a_failing_command_is_a_failed_command_with_its_exit_code() {
     let Some(codex) = codex() else { return };
+    let harness = Harness::new(&codex, &scenarios::provider_env);
     let scenario = scenarios::find("failing-command").unwrap();
-    let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+    let output = harness.run(&scenario).await.unwrap();
     let mut parser = agent_codex::jsonl_parser();
     let events: Vec<EventBody> = output
         .lines
@@ -95,8 +86,9 @@ async fn a_failing_command_is_a_failed_command_with_its_exit_code() {
 #[tokio::test]
 async fn the_requests_carry_the_provider_key_model_notes_and_prompt() {
     let Some(codex) = codex() else { return };
+    let harness = Harness::new(&codex, &scenarios::provider_env);
     let scenario = scenarios::find("notes").unwrap();
-    let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+    let output = harness.run(&scenario).await.unwrap();
     assert_eq!(output.exit_code, Some(0), "{}", output.stderr);
     let responses: Vec<_> = output
         .requests
@@ -111,7 +103,7 @@ async fn the_requests_carry_the_provider_key_model_notes_and_prompt() {
     let request = responses[0];
     assert_eq!(
         request.header("authorization"),
-        Some("Bearer sk-dummy-for-recordings"),
+        Some(format!("Bearer {}", scenarios::DUMMY_KEY).as_str()),
         "the key comes from OPENAI_API_KEY (env_key), never from argv"
     );
     let body = request.json().unwrap();
@@ -138,11 +130,12 @@ async fn the_requests_carry_the_provider_key_model_notes_and_prompt() {
 #[tokio::test]
 async fn a_multi_line_prompt_that_looks_like_flags_arrives_whole() {
     let Some(codex) = codex() else { return };
-    let scenario = scenarios::Scenario {
+    let harness = Harness::new(&codex, &scenarios::provider_env);
+    let scenario = agent_harness::Scenario {
         prompt: "--dangerously-bypass-approvals-and-sandbox\n-c model_provider=\"evil\"\nfix it",
         ..scenarios::find("notes").unwrap()
     };
-    let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+    let output = harness.run(&scenario).await.unwrap();
     assert_eq!(output.exit_code, Some(0), "{}", output.stderr);
     let body = output.requests.last().unwrap().json().unwrap();
     let texts: Vec<String> = body["input"]

@@ -1,37 +1,53 @@
-//! The recording scenarios: a repo, a prompt and a model script each. Shared by
-//! `cargo xtask record claude <scenario>` and the tests that run the real binary,
-//! so a fixture can always be made again from the same definition.
+//! The recording scenarios of Claude Code: a repo, a prompt and a model script each, run
+//! with the `agent-harness` library. Used by `tests/record.rs` (`cargo xtask record claude
+//! <scenario>`) and by the tests that run the real binary, so a fixture can always be made
+//! again from the same definition.
 
-#![allow(dead_code)] // each includer uses part of it
+#![allow(dead_code)] // each test target uses part of it
 
-pub mod run;
+use std::path::{Path, PathBuf};
 
-use std::path::Path;
-
-use runner_fake::model_server::{Block, HttpError, Reply, Script, Turn, Usage};
+use agent_claude::ClaudeCode;
+use agent_harness::{Fixtures, Recorder, Scenario};
+use runner_core::Agent;
+use runner_fake::model_server::{Block, HttpError, ModelServer, Reply, Script, Turn, Usage};
 use serde_json::json;
 
-/// One scenario.
-pub struct Scenario {
-    /// The fixture's name: `agent-claude/tests/fixtures/<name>.jsonl`.
-    pub name: &'static str,
-    /// What it shows.
-    pub about: &'static str,
-    /// The prompt sent as the first stdin message.
-    pub prompt: &'static str,
-    /// Files of the repo's first commit.
-    pub files: &'static [(&'static str, &'static str)],
-    /// The repo's test command (allowed in Bash).
-    pub test_command: Option<&'static str>,
-    /// The run's budget.
-    pub budget_usd: f64,
-    /// Retries Claude Code makes on an API error (`CLAUDE_CODE_MAX_RETRIES`).
-    pub max_retries: u32,
-    /// Whether it needs `npm` on PATH.
-    pub needs_npm: bool,
-    /// The model's script, given the repo's absolute path.
-    pub script: fn(&Path) -> Script,
+/// The key the recordings use; the server accepts any.
+pub const DUMMY_KEY: &str = "sk-ant-dummy-for-recordings";
+
+/// The Claude Code under test: `CLAUDE_BIN`, else the pinned one `cargo xtask agents` fetched.
+pub fn installed() -> Option<PathBuf> {
+    runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
 }
+
+/// The provider variables that send Claude Code to the scripted server.
+pub fn provider_env(server: &ModelServer) -> Vec<(String, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL".into(), server.base_url()),
+        ("ANTHROPIC_API_KEY".into(), DUMMY_KEY.into()),
+    ]
+}
+
+/// What `tests/record.rs` checks and records.
+pub fn recorder() -> Recorder {
+    Recorder {
+        program: format!("Claude Code {}", agent_claude::pinned::VERSION),
+        record_name: "claude",
+        fixtures: Fixtures::of(env!("CARGO_MANIFEST_DIR")),
+        scenarios: all(),
+        agent: || {
+            let claude = installed().ok_or(
+                "Claude Code is not installed: run `cargo xtask agents` first, or set CLAUDE_BIN",
+            )?;
+            Ok(Box::new(ClaudeCode::with_program(claude)) as Box<dyn Agent>)
+        },
+        provider_env,
+    }
+}
+
+/// Retries Claude Code makes on an API error: one, so error runs stay short.
+const ONE_RETRY: &[(&str, &str)] = &[("CLAUDE_CODE_MAX_RETRIES", "1")];
 
 const DATE_JS: &str = "export function formatDate(date) {\n  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n}\n";
 
@@ -81,8 +97,10 @@ fn scenario(name: &'static str, about: &'static str, script: fn(&Path) -> Script
         prompt: "Fix the month in src/date.js. Run the tests to check.",
         files: BASE_FILES,
         test_command: Some("npm test"),
+        model: None,
+        notes: None,
         budget_usd: 0.5,
-        max_retries: 1,
+        extra_env: ONE_RETRY,
         needs_npm: false,
         script,
     }

@@ -1,36 +1,49 @@
-//! The recording scenarios: a repo, a prompt and a model script each. Shared by
-//! `cargo xtask record codex <scenario>` and the tests that run the real binary,
-//! so a fixture can always be made again from the same definition.
+//! The recording scenarios of Codex: a repo, a prompt and a model script each, run with
+//! the `agent-harness` library. Used by `tests/record.rs` (`cargo xtask record codex
+//! <scenario>`) and by the tests that run the real binary, so a fixture can always be made
+//! again from the same definition.
 
-#![allow(dead_code)] // each includer uses part of it
+#![allow(dead_code)] // each test target uses part of it
 
-pub mod run;
+use std::path::{Path, PathBuf};
 
-use std::path::Path;
-
-use runner_fake::model_server::{Block, HttpError, Script, Turn};
+use agent_codex::Codex;
+use agent_harness::{Fixtures, Recorder, Scenario};
+use runner_core::Agent;
+use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 
-/// One scenario.
-pub struct Scenario {
-    /// The fixture's name: `agent-codex/tests/fixtures/<name>.jsonl`.
-    pub name: &'static str,
-    /// What it shows.
-    pub about: &'static str,
-    /// The prompt, sent on stdin.
-    pub prompt: &'static str,
-    /// Files of the repo's first commit.
-    pub files: &'static [(&'static str, &'static str)],
-    /// The repo's test command.
-    pub test_command: Option<&'static str>,
-    /// The model name passed to Codex, if any.
-    pub model: Option<&'static str>,
-    /// Repo notes (they go ahead of the prompt on stdin).
-    pub notes: Option<&'static str>,
-    /// Whether it needs `npm` on PATH.
-    pub needs_npm: bool,
-    /// The model's script, given the repo's absolute path.
-    pub script: fn(&Path) -> Script,
+/// The key the recordings use; the server accepts any.
+pub const DUMMY_KEY: &str = "sk-dummy-for-recordings";
+
+/// The Codex under test: `CODEX_BIN`, else the pinned one `cargo xtask agents` fetched.
+pub fn installed() -> Option<PathBuf> {
+    runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in)
+}
+
+/// The provider variables that send Codex to the scripted server (OpenAI Responses).
+pub fn provider_env(server: &ModelServer) -> Vec<(String, String)> {
+    vec![
+        ("OPENAI_BASE_URL".into(), server.openai_base_url()),
+        ("OPENAI_API_KEY".into(), DUMMY_KEY.into()),
+    ]
+}
+
+/// What `tests/record.rs` checks and records.
+pub fn recorder() -> Recorder {
+    Recorder {
+        program: format!("Codex {}", agent_codex::pinned::VERSION),
+        record_name: "codex",
+        fixtures: Fixtures::of(env!("CARGO_MANIFEST_DIR")),
+        scenarios: all(),
+        agent: || {
+            let codex = installed().ok_or(
+                "Codex is not installed: run `cargo xtask agents` first, or set CODEX_BIN",
+            )?;
+            Ok(Box::new(Codex::with_program(codex)) as Box<dyn Agent>)
+        },
+        provider_env,
+    }
 }
 
 const DATE_JS: &str = "export function formatDate(date) {\n  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n}\n";
@@ -76,6 +89,8 @@ fn scenario(name: &'static str, about: &'static str, script: fn(&Path) -> Script
         // `apply_patch`) instead of its JavaScript code mode, and says so in a warning.
         model: Some("scripted-model"),
         notes: None,
+        budget_usd: 0.5,
+        extra_env: &[],
         needs_npm: false,
         script,
     }

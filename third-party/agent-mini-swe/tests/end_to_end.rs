@@ -3,7 +3,6 @@
 //! talking to the scripted model server, then approve (one commit on the
 //! session's branch) or reject (nothing left).
 
-#[path = "scenarios/mod.rs"]
 mod scenarios;
 
 use std::path::Path;
@@ -42,7 +41,7 @@ fn runner(root: &Path, agent: MiniSweAgent, server: &ModelServer) -> LocalRunner
             ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
             ("HOME".into(), agent_home.display().to_string()),
             ("OPENAI_BASE_URL".into(), server.openai_base_url()),
-            ("OPENAI_API_KEY".into(), scenarios::run::DUMMY_KEY.into()),
+            ("OPENAI_API_KEY".into(), scenarios::DUMMY_KEY.into()),
         ],
         ..RunnerSettings::default()
     };
@@ -113,7 +112,7 @@ async fn fix_run(runner: &LocalRunner, id: SessionId, repo: &Path) -> Vec<Event>
 async fn a_fix_by_mini_swe_agent_is_approved_as_one_commit_on_its_branch() {
     let Some(agent) = mini() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let repo = scenarios::run::make_repo(dir.path(), runner_fake::demo_repo::FILES).unwrap();
+    let repo = agent_harness::make_repo(dir.path(), runner_fake::demo_repo::FILES).unwrap();
     let server = ModelServer::start(fix_script()).await.unwrap();
     let runner = runner(dir.path(), agent, &server);
     let id = SessionId::new_random();
@@ -157,7 +156,7 @@ async fn a_fix_by_mini_swe_agent_is_approved_as_one_commit_on_its_branch() {
     assert_eq!(request.path, "/v1/chat/completions");
     assert_eq!(
         request.header("authorization"),
-        Some(format!("Bearer {}", scenarios::run::DUMMY_KEY).as_str()),
+        Some(format!("Bearer {}", scenarios::DUMMY_KEY).as_str()),
         "the key reached mini through the runner's environment"
     );
 
@@ -190,7 +189,7 @@ async fn a_fix_by_mini_swe_agent_is_approved_as_one_commit_on_its_branch() {
 async fn a_rejected_fix_leaves_nothing() {
     let Some(agent) = mini() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let repo = scenarios::run::make_repo(dir.path(), runner_fake::demo_repo::FILES).unwrap();
+    let repo = agent_harness::make_repo(dir.path(), runner_fake::demo_repo::FILES).unwrap();
     let server = ModelServer::start(fix_script()).await.unwrap();
     let runner = runner(dir.path(), agent, &server);
     let id = SessionId::new_random();

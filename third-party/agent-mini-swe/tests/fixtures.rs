@@ -1,43 +1,24 @@
 //! Replays every recording of the real mini-swe-agent through the adapter's
 //! parser and snapshots the events, then checks what each recording is there to show.
 
-use std::path::{Path, PathBuf};
-
+use agent_harness::Fixtures;
+use agent_harness::snapshot::{redact_runs, without_durations};
 use agent_mini_swe::MiniSweAgent;
+use runner_core::EventBody;
 use runner_core::event::{FailureKind, ProviderState};
-use runner_core::{Agent, EventBody};
 use serde_json::Value;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+fn fixtures() -> Fixtures {
+    Fixtures::of(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The events of a fixture.
 fn replay(name: &str) -> Vec<EventBody> {
-    let text = std::fs::read_to_string(fixtures().join(format!("{name}.jsonl"))).expect("fixture");
-    let mut parser = MiniSweAgent::without_config("mini").parser();
-    let mut events: Vec<EventBody> = text.lines().flat_map(|l| parser.parse_line(l)).collect();
-    events.extend(parser.finish(Some(0)));
-    events
-}
-
-/// Replaces every `<prefix><run of chars allowed by keep>` with `with`.
-fn redact_runs(text: &str, prefix: &str, keep: fn(char) -> bool, with: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(prefix) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + prefix.len()..];
-        let len: usize = after
-            .chars()
-            .take_while(|c| keep(*c))
-            .map(char::len_utf8)
-            .sum();
-        out.push_str(with);
-        rest = &after[len..];
-    }
-    out.push_str(rest);
-    out
+    fixtures()
+        .replay(&MiniSweAgent::without_config("mini"), name)
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect()
 }
 
 fn check(name: &str) {
@@ -46,36 +27,11 @@ fn check(name: &str) {
     let text = redact_runs(&text, "/tmp/.tmp", char::is_alphanumeric, "[tmp]");
     let events: Value = serde_json::from_str(&text).unwrap();
     insta::assert_json_snapshot!(name, events, {
-        "[].payload.output" => insta::dynamic_redaction(|value, _| {
-            // Test runners print durations that change every run.
-            let text = value.as_str().unwrap_or_default();
-            let lines: Vec<String> = text.lines().map(|l| {
-                if l.contains("duration_ms") { "[duration line]".to_owned() } else { l.to_owned() }
-            }).collect();
-            insta::internals::Content::from(lines.join("\n"))
-        }),
+        "[].payload.output" => insta::dynamic_redaction(without_durations),
     });
 }
 
-macro_rules! fixture_tests {
-    ($($test:ident => $name:literal,)*) => {
-        $(#[test] fn $test() { check($name); })*
-
-        #[test]
-        fn every_fixture_has_a_snapshot_test() {
-            let mut tested = vec![$($name),*];
-            tested.sort_unstable();
-            let mut on_disk: Vec<String> = std::fs::read_dir(fixtures()).unwrap()
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter_map(|n| n.strip_suffix(".jsonl").map(str::to_owned))
-                .collect();
-            on_disk.sort_unstable();
-            assert_eq!(tested, on_disk);
-        }
-    };
-}
-
-fixture_tests! {
+agent_harness::fixture_tests! { check;
     fix_and_submit => "fix-and-submit",
     two_commands_in_one_turn => "two-commands-in-one-turn",
     failing_test => "failing-test",
@@ -104,11 +60,7 @@ fn payloads(name: &str, type_name: &str) -> Vec<Value> {
 }
 
 fn fixture_names() -> Vec<String> {
-    std::fs::read_dir(fixtures())
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|n| n.strip_suffix(".jsonl").map(str::to_owned))
-        .collect()
+    fixtures().names()
 }
 
 #[test]

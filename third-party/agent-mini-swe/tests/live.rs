@@ -3,11 +3,10 @@
 //! requests show what the adapter promises (the key from the env, the model, the
 //! notes, the prompt from stdin exactly as written).
 
-#[path = "scenarios/mod.rs"]
 mod scenarios;
 
+use agent_harness::{Fixtures, Harness, RunOutput, parse_lines};
 use agent_mini_swe::MiniSweAgent;
-use runner_core::{Agent, EventBody};
 
 /// The installed mini-swe-agent, or a skip (a failure under CI=true).
 fn mini() -> Option<MiniSweAgent> {
@@ -22,29 +21,18 @@ fn mini() -> Option<MiniSweAgent> {
 }
 
 fn types_of(lines: impl IntoIterator<Item = String>) -> Vec<&'static str> {
-    let mut parser = MiniSweAgent::without_config("mini").parser();
-    let mut types: Vec<&'static str> = lines
-        .into_iter()
-        .flat_map(|l| parser.parse_line(&l))
-        .map(|e| e.type_name())
-        .collect();
-    types.extend(parser.finish(Some(0)).iter().map(EventBody::type_name));
-    types
-}
-
-fn recorded(name: &str) -> Vec<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(format!("{name}.jsonl"));
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
+    parse_lines(&MiniSweAgent::without_config("mini"), lines, Some(0))
+        .iter()
+        .map(|(e, _)| e.type_name())
         .collect()
 }
 
+fn recorded(name: &str) -> Vec<String> {
+    Fixtures::of(env!("CARGO_MANIFEST_DIR")).lines(name)
+}
+
 /// The user message mini sent first: the task in mini's template.
-fn task_message(output: &scenarios::run::RunOutput) -> String {
+fn task_message(output: &RunOutput) -> String {
     let body = output.requests[0].json().unwrap();
     body["messages"]
         .as_array()
@@ -59,9 +47,10 @@ fn task_message(output: &scenarios::run::RunOutput) -> String {
 #[tokio::test]
 async fn todays_runs_match_the_recordings() {
     let Some(mini) = mini() else { return };
+    let harness = Harness::new(&mini, &scenarios::provider_env);
     for name in ["fix-and-submit", "two-commands-in-one-turn", "error-401"] {
         let scenario = scenarios::find(name).unwrap();
-        let output = scenarios::run::run(&mini, &scenario).await.unwrap();
+        let output = harness.run(&scenario).await.unwrap();
         assert_eq!(
             types_of(output.lines.clone()),
             types_of(recorded(name)),
@@ -81,15 +70,16 @@ async fn todays_runs_match_the_recordings() {
 #[tokio::test]
 async fn the_requests_carry_the_key_model_and_notes() {
     let Some(mini) = mini() else { return };
+    let harness = Harness::new(&mini, &scenarios::provider_env);
     let scenario = scenarios::find("notes").unwrap();
-    let output = scenarios::run::run(&mini, &scenario).await.unwrap();
+    let output = harness.run(&scenario).await.unwrap();
     assert_eq!(output.exit_code, Some(0), "{}", output.stderr);
     assert_eq!(output.requests.len(), 1, "one model call");
     let request = &output.requests[0];
     assert_eq!(request.path, "/v1/chat/completions");
     assert_eq!(
         request.header("authorization"),
-        Some(format!("Bearer {}", scenarios::run::DUMMY_KEY).as_str()),
+        Some(format!("Bearer {}", scenarios::DUMMY_KEY).as_str()),
         "the key comes from OPENAI_API_KEY, never from argv"
     );
     let body = request.json().unwrap();
@@ -110,8 +100,9 @@ async fn the_requests_carry_the_key_model_and_notes() {
 #[tokio::test]
 async fn a_prompt_of_flags_and_template_syntax_arrives_as_written() {
     let Some(mini) = mini() else { return };
+    let harness = Harness::new(&mini, &scenarios::provider_env);
     let scenario = scenarios::find("prompt-as-text").unwrap();
-    let output = scenarios::run::run(&mini, &scenario).await.unwrap();
+    let output = harness.run(&scenario).await.unwrap();
     assert_eq!(output.exit_code, Some(0), "{}", output.stderr);
     let task = task_message(&output);
     assert!(

@@ -1,19 +1,23 @@
-//! The recording scenarios: a repo, a prompt and a model script each. Shared by
-//! `cargo xtask record mini-swe-agent <scenario>` and the tests that run the real
-//! program, so a fixture can always be made again from the same definition.
+//! The recording scenarios of mini-swe-agent: a repo, a prompt and a model script each,
+//! run with the `agent-harness` library. Used by `tests/record.rs` (`cargo xtask record
+//! mini-swe-agent <scenario>`) and by the tests that run the real program, so a fixture can
+//! always be made again from the same definition.
 
-#![allow(dead_code)] // each includer uses part of it
-
-pub mod run;
+#![allow(dead_code)] // each test target uses part of it
 
 use std::path::{Path, PathBuf};
 
+use agent_harness::{Fixtures, Recorder, Scenario};
 use agent_mini_swe::{MiniSweAgent, install};
-use runner_fake::model_server::{Block, HttpError, Script, Turn};
+use runner_core::Agent;
+use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 
 /// The variable naming an install folder to test instead of the cached one.
 pub const DIR_VAR: &str = "MINI_SWE_AGENT_DIR";
+
+/// The key the recordings use; the server accepts any.
+pub const DUMMY_KEY: &str = "sk-dummy-for-recordings";
 
 /// The mini-swe-agent under test: the install folder named by `MINI_SWE_AGENT_DIR`,
 /// else the one `cargo xtask agents` put in the cache, if it is there.
@@ -27,28 +31,30 @@ pub fn installed() -> Option<MiniSweAgent> {
         .then(|| MiniSweAgent::from_install(&folder))
 }
 
-/// One scenario.
-pub struct Scenario {
-    /// The fixture's name: `tests/fixtures/<name>.jsonl`.
-    pub name: &'static str,
-    /// What it shows.
-    pub about: &'static str,
-    /// The prompt, sent on stdin inside the run's config.
-    pub prompt: &'static str,
-    /// Files of the repo's first commit.
-    pub files: &'static [(&'static str, &'static str)],
-    /// The model, in litellm's naming.
-    pub model: &'static str,
-    /// Repo notes (they go into the task).
-    pub notes: Option<&'static str>,
-    /// The budget in US dollars (mini's cost limit).
-    pub budget_usd: f64,
-    /// Whether it needs `npm` on PATH.
-    pub needs_npm: bool,
-    /// Variables for this scenario only (mini's retry count, to keep error runs short).
-    pub extra_env: &'static [(&'static str, &'static str)],
-    /// The model's script, given the repo's absolute path.
-    pub script: fn(&Path) -> Script,
+/// The provider variables that send mini (through litellm) to the scripted server (OpenAI
+/// Chat Completions).
+pub fn provider_env(server: &ModelServer) -> Vec<(String, String)> {
+    vec![
+        ("OPENAI_BASE_URL".into(), server.openai_base_url()),
+        ("OPENAI_API_KEY".into(), DUMMY_KEY.into()),
+    ]
+}
+
+/// What `tests/record.rs` checks and records.
+pub fn recorder() -> Recorder {
+    Recorder {
+        program: format!("mini-swe-agent {}", install::VERSION),
+        record_name: "mini-swe-agent",
+        fixtures: Fixtures::of(env!("CARGO_MANIFEST_DIR")),
+        scenarios: all(),
+        agent: || {
+            let agent = installed().ok_or(format!(
+                "mini-swe-agent is not installed: run `cargo xtask agents` first, or set {DIR_VAR} to an install folder"
+            ))?;
+            Ok(Box::new(agent) as Box<dyn Agent>)
+        },
+        provider_env,
+    }
 }
 
 const DATE_JS: &str = "export function formatDate(date) {\n  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n}\n";
@@ -93,8 +99,9 @@ fn scenario(name: &'static str, about: &'static str, script: fn(&Path) -> Script
         about,
         prompt: "Fix the month in src/date.js. Run the tests to check.",
         files: BASE_FILES,
+        test_command: Some("npm test"),
         // `openai/` sends it to OPENAI_BASE_URL; litellm has no price for this name.
-        model: "openai/scripted-model",
+        model: Some("openai/scripted-model"),
         notes: None,
         budget_usd: 0.5,
         needs_npm: false,
@@ -224,7 +231,7 @@ pub fn all() -> Vec<Scenario> {
         },
         Scenario {
             // A name litellm can price, so mini counts a cost and stops at its limit.
-            model: "openai/gpt-4o-mini",
+            model: Some("openai/gpt-4o-mini"),
             budget_usd: 0.000_01,
             ..scenario(
                 "budget-exhausted",

@@ -1,0 +1,212 @@
+//! The `main` of each agent crate's `tests/record.rs` (a test target with
+//! `harness = false`): a check under `cargo test`, a recorder with `--record`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use runner_core::Agent;
+use runner_fake::model_server::ModelServer;
+
+use crate::fixtures::Fixtures;
+use crate::run::Harness;
+use crate::scenario::{Scenario, npm_available};
+
+/// An agent crate's recordings and how to make them again.
+///
+/// `cargo test --test record` (no arguments) checks that every scenario has its recording,
+/// every recording comes from a scenario, and every recording has its snapshot;
+/// `cargo test --test record -- --record <scenario>|all` runs the real program on the
+/// scenario and saves its stdout as the recording (read every line before committing it).
+pub struct Recorder {
+    /// The program and its pinned version, for the log: "Claude Code 2.1.332".
+    pub program: String,
+    /// The name `cargo xtask record` knows the agent by ("claude"); also the folder under
+    /// `target/recordings/` that gets the requests each recording sent.
+    pub record_name: &'static str,
+    /// The crate's recordings.
+    pub fixtures: Fixtures,
+    /// Every scenario.
+    pub scenarios: Vec<Scenario>,
+    /// The adapter pointed at the installed program, or what is missing and how to get it.
+    pub agent: fn() -> Result<Box<dyn Agent>, String>,
+    /// The provider variables that send the agent to the scripted server.
+    pub provider_env: fn(&ModelServer) -> Vec<(String, String)>,
+}
+
+impl Recorder {
+    /// Reads the command line and does what it asks: `--record <scenario>|all` records,
+    /// anything else (`cargo test` passes its own flags) checks.
+    pub fn main(self) -> ExitCode {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        match args.iter().position(|a| a == "--record") {
+            Some(at) => match args.get(at + 1) {
+                Some(which) => self.record(which),
+                None => {
+                    eprintln!("--record needs a scenario or `all`\n{}", self.names());
+                    ExitCode::from(2)
+                }
+            },
+            None => self.check(),
+        }
+    }
+
+    /// Every problem of the recordings on disk, each with what to do about it.
+    pub fn problems(&self) -> Vec<String> {
+        let fixtures = &self.fixtures;
+        let on_disk = fixtures.names();
+        let mut problems = Vec::new();
+        let mut seen = Vec::new();
+        for scenario in &self.scenarios {
+            if seen.contains(&scenario.name) {
+                problems.push(format!(
+                    "two scenarios are named `{}`: a name is its recording's file name",
+                    scenario.name
+                ));
+            }
+            seen.push(scenario.name);
+            if !on_disk.iter().any(|n| n == scenario.name) {
+                problems.push(format!(
+                    "scenario `{name}` has no recording {}: make it with `cargo xtask record {} {name}`",
+                    fixtures.shown(&fixtures.path(scenario.name)),
+                    self.record_name,
+                    name = scenario.name,
+                ));
+            }
+        }
+        for name in &on_disk {
+            if !seen.contains(&name.as_str()) {
+                problems.push(format!(
+                    "{} comes from no scenario in tests/scenarios/mod.rs, so it cannot be recorded again: add its scenario or remove it",
+                    fixtures.shown(&fixtures.path(name))
+                ));
+            }
+            let snapshot = fixtures.snapshot_path(name);
+            if !snapshot.is_file() {
+                problems.push(format!(
+                    "{} has no snapshot {}: add `{name}` to `fixture_tests!` in tests/fixtures.rs, run it and accept the snapshot (`cargo insta review`)",
+                    fixtures.shown(&fixtures.path(name)),
+                    fixtures.shown(&snapshot),
+                ));
+            }
+        }
+        problems
+    }
+
+    fn check(&self) -> ExitCode {
+        let problems = self.problems();
+        if problems.is_empty() {
+            println!(
+                "record: {} scenarios of {}, each recorded in tests/fixtures/ with its snapshot",
+                self.scenarios.len(),
+                self.program
+            );
+            return ExitCode::SUCCESS;
+        }
+        for problem in &problems {
+            eprintln!("error: {problem}");
+        }
+        ExitCode::FAILURE
+    }
+
+    fn names(&self) -> String {
+        let names: Vec<&str> = self.scenarios.iter().map(|s| s.name).collect();
+        format!(
+            "usage: cargo xtask record {} <scenario>|all\nscenarios: {}",
+            self.record_name,
+            names.join(", ")
+        )
+    }
+
+    fn record(&self, which: &str) -> ExitCode {
+        let chosen: Vec<&Scenario> = if which == "all" {
+            self.scenarios.iter().collect()
+        } else {
+            match self.scenarios.iter().find(|s| s.name == which) {
+                Some(scenario) => vec![scenario],
+                None => {
+                    eprintln!(
+                        "no scenario `{which}` for {}\n{}",
+                        self.program,
+                        self.names()
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+        };
+        let agent = match (self.agent)() {
+            Ok(agent) => agent,
+            Err(missing) => {
+                runner_core::testkit::skip(&format!("nothing recorded: {missing}"));
+                return ExitCode::SUCCESS;
+            }
+        };
+        match self.record_each(agent.as_ref(), &chosen) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    fn record_each(&self, agent: &dyn Agent, chosen: &[&Scenario]) -> Result<(), String> {
+        let runtime = tokio::runtime::Runtime::new().map_err(|e| format!("tokio: {e}"))?;
+        let harness = Harness::new(agent, &self.provider_env);
+        let requests_dir = recordings_dir().join(self.record_name);
+        std::fs::create_dir_all(&requests_dir)
+            .map_err(|e| format!("{}: {e}", requests_dir.display()))?;
+        for scenario in chosen {
+            if scenario.needs_npm && !npm_available() {
+                println!("skipping {}: it needs npm on PATH", scenario.name);
+                continue;
+            }
+            println!(
+                "recording {} ({}) with {}",
+                scenario.name, scenario.about, self.program
+            );
+            let output = runtime.block_on(harness.run(scenario))?;
+            let target = self.fixtures.write(scenario.name, &output.lines)?;
+            let requests: Vec<serde_json::Value> = output
+                .requests
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "method": r.method, "path": r.path, "status": r.status, "turn": r.turn,
+                        "body": r.json().unwrap_or_else(|| serde_json::Value::String(r.body.clone())),
+                    })
+                })
+                .collect();
+            let dump = requests_dir.join(format!("{}.requests.json", scenario.name));
+            let pretty = serde_json::to_string_pretty(&requests).map_err(|e| e.to_string())?;
+            std::fs::write(&dump, pretty).map_err(|e| format!("{}: {e}", dump.display()))?;
+            println!(
+                "  {} lines, exit code {:?}, {} requests -> {} (requests in {})",
+                output.lines.len(),
+                output.exit_code,
+                output.requests.len(),
+                target.display(),
+                dump.display()
+            );
+            for request in &output.requests {
+                println!(
+                    "  {} {} -> {} (turn {:?})",
+                    request.method, request.path, request.status, request.turn
+                );
+            }
+            if !output.stderr.trim().is_empty() {
+                println!("  stderr: {}", output.stderr.trim());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `target/recordings`, beside the build: the test binary is
+/// `<target>/<profile>/deps/record-<hash>`.
+fn recordings_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("recordings")
+}
