@@ -45,26 +45,49 @@ mod commit;
 mod diff;
 mod error;
 mod patch;
+mod registry;
 mod repo;
+mod session;
 mod snapshot;
 mod worktree;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use runner_core::{
-    DiffResult, Error, Result, SessionId, Signature, ToolWorktree, Vcs, WorktreeSpec,
+    DiffResult, Error, PreparedCommit, Result, SessionId, Signature, ToolWorktree, Vcs,
+    WorktreeSpec,
 };
 
-/// The git `Vcs`. It holds no state: every call opens the repository afresh, so several
-/// `codehands` processes can work on one repository.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GitVcs;
+/// Files of more bytes than this are "too large to show" in a diff by default (4 MiB).
+pub const DEFAULT_LARGE_FILE_LIMIT: u64 = 4 << 20;
+
+/// The git `Vcs`. It holds no repository state: every call opens the repository afresh, so
+/// several `codehands` processes can work on one repository.
+#[derive(Debug, Clone, Copy)]
+pub struct GitVcs {
+    large_file_limit: u64,
+}
+
+impl Default for GitVcs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl GitVcs {
     /// A git `Vcs`.
     pub fn new() -> Self {
-        Self
+        Self {
+            large_file_limit: DEFAULT_LARGE_FILE_LIMIT,
+        }
+    }
+
+    /// Files of more than `bytes` bytes are shown in a diff's stat but not in its patch
+    /// ("too large to show"), and are never held in memory whole; approve still commits them.
+    pub fn with_large_file_limit(mut self, bytes: u64) -> Self {
+        self.large_file_limit = bytes;
+        self
     }
 }
 
@@ -98,22 +121,29 @@ impl Vcs for GitVcs {
         blocking(move || worktree::create(&spec)).await
     }
 
-    async fn diff(&self, worktree: &Path, base: &str) -> Result<DiffResult> {
-        let (worktree, base) = (worktree.to_owned(), base.to_owned());
-        blocking(move || diff::diff(&worktree, &base)).await
+    async fn diff(&self, worktree: &WorktreeSpec) -> Result<DiffResult> {
+        let (spec, limit) = (worktree.clone(), self.large_file_limit);
+        blocking(move || diff::diff(&spec, limit)).await
     }
 
-    async fn commit(
+    async fn prepare_commit(
         &self,
-        repo: &Path,
-        worktree: &Path,
-        base: &str,
+        worktree: &WorktreeSpec,
         message: &str,
         author: Option<&Signature>,
-    ) -> Result<String> {
-        let (repo, worktree): (PathBuf, PathBuf) = (repo.to_owned(), worktree.to_owned());
-        let (base, message, author) = (base.to_owned(), message.to_owned(), author.cloned());
-        blocking(move || commit::commit(&repo, &worktree, &base, &message, author.as_ref())).await
+    ) -> Result<PreparedCommit> {
+        let (spec, limit) = (worktree.clone(), self.large_file_limit);
+        let (message, author) = (message.to_owned(), author.cloned());
+        blocking(move || commit::prepare(&spec, &message, author.as_ref(), limit)).await
+    }
+
+    async fn publish_commit(
+        &self,
+        worktree: &WorktreeSpec,
+        prepared: &PreparedCommit,
+    ) -> Result<()> {
+        let (spec, prepared) = (worktree.clone(), prepared.clone());
+        blocking(move || commit::publish(&spec, &prepared)).await
     }
 
     async fn remove_worktree(&self, repo: &Path, worktree: &Path) -> Result<()> {
@@ -144,5 +174,14 @@ impl Vcs for GitVcs {
     async fn branch_exists(&self, repo: &Path, branch: &str) -> Result<bool> {
         let (repo, branch) = (repo.to_owned(), branch.to_owned());
         blocking(move || branch::exists(&repo, &branch)).await
+    }
+
+    async fn branch_tip(&self, repo: &Path, branch: &str) -> Result<Option<String>> {
+        let (repo, branch) = (repo.to_owned(), branch.to_owned());
+        blocking(move || {
+            let opened = repo::open_to_read(&repo)?;
+            Ok(branch::tip(&opened, &branch)?.map(|id| id.to_string()))
+        })
+        .await
     }
 }

@@ -176,7 +176,7 @@ async fn paired_round(
     for side in order(ours_first) {
         settle();
         if side {
-            let (t, r) = timed_async(vcs.diff(&first.path, &base)).await;
+            let (t, r) = timed_async(vcs.diff(&first)).await;
             let stat = r.map_err(err)?.stat;
             if stat.files_changed != (CHANGED + ADDED) as u64 {
                 return Err(format!(
@@ -200,8 +200,7 @@ async fn paired_round(
     for side in order(ours_first) {
         settle();
         if side {
-            let (t, r) =
-                timed_async(vcs.commit(repo, &first.path, &base, "bench commit", None)).await;
+            let (t, r) = timed_async(vcs.commit(&first, "bench commit", None)).await;
             r.map_err(err)?;
             ours[2] = t;
         } else {

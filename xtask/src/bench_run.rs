@@ -321,9 +321,7 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
         .map_err(|e| e.to_string())?;
     let worktree = t.elapsed();
     let t = Instant::now();
-    vcs.diff(&spec.path, &base)
-        .await
-        .map_err(|e| e.to_string())?;
+    vcs.diff(&spec).await.map_err(|e| e.to_string())?;
     let diff = t.elapsed();
     vcs.remove_worktree(repo, &spec.path)
         .await

@@ -8,6 +8,7 @@
 
 mod cleanup;
 mod control;
+mod journal;
 mod recover;
 mod run;
 
@@ -275,6 +276,12 @@ impl Runner for LocalRunner {
             updated_at: now,
         };
         shared.store.create(&record)?;
+        // Claimed before the worktree is made, so a recover in another process leaves a start
+        // under way alone (and takes over one whose process died).
+        let files = RunFiles::new(shared.home.run_dir(&id));
+        if let Some(me) = crate::process::tree::ProcessIdentity::current() {
+            let _ = files.set_runner(&me);
+        }
         let spec = WorktreeSpec {
             repo: repo_path,
             base,
@@ -284,6 +291,7 @@ impl Runner for LocalRunner {
         if let Err(e) = shared.vcs.create_worktree(&spec).await {
             // Nothing was started: leave no record behind either.
             let _ = shared.store.remove(&id);
+            files.clear_runner();
             return Err(e);
         }
         let record = shared
@@ -304,16 +312,15 @@ impl Runner for LocalRunner {
                 ),
             ));
         }
-        self.shared
-            .vcs
-            .diff(&record.worktree_path, &record.base_commit)
-            .await
+        self.shared.vcs.diff(&record.worktree_spec()).await
     }
 
     async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult> {
         let shared = &self.shared;
-        let record = shared.store.get(session_id)?;
-        if !record.state.can_move_to(SessionState::Approved) {
+        shared.store.get(session_id)?;
+        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        if !record.state.can_move_to(SessionState::Approving) {
             return Err(Error::illegal_move(
                 record.state,
                 SessionState::Approved,
@@ -325,50 +332,22 @@ impl Runner for LocalRunner {
         } else {
             message.to_owned()
         };
-        let commit = shared
-            .vcs
-            .commit(
-                &record.repo_path,
-                &record.worktree_path,
-                &record.base_commit,
-                &message,
-                None,
-            )
-            .await?;
-        let committed = commit.clone();
-        shared.store.update(session_id, move |r| {
-            r.move_to(SessionState::Approved, "approve")?;
-            r.commit = Some(committed);
-            Ok(())
-        })?;
-        Ok(ApproveResult {
-            branch: record.branch,
-            commit,
-        })
+        journal::approve(shared, &record, &message).await
     }
 
     async fn reject(&self, session_id: &SessionId) -> Result<()> {
         let shared = &self.shared;
-        let record = shared.store.get(session_id)?;
-        if !record.state.can_move_to(SessionState::Rejected) {
+        shared.store.get(session_id)?;
+        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        if !record.state.can_move_to(SessionState::Rejecting) {
             return Err(Error::illegal_move(
                 record.state,
                 SessionState::Rejected,
                 "reject",
             ));
         }
-        shared
-            .vcs
-            .remove_worktree(&record.repo_path, &record.worktree_path)
-            .await?;
-        shared
-            .vcs
-            .delete_branch(&record.repo_path, &record.branch)
-            .await?;
-        shared
-            .store
-            .move_to(session_id, SessionState::Rejected, "reject")
-            .map(drop)
+        journal::reject(shared, &record).await
     }
 
     async fn stop(&self, session_id: &SessionId) -> Result<()> {

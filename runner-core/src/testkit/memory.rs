@@ -93,6 +93,7 @@ pub fn sample_run() -> RunSummary {
             insertions: 3,
             deletions: 1,
             binary: false,
+            too_large: false,
         }]),
         finished_at: crate::now_rfc3339(),
     }
