@@ -99,6 +99,23 @@ fn kill_after(world: &World, args: &[String], after: Duration) {
     child.wait().unwrap();
 }
 
+/// `codehands recover`, which must clean everything it finds.
+fn recover(world: &World, case: &str) {
+    let out = ok(
+        codehands(world)
+            .args(["recover", "--json"])
+            .output()
+            .unwrap(),
+        &format!("{case}: recover"),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["cleanupErrors"],
+        serde_json::json!([]),
+        "{case}: recover left errors: {report}"
+    );
+}
+
 /// A finished session waiting for approval; its id.
 fn awaiting(world: &World) -> String {
     let id = support::new_id().to_string();
@@ -251,13 +268,7 @@ fn decision_suite(verb: &str, reject: bool, seed0: u64) {
         println!("{name}");
         kill_after(&world, &args, after);
         if rng.next() % 2 == 0 {
-            ok(
-                codehands(&world)
-                    .args(["recover", "--json"])
-                    .output()
-                    .unwrap(),
-                &format!("{name}: recover"),
-            );
+            recover(&world, &name);
         } else {
             // The same command again: it settles what was cut short, then acts (an approve
             // that had finished is refused as approving twice).
@@ -307,13 +318,7 @@ fn run_killed_at_any_instant_is_cleaned_by_recover() {
         let name = format!("run seed {seed} killed after {after:?}");
         println!("{name}");
         kill_after(&world, &run_args(&id), after);
-        ok(
-            codehands(&world)
-                .args(["recover", "--json"])
-                .output()
-                .unwrap(),
-            &format!("{name}: recover"),
-        );
+        recover(&world, &name);
         let reject = rng.next() % 2 == 0;
         check_settled(&world, &id, &name, reject);
     }

@@ -93,6 +93,7 @@ pub(crate) fn publish(spec: &WorktreeSpec, prepared: &PreparedCommit) -> Result<
             )));
         }
     }
+    branch::clear_stale_lock(&main, &spec.branch)?;
     let summary = main
         .find_commit(to)
         .ok()

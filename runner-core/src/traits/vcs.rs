@@ -81,7 +81,9 @@ pub trait Vcs: Send + Sync {
     ) -> Result<PreparedCommit>;
 
     /// Moves `worktree.branch` from `prepared.replaces` to `prepared.commit`, only if it still
-    /// points at `prepared.replaces` (a branch already at `prepared.commit` is fine).
+    /// points at `prepared.replaces` (a branch already at `prepared.commit` is fine). The
+    /// caller holds the session's lock, so a lock file left on the session's branch by an
+    /// earlier call that was killed is stale and cleared.
     async fn publish_commit(
         &self,
         worktree: &WorktreeSpec,
@@ -118,7 +120,9 @@ pub trait Vcs: Send + Sync {
     /// Removes a worktree, even with changes in it. Keeps its branch.
     async fn remove_worktree(&self, repo: &Path, worktree: &Path) -> Result<()>;
 
-    /// Deletes a local branch (not checked out anywhere).
+    /// Deletes a local branch (not checked out anywhere). For a session's branch
+    /// (`codehands/…`, its session's lock held) a stale lock file left by a killed call is
+    /// cleared first.
     async fn delete_branch(&self, repo: &Path, branch: &str) -> Result<()>;
 
     /// The worktrees of `repo` that live under `root` (this tool's worktrees).
