@@ -132,7 +132,7 @@ fn run_parser(lines: &[&[u8]], passes: usize) -> usize {
             n += parser.parse_line(text).len();
         }
     }
-    n + parser.finish().len()
+    n + parser.finish(Some(0)).len()
 }
 
 fn run_stream(corpus: &[u8], passes: usize) -> usize {
@@ -149,7 +149,7 @@ fn run_stream(corpus: &[u8], passes: usize) -> usize {
         }
     }
     decoder.finish(&mut frames);
-    n + frames.len() + parser.finish().len()
+    n + frames.len() + parser.finish(Some(0)).len()
 }
 
 /// The process's peak resident memory (Linux), in KiB.

@@ -13,10 +13,29 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use runner_core::{
-    Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result,
+    Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
+    VersionProbe,
 };
 
 pub use runner_core::process::framing::{DEFAULT_MAX_LINE, Frame, JsonlDecoder};
+
+/// The name this agent is registered under.
+pub const NAME: &str = "claude-code";
+
+/// The version the project's tests run, and where `cargo xtask agents` puts it.
+pub mod pinned {
+    use std::path::{Path, PathBuf};
+
+    /// The pinned version (from `claude-agent-sdk` 0.2.189).
+    pub const VERSION: &str = "2.1.332";
+
+    /// Where the pinned program is under the cache root (`$CODEHANDS_CACHE/`).
+    pub fn path_in(cache_root: &Path) -> PathBuf {
+        cache_root
+            .join("agents")
+            .join(format!("claude-code-{VERSION}/claude"))
+    }
+}
 
 /// The provider variables Claude Code may receive from the caller's environment.
 const PROVIDER_ENV: &[&str] = &[
@@ -76,8 +95,8 @@ impl Default for ClaudeCode {
 }
 
 impl Agent for ClaudeCode {
-    fn kind(&self) -> AgentKind {
-        AgentKind::ClaudeCode
+    fn name(&self) -> AgentName {
+        AgentName::parse(NAME).expect("the built-in name is valid")
     }
 
     fn capabilities(&self) -> AgentCapabilities {
@@ -87,8 +106,15 @@ impl Agent for ClaudeCode {
         }
     }
 
-    fn provider_env(&self) -> &[&str] {
-        PROVIDER_ENV
+    fn provider_env(&self) -> Vec<String> {
+        PROVIDER_ENV.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    fn version_probe(&self) -> Option<VersionProbe> {
+        Some(VersionProbe::dash_dash_version(
+            &self.program,
+            Some(pinned::VERSION),
+        ))
     }
 
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
@@ -98,4 +124,9 @@ impl Agent for ClaudeCode {
     fn parser(&self) -> Box<dyn AgentParser> {
         Box::new(parse::ClaudeParser::default())
     }
+}
+
+/// Claude Code's stream-json parser on its own (for an agent profile whose program prints the same lines).
+pub fn stream_json_parser() -> Box<dyn AgentParser> {
+    Box::new(parse::ClaudeParser::default())
 }

@@ -31,7 +31,7 @@ fn replay(name: &str) -> Vec<(EventBody, String)> {
             events.push((event, line.clone()));
         }
     }
-    for event in parser.finish() {
+    for event in parser.finish(Some(0)) {
         events.push((event, String::new()));
     }
     events
@@ -302,7 +302,7 @@ fn tool_results_out_of_order_still_match_their_uses() {
     for line in text.lines() {
         parser.parse_line(line);
     }
-    assert!(parser.finish().is_empty());
+    assert!(parser.finish(Some(0)).is_empty());
 }
 
 #[test]

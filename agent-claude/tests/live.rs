@@ -8,11 +8,11 @@ mod scenarios;
 use std::path::PathBuf;
 
 use agent_claude::ClaudeCode;
-use runner_core::testkit::{agents::claude_bin, skip};
+use runner_core::testkit::{agents::find_pinned, skip};
 use runner_core::{Agent, EventBody};
 
 fn claude() -> Option<PathBuf> {
-    let found = claude_bin();
+    let found = find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in);
     if found.is_none() {
         skip("Claude Code is not installed: run `cargo xtask agents` (or set CLAUDE_BIN)");
     }
@@ -26,7 +26,7 @@ fn event_types(lines: &[String]) -> Vec<&'static str> {
         .flat_map(|l| parser.parse_line(l))
         .map(|e| e.type_name())
         .collect();
-    types.extend(parser.finish().iter().map(EventBody::type_name));
+    types.extend(parser.finish(Some(0)).iter().map(EventBody::type_name));
     types
 }
 

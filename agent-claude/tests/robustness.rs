@@ -19,7 +19,7 @@ fn run_bytes(bytes: &[u8], chunk: usize, max_line: usize) -> Vec<EventBody> {
         .iter()
         .flat_map(|f| parser.parse_line(&f.text()))
         .collect();
-    events.extend(parser.finish());
+    events.extend(parser.finish(Some(0)));
     events
 }
 

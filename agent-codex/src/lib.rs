@@ -37,8 +37,27 @@ mod parse;
 use std::path::{Path, PathBuf};
 
 use runner_core::{
-    Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result,
+    Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
+    VersionProbe,
 };
+
+/// The name this agent is registered under.
+pub const NAME: &str = "codex";
+
+/// The version the project's tests run, and where `cargo xtask agents` puts it.
+pub mod pinned {
+    use std::path::{Path, PathBuf};
+
+    /// The pinned version (from `openai-codex-cli-bin` 0.163.0).
+    pub const VERSION: &str = "0.163.0";
+
+    /// Where the pinned program is under the cache root (`$CODEHANDS_CACHE/`).
+    pub fn path_in(cache_root: &Path) -> PathBuf {
+        cache_root
+            .join("agents")
+            .join(format!("codex-{VERSION}/codex_cli_bin/bin/codex"))
+    }
+}
 
 /// The provider variables Codex may receive from the caller's environment.
 const PROVIDER_ENV: &[&str] = &[args::BASE_URL_VAR, args::API_KEY_VAR];
@@ -79,8 +98,8 @@ impl Default for Codex {
 }
 
 impl Agent for Codex {
-    fn kind(&self) -> AgentKind {
-        AgentKind::Codex
+    fn name(&self) -> AgentName {
+        AgentName::parse(NAME).expect("the built-in name is valid")
     }
 
     fn capabilities(&self) -> AgentCapabilities {
@@ -90,8 +109,15 @@ impl Agent for Codex {
         }
     }
 
-    fn provider_env(&self) -> &[&str] {
-        PROVIDER_ENV
+    fn provider_env(&self) -> Vec<String> {
+        PROVIDER_ENV.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    fn version_probe(&self) -> Option<VersionProbe> {
+        Some(VersionProbe::dash_dash_version(
+            &self.program,
+            Some(pinned::VERSION),
+        ))
     }
 
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
@@ -101,4 +127,9 @@ impl Agent for Codex {
     fn parser(&self) -> Box<dyn AgentParser> {
         Box::new(parse::CodexParser::default())
     }
+}
+
+/// Codex's `exec --json` parser on its own (for an agent profile whose program prints the same lines).
+pub fn jsonl_parser() -> Box<dyn AgentParser> {
+    Box::new(parse::CodexParser::default())
 }

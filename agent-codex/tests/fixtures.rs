@@ -23,7 +23,7 @@ fn replay(name: &str) -> Vec<(EventBody, String)> {
             events.push((event, line.to_owned()));
         }
     }
-    for event in parser.finish() {
+    for event in parser.finish(Some(0)) {
         events.push((event, String::new()));
     }
     events

@@ -10,7 +10,8 @@ use agent_codex::Codex;
 use runner_core::{Agent, EventBody};
 
 fn codex() -> Option<std::path::PathBuf> {
-    let found = runner_core::testkit::agents::codex_bin();
+    let found =
+        runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
     if found.is_none() {
         runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
     }
@@ -24,7 +25,7 @@ fn types_of(lines: impl IntoIterator<Item = String>) -> Vec<&'static str> {
         .flat_map(|l| parser.parse_line(&l))
         .map(|e| e.type_name())
         .collect();
-    types.extend(parser.finish().iter().map(EventBody::type_name));
+    types.extend(parser.finish(Some(0)).iter().map(EventBody::type_name));
     types
 }
 

@@ -23,7 +23,7 @@ proptest! {
     fn arbitrary_text_never_panics(line in "\\PC{0,300}") {
         let mut parser = Codex::with_program("codex").parser();
         let _ = parser.parse_line(&line);
-        let _ = parser.finish();
+        let _ = parser.finish(Some(0));
     }
 
     #[test]
@@ -36,6 +36,6 @@ proptest! {
         let mut parser = Codex::with_program("codex").parser();
         let _ = parser.parse_line(&line[..end]);
         let _ = parser.parse_line(line);
-        let _ = parser.finish();
+        let _ = parser.finish(Some(0));
     }
 }

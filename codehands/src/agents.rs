@@ -6,10 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use runner_core::{
-    Agent, AgentCapabilities, AgentKind, AgentParser, AgentRequest, Invocation, Result,
+    Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
+    VersionProbe,
 };
 
 use crate::Setup;
+
+/// The fake agent's name.
+pub const FAKE_AGENT: &str = "fake";
 
 /// The first argument that turns the `codehands` binary into the fake agent program.
 pub const FAKE_AGENT_ARG: &str = "__fake-agent";
@@ -43,9 +47,22 @@ impl FakeAgentSetup {
     }
 }
 
-/// Every agent of this build, ready for a runner.
+/// The built-in agents by name, with the cargo feature that brings each: the one list of
+/// them, used to say "… is not in this build" for a name left out.
+const BUILT_IN: &[(&str, &str)] = &[
+    ("claude-code", "claude"),
+    ("codex", "codex"),
+    (FAKE_AGENT, "fake"),
+];
+
+/// The feature that brings the built-in agent `name`, if it is one.
+pub fn feature_of(name: &str) -> Option<&'static str> {
+    BUILT_IN.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+/// Every built-in agent of this build, ready for a registry.
 #[allow(clippy::vec_init_then_push)] // which pushes happen depends on the features
-pub fn all(setup: &Setup) -> Vec<Arc<dyn Agent>> {
+pub fn built_in(setup: &Setup) -> Vec<Arc<dyn Agent>> {
     let mut agents: Vec<Arc<dyn Agent>> = Vec::new();
     #[cfg(feature = "claude")]
     agents.push(Arc::new(agent_claude::ClaudeCode::with_program(
@@ -83,8 +100,17 @@ impl FakeAgent {
 
 #[cfg(feature = "fake")]
 impl Agent for FakeAgent {
-    fn kind(&self) -> AgentKind {
-        AgentKind::Fake
+    fn name(&self) -> AgentName {
+        AgentName::parse(FAKE_AGENT).expect("the built-in name is valid")
+    }
+
+    fn version_probe(&self) -> Option<VersionProbe> {
+        // The fake agent is this very program.
+        Some(VersionProbe {
+            program: self.inner.program().to_path_buf(),
+            args: vec!["--version".into()],
+            tested: Some(env!("CARGO_PKG_VERSION").to_owned()),
+        })
     }
 
     fn capabilities(&self) -> AgentCapabilities {

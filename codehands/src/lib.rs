@@ -1,32 +1,38 @@
 //! The codehands facade: the crate a daemon depends on.
 //!
 //! It picks adapters by cargo feature (`claude`, `codex`, `git`, `docker`,
-//! `memory-fs`, `fake`) and builds a ready [`LocalRunner`]. A build without a
+//! `memory-fs`, `fake`, `plugins`) and builds a ready [`LocalRunner`]; [`RunnerBuilder`]
+//! registers any other `Agent`, profile file or plugin. A build without a
 //! feature answers "… is not in this build of codehands" instead of failing to
 //! compile. The contract is re-exported as [`core`].
 //!
 //! ```no_run
 //! # async fn demo() -> codehands::core::Result<()> {
 //! use codehands::{Setup, build_runner};
-//! use codehands::core::{AgentKind, Runner, SessionId, StartOptions};
+//! use codehands::core::{AgentName, Runner, SessionId, StartOptions};
 //! let runner = build_runner(Setup::from_env()?)?;
 //! runner.recover().await?; // once, at start-up
 //! let id = SessionId::new_random();
-//! let events = runner.start(StartOptions::new(id, "/path/to/repo", "Fix the failing test.", AgentKind::ClaudeCode)).await?;
+//! let agent = AgentName::parse("claude-code")?;
+//! let events = runner.start(StartOptions::new(id, "/path/to/repo", "Fix the failing test.", agent)).await?;
 //! # Ok(()) }
 //! ```
 
 mod agents;
+mod builder;
 mod memory;
+mod plugins;
+pub mod profile;
 
 pub use runner_core as core;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use runner_core::{AgentKind, Error, Home, LocalRunner, Result, Runner, RunnerSettings};
+use runner_core::{AgentRegistry, Error, Home, LocalRunner, Result, Runner, RunnerSettings};
 
-pub use agents::{FAKE_AGENT_ARG, FakeAgentSetup};
+pub use agents::{FAKE_AGENT, FAKE_AGENT_ARG, FakeAgentSetup};
+pub use builder::{LoadProblem, RunnerBuilder, unknown_agent};
 
 /// Everything needed to build a runner; [`Setup::from_env`] fills it the usual way.
 #[derive(Debug, Clone)]
@@ -100,41 +106,31 @@ impl Setup {
     }
 }
 
-/// Whether `kind` is in this build; the error says which feature to enable.
-pub fn agent_in_build(kind: AgentKind) -> Result<()> {
-    let (built, feature) = match kind {
-        AgentKind::ClaudeCode => (cfg!(feature = "claude"), "claude"),
-        AgentKind::Codex => (cfg!(feature = "codex"), "codex"),
-        AgentKind::Fake => (cfg!(feature = "fake"), "fake"),
-    };
-    if built {
-        Ok(())
-    } else {
-        Err(Error::not_in_build(&format!("the {kind} agent"), feature))
-    }
+/// Builds the real runner with every agent of this build and of the home's `agents/` and
+/// `plugins/` folders. [`RunnerBuilder`] adds the caller's own agents and files.
+pub fn build_runner(setup: Setup) -> Result<LocalRunner> {
+    RunnerBuilder::new(setup).build()
 }
 
-/// Builds the real runner with every adapter of this build.
-pub fn build_runner(setup: Setup) -> Result<LocalRunner> {
+/// The real runner over `agents`, with every other adapter of this build.
+fn runner_with(setup: Setup, agents: AgentRegistry) -> Result<LocalRunner> {
     #[cfg(feature = "git")]
     {
         let vcs = Arc::new(vcs_git::GitVcs::new());
         let memory = memory::store(&setup.home);
-        let mut runner = LocalRunner::new(setup.home.clone(), vcs, memory, setup.settings.clone());
-        for agent in agents::all(&setup) {
-            runner = runner.with_agent(agent);
-        }
+        let runner = LocalRunner::new(setup.home.clone(), vcs, memory, setup.settings.clone())
+            .with_agents(agents);
         #[cfg(feature = "docker")]
-        {
+        let runner = {
             let sandbox = sandbox_docker::DockerSandbox::new(setup.home.root())
                 .with_images(setup.sandbox_images.map());
-            runner = runner.with_sandbox(Arc::new(sandbox));
-        }
+            runner.with_sandbox(Arc::new(sandbox))
+        };
         Ok(runner)
     }
     #[cfg(not(feature = "git"))]
     {
-        let _ = setup;
+        let _ = (setup, agents);
         Err(Error::not_in_build(
             "the real runner (git worktrees)",
             "git",

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use runner_core::event::{FailureKind, ProviderState};
 use runner_core::testkit::{expect_error, runner as suite};
 use runner_core::{
-    AgentKind, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions,
+    AgentName, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions,
 };
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
@@ -18,7 +18,8 @@ use support::{World, types};
 
 /// The pinned Codex, or a skip (a failure under CI=true).
 fn codex() -> Option<PathBuf> {
-    let found = runner_core::testkit::agents::codex_bin();
+    let found =
+        runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
     if found.is_none() {
         runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
     }
@@ -39,7 +40,8 @@ fn codex_runner(world: &World, codex: &Path, server: &ModelServer) -> LocalRunne
 }
 
 fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
-    let mut options = StartOptions::new(id, &world.repo, prompt, AgentKind::Codex);
+    let mut options =
+        StartOptions::new(id, &world.repo, prompt, AgentName::parse("codex").unwrap());
     // A name Codex has no metadata for: it then offers `exec_command` (see CRATES.md).
     options.model = Some("scripted-model".into());
     options

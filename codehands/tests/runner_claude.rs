@@ -10,7 +10,7 @@ use futures::StreamExt;
 use runner_core::event::FailureKind;
 use runner_core::testkit::{expect_error, runner as suite};
 use runner_core::{
-    AgentKind, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions,
+    AgentName, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions,
 };
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
@@ -48,7 +48,12 @@ fn vcs_git_like() -> impl runner_core::Vcs {
 }
 
 fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
-    StartOptions::new(id, &world.repo, prompt, AgentKind::ClaudeCode)
+    StartOptions::new(
+        id,
+        &world.repo,
+        prompt,
+        AgentName::parse("claude-code").unwrap(),
+    )
 }
 
 #[tokio::test]

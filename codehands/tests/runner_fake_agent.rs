@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use runner_core::event::FailureKind;
 use runner_core::testkit::{expect_error, runner as suite};
-use runner_core::{AgentKind, ErrorKind, EventBody, Runner, SessionState, StartOptions, Watchdog};
+use runner_core::{AgentName, ErrorKind, EventBody, Runner, SessionState, StartOptions, Watchdog};
 use support::{World, new_id, types};
 
 fn options(world: &World, id: runner_core::SessionId) -> StartOptions {
@@ -18,7 +18,7 @@ fn options(world: &World, id: runner_core::SessionId) -> StartOptions {
         id,
         &world.repo,
         runner_fake::demo_repo::PROMPT,
-        AgentKind::Fake,
+        AgentName::parse("fake").unwrap(),
     )
 }
 
@@ -315,7 +315,7 @@ async fn a_folder_that_is_not_a_repo_is_refused_and_nothing_is_made() {
                 new_id(),
                 &path,
                 "Fix it",
-                AgentKind::Fake,
+                AgentName::parse("fake").unwrap(),
             ))
             .await
             .err()

@@ -30,7 +30,7 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", content = "payload")]
 pub enum EventBody {
-    /// The agent started (Claude Code's `system/init`, Codex's `thread.started`).
+    /// The agent started (its first line that says so, such as an init or thread-started line).
     #[serde(rename = "task.started")]
     TaskStarted(TaskStarted),
     /// Text from the agent or about the run; `denied: true` for a refused tool.

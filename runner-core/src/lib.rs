@@ -2,45 +2,51 @@
 //!
 //! - [`event`]: the events, the product; [`EventSequence`] numbers them.
 //! - [`session`]: session states, the legal moves, the record on disk; [`store`] keeps records.
-//! - [`options`]: what callers pass in and get back.
+//! - [`options`]: what callers pass in and get back; [`agent_name`]: how an agent is named.
+//! - [`registry`]: the agents a runner knows, by name.
 //! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
 //! - [`process`]: spawning agents with a scrubbed environment, framing their output, ending their tree.
 //! - [`runner`]: [`LocalRunner`], the real runner over the four traits.
 //! - [`home`]: the paths under `$CODEHANDS_HOME`.
+//! - [`text_lines`]: the parser for agents that print plain text.
 //! - [`testrun`]: recognising test commands and failures in their output, for every agent.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 //! - `testkit` (feature): conformance suites that every implementation runs.
 
+pub mod agent_name;
 pub mod error;
 pub mod event;
 pub mod home;
 pub mod ids;
 pub mod options;
 pub mod process;
+pub mod registry;
 pub mod runner;
 pub mod schema;
 pub mod sequence;
 pub mod session;
 pub mod store;
 pub mod testrun;
+pub mod text_lines;
 pub mod traits;
 
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
+pub use agent_name::AgentName;
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
-pub use options::{
-    AgentKind, ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions,
-};
+pub use options::{ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions};
+pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
 pub use runner::{LocalRunner, RunnerSettings, Watchdog};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState};
 pub use store::SessionStore;
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentParser, AgentRequest, Invocation, ResumeFrom, StdinClose,
+    VersionProbe,
 };
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
 pub use traits::runner::{EventStream, Runner};

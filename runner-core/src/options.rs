@@ -1,41 +1,12 @@
 //! What callers pass in (start options) and get back (diffs, approvals, recovery reports).
 
-use std::fmt;
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::agent_name::AgentName;
 use crate::ids::SessionId;
-
-/// The agents codehands knows by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum AgentKind {
-    /// Claude Code (`claude -p`).
-    ClaudeCode,
-    /// OpenAI Codex (`codex exec`).
-    Codex,
-    /// runner-fake's agent program, which replays a recording.
-    Fake,
-}
-
-impl AgentKind {
-    /// The kebab-case name used in JSON and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code",
-            Self::Codex => "codex",
-            Self::Fake => "fake",
-        }
-    }
-}
-
-impl fmt::Display for AgentKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// The budget of one run when the caller gives none, in US dollars.
 pub const DEFAULT_BUDGET_USD: f64 = 0.50;
@@ -50,8 +21,8 @@ pub struct StartOptions {
     pub repo_path: PathBuf,
     /// What the agent should do. Always sent as text, never parsed as a flag.
     pub prompt: String,
-    /// Which agent runs it.
-    pub agent: AgentKind,
+    /// Which agent runs it, by name (see `codehands agents`).
+    pub agent: AgentName,
     /// The model, in the agent's own naming (for example "sonnet").
     #[serde(default)]
     pub model: Option<String>,
@@ -69,7 +40,7 @@ impl StartOptions {
         session_id: SessionId,
         repo_path: impl Into<PathBuf>,
         prompt: impl Into<String>,
-        agent: AgentKind,
+        agent: AgentName,
     ) -> Self {
         Self {
             session_id,

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::agent_name::AgentName;
 use crate::error::{Error, Result};
 use crate::ids::SessionId;
-use crate::options::AgentKind;
 
 /// Where a session is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -113,8 +113,9 @@ pub struct SessionRecord {
     pub session_id: SessionId,
     /// The current state; change it only through [`SessionRecord::move_to`].
     pub state: SessionState,
-    /// Which agent runs the session.
-    pub agent: AgentKind,
+    /// Which agent runs the session, by name. Records written when names were a closed
+    /// list read the same: they held names of this pattern.
+    pub agent: AgentName,
     /// The person's repository (never written to except for the branch on approve).
     pub repo_path: PathBuf,
     /// The repo's key (names its worktree and memory folders).

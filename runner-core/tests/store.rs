@@ -3,14 +3,14 @@
 use std::fs;
 use std::path::Path;
 
-use runner_core::{AgentKind, ErrorKind, SessionId, SessionRecord, SessionState, SessionStore};
+use runner_core::{AgentName, ErrorKind, SessionId, SessionRecord, SessionState, SessionStore};
 
 fn record(id: SessionId) -> SessionRecord {
     let now = runner_core::now_rfc3339();
     SessionRecord {
         session_id: id,
         state: SessionState::Queued,
-        agent: AgentKind::ClaudeCode,
+        agent: AgentName::parse("some-agent").unwrap(),
         repo_path: "/home/me/repo".into(),
         repo_key: "0123456789ab".into(),
         worktree_path: "/home/me/.codehands/worktrees/0123456789ab/3f2a9c1e".into(),

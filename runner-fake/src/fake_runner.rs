@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use runner_core::event::{ApprovalRequested, TaskStopped};
 use runner_core::{
-    AgentKind, ApproveResult, DiffResult, Error, Event, EventBody, EventSequence, EventStream,
+    AgentName, ApproveResult, DiffResult, Error, Event, EventBody, EventSequence, EventStream,
     RecoveryReport, Result, Runner, SessionId, SessionRecord, SessionState, SessionStore,
     StartOptions,
 };
@@ -199,7 +199,7 @@ impl Runner for FakeRunner {
         let record = SessionRecord {
             session_id: id,
             state: SessionState::Queued,
-            agent: AgentKind::Fake,
+            agent: AgentName::parse("fake").expect("a valid name"),
             repo_path: options.repo_path.clone(),
             repo_key: "fake".into(),
             worktree_path: options.repo_path.clone(),

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentKind, EventBody, Runner, SessionId, StartOptions};
+use runner_core::{AgentName, EventBody, Runner, SessionId, StartOptions};
 use runner_fake::{FakeRunner, FakeRunnerOptions};
 
 fn instant() -> FakeRunner {
@@ -17,7 +17,7 @@ fn options(id: SessionId) -> StartOptions {
         id,
         "/nowhere/needed",
         "Fix the failing test. Run npm test to check.",
-        AgentKind::Fake,
+        AgentName::parse("fake").unwrap(),
     )
 }
 

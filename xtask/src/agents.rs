@@ -8,7 +8,12 @@ mod codex;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use runner_core::testkit::agents::{CLAUDE_VERSION, claude_cache_path};
+use agent_claude::pinned::VERSION as CLAUDE_VERSION;
+use runner_core::testkit::agents::cache_root;
+
+fn claude_cache_path() -> PathBuf {
+    agent_claude::pinned::path_in(&cache_root())
+}
 
 const SDK_PACKAGE: &str = "claude-agent-sdk==0.2.189";
 const BUNDLED_MEMBER: &str = "claude_agent_sdk/_bundled/claude";

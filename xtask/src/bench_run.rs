@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use runner_core::{Agent, AgentKind, AgentRequest, SessionId, StdinClose, Vcs, WorktreeSpec};
+use runner_core::{Agent, AgentRequest, SessionId, StdinClose, Vcs, WorktreeSpec};
 use runner_fake::model_server::{ModelServer, Script, Turn};
 
 const ROUNDS: usize = 41;
@@ -38,8 +38,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         [flag, n] if flag == "--rounds" => n.parse().map_err(|_| "--rounds takes a number")?,
         _ => return Err("usage: cargo xtask bench run [--rounds N]".into()),
     };
-    let claude = runner_core::testkit::agents::claude_bin()
-        .ok_or("Claude Code is not installed: run `cargo xtask agents`")?;
+    let claude =
+        runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
+            .ok_or("Claude Code is not installed: run `cargo xtask agents`")?;
     let codehands = build_codehands()?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(bench(&claude, &codehands, rounds))
@@ -346,7 +347,7 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
     let t = Instant::now();
     let env = runner_core::process::env::agent_env(
         std::env::vars(),
-        agent.provider_env(),
+        &agent.provider_env(),
         &[],
         &invocation.env,
     );
@@ -365,7 +366,6 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
         std::hint::black_box(parser.parse_line(line));
     }
     let parse = t.elapsed();
-    let _ = AgentKind::ClaudeCode;
     Ok([ms(worktree), ms(spawn), ms(parse), ms(diff)])
 }
 

@@ -10,7 +10,11 @@ mod scenarios;
 
 use std::path::PathBuf;
 
-use runner_core::testkit::agents::{CLAUDE_VERSION, claude_bin};
+use agent_claude::pinned::VERSION as CLAUDE_VERSION;
+
+fn claude_bin() -> Option<std::path::PathBuf> {
+    runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
+}
 
 /// Runs the task.
 pub fn run(args: &[String]) -> Result<(), String> {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use futures::StreamExt;
-use runner_core::{AgentKind, EventBody, Home, Runner, SessionId, StartOptions, Vcs};
+use runner_core::{AgentName, EventBody, Home, Runner, SessionId, StartOptions, Vcs};
 use runner_fake::model_server::ModelServer;
 
 /// Records; `args` is empty.
@@ -15,8 +15,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err("usage: cargo xtask record demo".into());
     }
-    let claude = runner_core::testkit::agents::claude_bin()
-        .ok_or("Claude Code is not installed: run `cargo xtask agents` first")?;
+    let claude =
+        runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
+            .ok_or("Claude Code is not installed: run `cargo xtask agents` first")?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(record(&claude))
 }
@@ -80,7 +81,7 @@ async fn record(claude: &Path) -> Result<(), String> {
         id,
         &repo,
         runner_fake::demo_repo::PROMPT,
-        AgentKind::ClaudeCode,
+        AgentName::parse(agent_claude::NAME).expect("a valid name"),
     );
     let events: Vec<_> = runner
         .start(options)

@@ -91,7 +91,7 @@ impl AgentParser for ClaudeParser {
         }
     }
 
-    fn finish(&mut self) -> Vec<EventBody> {
+    fn finish(&mut self, _exit_code: Option<i32>) -> Vec<EventBody> {
         let mut pending: Vec<(String, Pending)> = self.pending.drain().collect();
         pending.sort_by(|a, b| a.0.cmp(&b.0));
         pending

@@ -132,9 +132,13 @@ fn the_outcome_comes_from_is_error_not_subtype() {
 fn pending_commands_and_changes_are_owed_at_the_end() {
     let mut parser = ClaudeParser::default();
     parser.parse_line(r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"c","name":"Bash","input":{"command":"sleep 9"}},{"type":"tool_use","id":"e","name":"Edit","input":{"file_path":"x"}}]}}"##);
-    let owed: Vec<&str> = parser.finish().iter().map(EventBody::type_name).collect();
+    let owed: Vec<&str> = parser
+        .finish(Some(0))
+        .iter()
+        .map(EventBody::type_name)
+        .collect();
     assert_eq!(owed, ["command.finished", "file.changed"]);
-    assert!(parser.finish().is_empty());
+    assert!(parser.finish(Some(0)).is_empty());
 }
 
 #[test]

@@ -68,7 +68,7 @@ impl AgentParser for CodexParser {
         }
     }
 
-    fn finish(&mut self) -> Vec<EventBody> {
+    fn finish(&mut self, _exit_code: Option<i32>) -> Vec<EventBody> {
         // Commands that never finished (the process ended mid-command).
         let mut pending: Vec<(String, String)> = self.running.drain().collect();
         pending.sort();

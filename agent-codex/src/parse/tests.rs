@@ -180,9 +180,9 @@ fn unknown_items_and_reasoning_are_skipped() {
 fn a_command_cut_off_is_finished_as_an_error_at_the_end() {
     let mut parser = CodexParser::default();
     parser.parse_line(r#"{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"sleep 100","status":"in_progress"}}"#);
-    let owed = parser.finish();
+    let owed = parser.finish(Some(0));
     assert!(
         matches!(owed.as_slice(), [EventBody::CommandFinished(f)] if f.is_error && f.command == "sleep 100")
     );
-    assert!(parser.finish().is_empty(), "owed once");
+    assert!(parser.finish(Some(0)).is_empty(), "owed once");
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use clap::Args;
-use runner_core::{AgentKind, Error, ErrorKind, Home, Result, SessionId, StartOptions};
+use runner_core::{AgentName, Error, ErrorKind, Home, Result, SessionId, StartOptions};
 
 use super::decide::Then;
 use super::run::DecideArgs;
@@ -24,7 +24,13 @@ pub struct DemoArgs {
 
 /// Makes the repo, runs, approves.
 pub async fn run(args: DemoArgs) -> Result<ExitCode> {
-    codehands::agent_in_build(AgentKind::Fake)?;
+    let agent = AgentName::parse(codehands::FAKE_AGENT)?;
+    let mut setup = codehands::Setup::from_env()?;
+    let probe = codehands::RunnerBuilder::new(setup.clone()).load_home(false);
+    let (agents, _) = probe.agents()?;
+    if !agents.contains(&agent) {
+        return Err(codehands::unknown_agent(&agents, &[], &agent));
+    }
     let folder = tempfile::Builder::new()
         .prefix("codehands-demo-")
         .tempdir()
@@ -32,7 +38,6 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         .keep();
     let repo = folder.join("date-bug");
     make_repo(&repo)?;
-    let mut setup = codehands::Setup::from_env()?;
     // The demo keeps everything in its own folder: the person's ~/.codehands is untouched.
     setup.home = Home::new(folder.join("codehands-home"));
     setup.fake.delay_ms = Some(args.delay_ms);
@@ -44,7 +49,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         );
     }
     let id = SessionId::new_random();
-    let options = StartOptions::new(id, &repo, runner_fake::demo_repo::PROMPT, AgentKind::Fake);
+    let options = StartOptions::new(id, &repo, runner_fake::demo_repo::PROMPT, agent);
     let events = runner_core::Runner::start(&runner, options).await?;
     let decide = DecideArgs {
         then: Some(Then::Approve),

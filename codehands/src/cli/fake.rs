@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use futures::StreamExt;
-use runner_core::{AgentKind, Result, SessionId, StartOptions};
+use runner_core::{AgentName, Result, SessionId, StartOptions};
 
 use super::output;
 
@@ -27,7 +27,7 @@ pub async fn run(args: FakeArgs) -> Result<ExitCode> {
         id,
         ".",
         "Fix the failing test. Run npm test to check.",
-        AgentKind::Fake,
+        AgentName::parse(codehands::FAKE_AGENT)?,
     );
     let mut events = runner.start(options).await?;
     while let Some(event) = events.next().await {

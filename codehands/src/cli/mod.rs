@@ -1,10 +1,12 @@
 //! Commands of the `codehands` binary, one module each.
 
+mod agents;
 mod decide;
 mod demo;
 mod doctor;
 mod fake;
 mod output;
+mod probe;
 mod run;
 mod sandbox;
 mod schema;
@@ -23,9 +25,25 @@ use runner_core::{Result, SessionId};
 #[derive(Debug, Parser)]
 #[command(name = "codehands", version, about, long_about)]
 pub struct Cli {
+    #[command(flatten)]
+    sources: AgentSources,
     #[command(subcommand)]
     command: Command,
 }
+
+/// Agents from files, for this one command (beside the home's `agents/` and `plugins/`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AgentSources {
+    /// An agent profile (TOML) to use for this command; see `codehands agents`.
+    #[arg(long = "agent-file", value_name = "PATH", global = true)]
+    agent_files: Vec<std::path::PathBuf>,
+    /// A plugin library whose agents to use for this command.
+    #[arg(long = "plugin", value_name = "PATH", global = true)]
+    plugins: Vec<std::path::PathBuf>,
+}
+
+/// The agent sources of this command line, set once by [`run`].
+static SOURCES: std::sync::OnceLock<AgentSources> = std::sync::OnceLock::new();
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -53,12 +71,15 @@ enum Command {
     Fake(fake::FakeArgs),
     /// Print the JSON Schemas of the contract.
     Schema(schema::SchemaArgs),
-    /// Show what is installed: git, claude, codex, Docker, and whether our tests ran those versions.
+    /// Show what is installed: git, Docker, each agent's program, and whether our tests ran those versions.
     Doctor(doctor::DoctorArgs),
+    /// List the agents: built in, from profile files and from plugins.
+    Agents(agents::AgentsArgs),
 }
 
 /// Runs one parsed command line.
 pub async fn run(cli: Cli) -> Result<ExitCode> {
+    let _ = SOURCES.set(cli.sources);
     match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Demo(args) => demo::run(args).await,
@@ -73,6 +94,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Fake(args) => fake::run(args).await,
         Command::Schema(args) => schema::run(args),
         Command::Doctor(args) => doctor::run(args).await,
+        Command::Agents(args) => agents::run(args).await,
     }
 }
 
@@ -81,7 +103,36 @@ fn session_id(text: &str) -> std::result::Result<SessionId, String> {
     SessionId::parse(text).map_err(|e| e.to_string())
 }
 
+/// The builder every command starts from: the environment, plus `--agent-file` and `--plugin`.
+fn builder() -> Result<codehands::RunnerBuilder> {
+    let mut builder = codehands::RunnerBuilder::new(codehands::Setup::from_env()?);
+    let sources = SOURCES.get().cloned().unwrap_or_default();
+    for path in &sources.agent_files {
+        builder = builder.agent_file(path);
+    }
+    for path in &sources.plugins {
+        builder = builder.plugin(path);
+    }
+    Ok(builder)
+}
+
 /// The runner every command uses: the real one, from the environment.
 fn runner() -> Result<runner_core::LocalRunner> {
-    codehands::build_runner(codehands::Setup::from_env()?)
+    builder()?.build()
+}
+
+/// The runner, once `agent` is known to it; the error says why not (a broken profile of
+/// that name, a built-in left out of this build, or the names that are known).
+fn runner_for(agent: &runner_core::AgentName) -> Result<runner_core::LocalRunner> {
+    let setup = codehands::Setup::from_env()?;
+    let (registry, problems) = builder()?.agents()?;
+    if !registry.contains(agent) {
+        return Err(codehands::unknown_agent(&registry, &problems, agent));
+    }
+    codehands::RunnerBuilder::runner(setup, registry)
+}
+
+/// Parses an agent name argument (clap value parser).
+fn agent_name(text: &str) -> std::result::Result<runner_core::AgentName, String> {
+    runner_core::AgentName::parse(text).map_err(|e| e.to_string())
 }

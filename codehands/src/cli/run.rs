@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use futures::StreamExt;
 use runner_core::{
-    AgentKind, Event, EventBody, EventStream, Result, Runner, SessionId, StartOptions,
+    AgentName, Event, EventBody, EventStream, Result, Runner, SessionId, StartOptions,
 };
 
 use super::decide::{self, Then};
@@ -15,27 +15,6 @@ use super::view::HumanView;
 
 /// The prompt when none is given.
 const DEFAULT_PROMPT: &str = "Fix the failing test. Run npm test to check.";
-
-/// The agents on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AgentArg {
-    /// Claude Code.
-    ClaudeCode,
-    /// OpenAI Codex.
-    Codex,
-    /// The fake agent: replays a recording of Claude Code, no model needed.
-    Fake,
-}
-
-impl From<AgentArg> for AgentKind {
-    fn from(a: AgentArg) -> Self {
-        match a {
-            AgentArg::ClaudeCode => AgentKind::ClaudeCode,
-            AgentArg::Codex => AgentKind::Codex,
-            AgentArg::Fake => AgentKind::Fake,
-        }
-    }
-}
 
 /// Arguments of `codehands run`.
 #[derive(Debug, Args)]
@@ -46,9 +25,9 @@ pub struct RunArgs {
     /// What the agent should do; always text, even when it starts with `--` (put `--` before it).
     #[arg(allow_hyphen_values = true, default_value = DEFAULT_PROMPT)]
     pub prompt: String,
-    /// Which agent runs.
-    #[arg(long, value_enum, default_value = "claude-code")]
-    pub agent: AgentArg,
+    /// Which agent runs, by name (`codehands agents` lists them).
+    #[arg(long, value_parser = super::agent_name, default_value = "claude-code")]
+    pub agent: AgentName,
     /// The model, in the agent's own naming (for example `sonnet`).
     #[arg(long)]
     pub model: Option<String>,
@@ -94,9 +73,8 @@ pub struct ResumeArgs {
 
 /// `codehands run`.
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
-    let agent = AgentKind::from(args.agent);
-    codehands::agent_in_build(agent)?;
-    let runner = super::runner()?;
+    let agent = args.agent;
+    let runner = super::runner_for(&agent)?;
     let id = args.session_id.unwrap_or_else(SessionId::new_random);
     let mut options = StartOptions::new(id, args.repo, args.prompt, agent);
     options.model = args.model;

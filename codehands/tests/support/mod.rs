@@ -153,7 +153,8 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 /// The pinned Claude Code, or a skip (a failure under CI=true).
 pub fn claude() -> Option<PathBuf> {
-    let found = runner_core::testkit::agents::claude_bin();
+    let found =
+        runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in);
     if found.is_none() {
         runner_core::testkit::skip("Claude Code is not installed: run `cargo xtask agents`");
     }

@@ -6,12 +6,12 @@ pub const PASSTHROUGH: &[&str] = &[
 ];
 
 /// Hygiene variables set for every agent: no self-update, no telemetry, no error reports,
-/// no traffic beyond the model API.
+/// in the conventions many agent CLIs honour. An agent adds its own program's spellings
+/// of the same in [`crate::Invocation::env`].
 pub const HYGIENE: &[(&str, &str)] = &[
     ("DISABLE_AUTOUPDATER", "1"),
     ("DISABLE_TELEMETRY", "1"),
     ("DISABLE_ERROR_REPORTING", "1"),
-    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
 ];
 
 /// Builds the environment of an agent process from `caller` (the runner's own
@@ -21,7 +21,7 @@ pub const HYGIENE: &[(&str, &str)] = &[
 /// agent's own additions. Nothing else of `caller` gets through.
 pub fn agent_env<'a>(
     caller: impl IntoIterator<Item = (String, String)>,
-    provider: &[&str],
+    provider: &[String],
     extra_names: &[String],
     additions: impl IntoIterator<Item = &'a (String, String)>,
 ) -> Vec<(String, String)> {
@@ -34,7 +34,7 @@ pub fn agent_env<'a>(
     let allowed = PASSTHROUGH
         .iter()
         .copied()
-        .chain(provider.iter().copied())
+        .chain(provider.iter().map(String::as_str))
         .chain(extra_names.iter().map(String::as_str));
     for key in allowed {
         if let Some(value) = caller.get(key).filter(|v| !v.is_empty()) {
@@ -60,9 +60,9 @@ mod tests {
             ("HOME", "/home/me"),
             ("AWS_SECRET_ACCESS_KEY", "canary-aws"),
             ("GITHUB_TOKEN", "canary-gh"),
-            ("ANTHROPIC_API_KEY", "sk-ant"),
-            ("OPENAI_API_KEY", "sk-openai"),
-            ("CLAUDE_CODE_MAX_RETRIES", "1"),
+            ("PROVIDER_A_API_KEY", "sk-a"),
+            ("PROVIDER_B_API_KEY", "sk-b"),
+            ("AGENT_MAX_RETRIES", "1"),
             ("LANG", ""),
         ]
         .iter()
@@ -72,16 +72,18 @@ mod tests {
 
     #[test]
     fn only_the_allowlist_and_the_agents_own_provider_get_through() {
-        let env = agent_env(caller(), &["ANTHROPIC_API_KEY"], &[], &[]);
+        let env = agent_env(caller(), &["PROVIDER_A_API_KEY".into()], &[], &[]);
         let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         assert!(
-            keys.contains(&"PATH") && keys.contains(&"HOME") && keys.contains(&"ANTHROPIC_API_KEY")
+            keys.contains(&"PATH")
+                && keys.contains(&"HOME")
+                && keys.contains(&"PROVIDER_A_API_KEY")
         );
         for secret in [
             "AWS_SECRET_ACCESS_KEY",
             "GITHUB_TOKEN",
-            "OPENAI_API_KEY",
-            "CLAUDE_CODE_MAX_RETRIES",
+            "PROVIDER_B_API_KEY",
+            "AGENT_MAX_RETRIES",
         ] {
             assert!(!keys.contains(&secret), "{secret} leaked");
         }
@@ -91,9 +93,9 @@ mod tests {
 
     #[test]
     fn extra_variables_only_by_explicit_name() {
-        let env = agent_env(caller(), &[], &["CLAUDE_CODE_MAX_RETRIES".into()], &[]);
-        assert!(env.contains(&("CLAUDE_CODE_MAX_RETRIES".into(), "1".into())));
-        assert!(!env.iter().any(|(k, _)| k == "ANTHROPIC_API_KEY"));
+        let env = agent_env(caller(), &[], &["AGENT_MAX_RETRIES".into()], &[]);
+        assert!(env.contains(&("AGENT_MAX_RETRIES".into(), "1".into())));
+        assert!(!env.iter().any(|(k, _)| k == "PROVIDER_A_API_KEY"));
     }
 
     #[test]

@@ -200,7 +200,7 @@ fn spawn_error(program: &Path, e: &std::io::Error) -> Error {
         std::io::ErrorKind::NotFound => Error::new(
             ErrorKind::AgentUnavailable,
             format!(
-                "the agent program {what} was not found: install it, or name it with CLAUDE_BIN / CODEX_BIN"
+                "the agent program {what} was not found: install it or put it on PATH (`codehands agents` shows where each agent's program is looked for)"
             ),
         ),
         std::io::ErrorKind::PermissionDenied => Error::new(

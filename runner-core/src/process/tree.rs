@@ -1,7 +1,7 @@
 //! Ending an agent's whole process tree, and knowing a process by its start time.
 //!
 //! Every agent runs as the leader of its own process group, so its children
-//! (`claude → npm test → node`) share the group and one signal reaches them all.
+//! (`agent → npm test → node`) share the group and one signal reaches them all.
 //! A pid alone is not an identity: pids are reused. We keep the pid together with
 //! its start time from `/proc/<pid>/stat` and never signal a pid whose start time
 //! differs.

@@ -19,12 +19,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::agent_name::AgentName;
 use crate::error::{Error, ErrorKind, Result};
 use crate::home::Home;
 use crate::ids::SessionId;
-use crate::options::{
-    AgentKind, ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, StartOptions,
-};
+use crate::options::{ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, StartOptions};
+use crate::registry::{AgentOrigin, AgentRegistry};
 use crate::session::{SessionRecord, SessionState};
 use crate::store::SessionStore;
 use crate::traits::agent::{Agent, AgentRequest, ResumeFrom};
@@ -67,7 +67,7 @@ pub struct RunnerSettings {
     /// letting the agent retry for minutes.
     pub fail_fast_on_auth: bool,
     /// Names of caller variables the agent may also receive (for example
-    /// `CLAUDE_CODE_MAX_RETRIES`); each by exact name, never a prefix or a copy of everything.
+    /// an agent's retry setting); each by exact name, never a prefix or a copy of everything.
     pub extra_env: Vec<String>,
     /// The caller environment the agent's is built from (filtered by name); the
     /// process's own by default.
@@ -96,7 +96,7 @@ struct Shared {
     vcs: Arc<dyn Vcs>,
     memory: Arc<dyn MemoryStore>,
     sandbox: Option<Arc<dyn Sandbox>>,
-    agents: HashMap<AgentKind, Arc<dyn Agent>>,
+    agents: AgentRegistry,
     settings: RunnerSettings,
     live: Mutex<HashMap<SessionId, mpsc::Sender<StopRequest>>>,
 }
@@ -123,7 +123,7 @@ impl LocalRunner {
                 vcs,
                 memory,
                 sandbox: None,
-                agents: HashMap::new(),
+                agents: AgentRegistry::new(),
                 settings,
                 live: Mutex::default(),
             }),
@@ -134,10 +134,23 @@ impl LocalRunner {
         Arc::get_mut(&mut self.shared).expect("configure a runner before using it")
     }
 
-    /// Adds an agent (replacing one of the same kind).
+    /// Adds an agent the caller brings (replacing one of the same name).
     pub fn with_agent(mut self, agent: Arc<dyn Agent>) -> Self {
-        self.shared_mut().agents.insert(agent.kind(), agent);
+        self.shared_mut()
+            .agents
+            .replace(agent, AgentOrigin::Registered);
         self
+    }
+
+    /// Uses `agents` as this runner's agents (replacing any added before).
+    pub fn with_agents(mut self, agents: AgentRegistry) -> Self {
+        self.shared_mut().agents = agents;
+        self
+    }
+
+    /// The agents this runner knows.
+    pub fn agents(&self) -> &AgentRegistry {
+        &self.shared.agents
     }
 
     /// Adds the sandbox used by `verify`.
@@ -151,13 +164,8 @@ impl LocalRunner {
         &self.shared.home
     }
 
-    fn agent(&self, kind: AgentKind) -> Result<Arc<dyn Agent>> {
-        self.shared.agents.get(&kind).cloned().ok_or_else(|| {
-            Error::new(
-                ErrorKind::AgentUnavailable,
-                format!("the {kind} agent is not set up in this runner: pick another agent"),
-            )
-        })
+    fn agent(&self, name: &AgentName) -> Result<Arc<dyn Agent>> {
+        self.shared.agents.get(name)
     }
 
     async fn check(&self, options: &StartOptions) -> Result<Arc<dyn Agent>> {
@@ -182,7 +190,7 @@ impl LocalRunner {
         if options.verify && self.shared.sandbox.is_none() {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
         }
-        self.agent(options.agent)
+        self.agent(&options.agent)
     }
 
     fn spawn_run(
@@ -259,7 +267,7 @@ impl Runner for LocalRunner {
         let record = SessionRecord {
             session_id: id,
             state: SessionState::Queued,
-            agent: options.agent,
+            agent: options.agent.clone(),
             repo_path: repo_path.clone(),
             repo_key,
             worktree_path: worktree.clone(),
@@ -387,7 +395,7 @@ impl Runner for LocalRunner {
                 "resume",
             ));
         }
-        let agent = self.agent(record.agent)?;
+        let agent = self.agent(&record.agent)?;
         if !agent.capabilities().resume {
             return Err(Error::new(
                 ErrorKind::Unsupported,

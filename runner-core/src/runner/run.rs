@@ -124,14 +124,14 @@ impl Supervisor {
         self.request.provider_env = self
             .agent
             .provider_env()
-            .iter()
+            .into_iter()
             .filter_map(|name| {
                 let value = self
                     .shared
                     .settings
                     .caller_env
                     .iter()
-                    .find(|(k, _)| k == name)?;
+                    .find(|(k, _)| *k == name)?;
                 Some(value.clone())
             })
             .collect();
@@ -163,7 +163,7 @@ impl Supervisor {
         let invocation = self.agent.invocation(&self.request)?;
         let env = crate::process::env::agent_env(
             self.shared.settings.caller_env.iter().cloned(),
-            self.agent.provider_env(),
+            &self.agent.provider_env(),
             &self.shared.settings.extra_env,
             &invocation.env,
         );
@@ -251,13 +251,16 @@ impl Supervisor {
             process.end_tree(grace).await;
         }
         self.files.clear_agent();
-        for body in parser.finish() {
+        let exit_code = exit.and_then(|s| s.code());
+        for body in parser.finish(exit_code) {
             if !body.is_terminal() {
                 self.emit(body, None).await;
+            } else if held.is_none() {
+                // An agent with no result line of its own ends the run at its exit.
+                held = Some((body, None));
             }
         }
         let stderr = redact(process.stderr_tail().await, &self.secrets);
-        let exit_code = exit.and_then(|s| s.code());
         if self.files.stop_requested() && !matches!(interruption, Some(Interruption::Stop(_))) {
             interruption = Some(Interruption::Stop(None));
         }

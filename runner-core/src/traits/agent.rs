@@ -7,17 +7,46 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::agent_name::AgentName;
 use crate::error::Result;
 use crate::event::EventBody;
 use crate::ids::SessionId;
 
 /// What an agent can do beyond a plain run; callers read it to refuse clearly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentCapabilities {
     /// The agent can continue an earlier conversation.
+    #[serde(default)]
     pub resume: bool,
     /// The agent enforces a budget in dollars itself.
+    #[serde(default)]
     pub budget: bool,
+}
+
+/// How to ask an agent's program for its version (`codehands agents`, `doctor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionProbe {
+    /// The program, as the agent would run it.
+    pub program: PathBuf,
+    /// The arguments that make it print its version (for example `--version`).
+    pub args: Vec<OsString>,
+    /// The version our tests ran, if the project pins one.
+    pub tested: Option<String>,
+}
+
+impl VersionProbe {
+    /// `program --version`, with the version our tests ran.
+    pub fn dash_dash_version(program: impl Into<PathBuf>, tested: Option<&str>) -> Self {
+        Self {
+            program: program.into(),
+            args: vec!["--version".into()],
+            tested: tested.map(str::to_owned),
+        }
+    }
 }
 
 /// Everything an agent needs to build its invocation.
@@ -40,7 +69,7 @@ pub struct AgentRequest {
     /// Set for a resume: the agent's own session or thread id from the first run.
     pub resume: Option<ResumeFrom>,
     /// Provider variables from the caller's environment that this agent may receive
-    /// (for example `ANTHROPIC_BASE_URL`): only names the agent asked for in
+    /// (for example its provider's base URL): only names the agent asked for in
     /// [`Agent::provider_env`], already filtered by the runner.
     pub provider_env: Vec<(String, String)>,
 }
@@ -48,7 +77,7 @@ pub struct AgentRequest {
 /// Where a resume continues from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResumeFrom {
-    /// The agent's id of the conversation (our session id for Claude Code, the thread id for Codex).
+    /// The agent's id of the conversation (our session id, or a thread id the agent printed).
     pub agent_session_id: String,
 }
 
@@ -83,24 +112,35 @@ pub trait AgentParser: Send {
     /// a line it cannot read becomes a `message` with the text.
     fn parse_line(&mut self, line: &str) -> Vec<EventBody>;
 
-    /// Events owed at the end of the stream (for example tool uses that never got a result).
-    fn finish(&mut self) -> Vec<EventBody> {
+    /// Events owed at the end of the stream (for example tool uses that never got a
+    /// result), once the process has exited with `exit_code` (`None` when a signal ended
+    /// it). An agent whose output has no result line of its own may end the run here
+    /// with a terminal event (`task.finished` or `task.failed`); the runner uses it only
+    /// when no output line already ended the run.
+    fn finish(&mut self, exit_code: Option<i32>) -> Vec<EventBody> {
+        let _ = exit_code;
         Vec::new()
     }
 }
 
 /// A coding agent that codehands can run.
 pub trait Agent: Send + Sync {
-    /// The agent's name as used in session records.
-    fn kind(&self) -> crate::options::AgentKind;
+    /// The agent's name, as saved in session records and given to `--agent`. Two agents
+    /// of one runner never share a name.
+    fn name(&self) -> AgentName;
 
     /// What this agent supports.
     fn capabilities(&self) -> AgentCapabilities;
 
     /// The names of the caller's environment variables this agent may receive
     /// (its provider's base URL and key). Everything else is scrubbed.
-    fn provider_env(&self) -> &[&str] {
-        &[]
+    fn provider_env(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// How to ask its program for its version; `None` when it cannot say.
+    fn version_probe(&self) -> Option<VersionProbe> {
+        None
     }
 
     /// The program, arguments, environment additions and stdin of one run.

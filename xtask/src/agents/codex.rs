@@ -7,7 +7,12 @@
 use std::path::Path;
 use std::process::Command;
 
-use runner_core::testkit::agents::{CODEX_VERSION, codex_cache_path};
+use agent_codex::pinned::VERSION as CODEX_VERSION;
+use runner_core::testkit::agents::cache_root;
+
+fn codex_cache_path() -> std::path::PathBuf {
+    agent_codex::pinned::path_in(&cache_root())
+}
 
 const PACKAGE: &str = "openai-codex-cli-bin==0.163.0";
 const FOLDER: &str = "codex_cli_bin";

@@ -7,7 +7,11 @@
 #[path = "../../../agent-codex/tests/scenarios/mod.rs"]
 mod scenarios;
 
-use runner_core::testkit::agents::{CODEX_VERSION, codex_bin};
+use agent_codex::pinned::VERSION as CODEX_VERSION;
+
+fn codex_bin() -> Option<std::path::PathBuf> {
+    runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in)
+}
 
 /// Records `which` (a scenario name, or `all`).
 pub(super) fn run(which: &str) -> Result<(), String> {

@@ -1,0 +1,94 @@
+//! Asking a program for its version, for `doctor` and `agents`.
+
+use std::ffi::OsStr;
+use std::process::Command;
+
+use runner_core::VersionProbe;
+use serde::Serialize;
+
+use super::output;
+
+/// What a version call found.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Probe {
+    /// The program could be started.
+    pub found: bool,
+    /// The first word of its output that looks like a version.
+    pub version: Option<String>,
+    /// The version our tests ran, when the project pins one.
+    pub tested_version: Option<String>,
+    /// Whether the version found is one our tests ran.
+    pub tested: bool,
+    /// Why it could not be run, or the first line of its error output.
+    pub note: Option<String>,
+}
+
+/// Runs `program args` and reads a version from its output; `tested` is a prefix of the
+/// versions our tests ran.
+pub fn run<S: AsRef<OsStr>>(program: &OsStr, args: &[S], tested: Option<&str>) -> Probe {
+    let out = Command::new(program).args(args).output();
+    let (found, version, note) = match out {
+        Err(e) => (
+            false,
+            None,
+            Some(format!("cannot run {}: {e}", program.to_string_lossy())),
+        ),
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let version = first_version(&text);
+            let note = (!out.status.success()).then(|| {
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_owned()
+            });
+            (true, version, note.filter(|n| !n.is_empty()))
+        }
+    };
+    let is_tested = match (&version, tested) {
+        (Some(v), Some(t)) => v.starts_with(t),
+        _ => false,
+    };
+    Probe {
+        found,
+        version,
+        tested_version: tested.map(str::to_owned),
+        tested: is_tested,
+        note,
+    }
+}
+
+/// An agent's own version call.
+pub fn agent(probe: &VersionProbe) -> Probe {
+    run(
+        probe.program.as_os_str(),
+        &probe.args,
+        probe.tested.as_deref(),
+    )
+}
+
+/// A short coloured account: `found 2.1.332 (tested)`.
+pub fn describe(colour: bool, p: &Probe) -> String {
+    let state = match (&p.version, p.found) {
+        (Some(v), _) => output::paint(colour, "32", &format!("found {v}")),
+        (None, true) => output::paint(colour, "33", "found, but no version"),
+        (None, false) => output::paint(colour, "31", "not found"),
+    };
+    let tested = match (p.tested, p.found, &p.tested_version) {
+        (true, _, _) => " (tested)".to_owned(),
+        (false, true, Some(t)) => format!(" (our tests ran {t})"),
+        (false, true, None) => " (no version our tests ran)".to_owned(),
+        (false, false, _) => String::new(),
+    };
+    format!("{state}{tested}")
+}
+
+/// The first word that looks like a version (`2.47.3`, `20.10.24+dfsg1`).
+fn first_version(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .map(|w| w.trim_start_matches('v').trim_end_matches(','))
+        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
+        .map(str::to_owned)
+}

@@ -1,0 +1,233 @@
+//! The checks a profile file must pass before it becomes an agent.
+
+use std::path::{Path, PathBuf};
+
+use runner_core::{AgentCapabilities, AgentName, Result};
+
+use super::{ParserKind, Profile, ProfileFile, PromptVia, refuse};
+
+/// The placeholders an argument may be, whole.
+pub(super) const PLACEHOLDERS: &[&str] = &["{prompt}", "{model}", "{worktree}"];
+
+/// Flags that turn off an agent's own permission checks or sandbox. codehands never
+/// passes one, and neither may a profile (compared without case; `=` values included).
+const BYPASS_FLAGS: &[&str] = &[
+    "--dangerously-skip-permissions",
+    "--allow-dangerously-skip-permissions",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--yolo",
+    "bypasspermissions",
+    "danger-full-access",
+];
+
+pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) -> Result<Profile> {
+    let name = match (file.name.as_deref(), expected) {
+        (Some(inner), Some(stem)) if inner != stem => {
+            return Err(refuse(
+                path,
+                &format!(
+                    "key `name` is `{inner}` but the file is named `{stem}.toml`: make them the same"
+                ),
+            ));
+        }
+        (Some(name), _) | (None, Some(name)) => name,
+        (None, None) => {
+            return Err(refuse(
+                path,
+                "key `name` is missing: add `name = \"my-agent\"`",
+            ));
+        }
+    };
+    let name = AgentName::parse(name).map_err(|e| refuse(path, &format!("key `name`: {e}")))?;
+    let program = program(path, &file.program)?;
+    for (i, arg) in file.args.iter().enumerate() {
+        check_arg(path, &format!("args[{i}]"), arg)?;
+    }
+    if let Some(version_args) = &file.version_args {
+        for (i, arg) in version_args.iter().enumerate() {
+            if arg.contains('{') {
+                return Err(refuse(
+                    path,
+                    &format!(
+                        "key `version-args[{i}]` holds a placeholder: the version call takes none"
+                    ),
+                ));
+            }
+        }
+    }
+    check_prompt_placement(path, file.prompt, &file.args)?;
+    let provider = file.provider;
+    let vars = [
+        ("provider.base-url-env", provider.base_url_env.as_deref()),
+        ("provider.api-key-env", provider.api_key_env.as_deref()),
+        (
+            "provider.config-dir-env",
+            provider.config_dir_env.as_deref(),
+        ),
+        ("provider.model-env", provider.model_env.as_deref()),
+    ];
+    for (key, value) in vars {
+        if let Some(value) = value {
+            check_var(path, key, value)?;
+        }
+    }
+    for (i, value) in provider.pass.iter().enumerate() {
+        check_var(path, &format!("provider.pass[{i}]"), value)?;
+    }
+    Ok(Profile {
+        name,
+        description: file.description,
+        path: path.to_path_buf(),
+        program,
+        args: file.args,
+        prompt: file.prompt,
+        parser: file.parser,
+        version_args: file.version_args,
+        provider,
+        capabilities: AgentCapabilities {
+            resume: false,
+            budget: file.capabilities.budget,
+        },
+    })
+}
+
+/// A bare name (looked up on PATH) or an absolute path: never a relative path, which would
+/// be read from the worktree the agent writes.
+fn program(path: &Path, program: &str) -> Result<PathBuf> {
+    if program.trim().is_empty() {
+        return Err(refuse(
+            path,
+            "key `program` is empty: name the agent's program",
+        ));
+    }
+    if program.contains('{') {
+        return Err(refuse(
+            path,
+            "key `program` holds a placeholder: name a fixed program",
+        ));
+    }
+    let program = PathBuf::from(program);
+    if program.components().count() > 1 && !program.is_absolute() {
+        return Err(refuse(
+            path,
+            &format!(
+                "key `program` is the relative path `{}`: give an absolute path, or a bare name looked up on PATH",
+                program.display()
+            ),
+        ));
+    }
+    Ok(program)
+}
+
+fn check_arg(path: &Path, key: &str, arg: &str) -> Result<()> {
+    let lower = arg.to_ascii_lowercase();
+    if let Some(flag) = BYPASS_FLAGS.iter().find(|flag| lower.contains(*flag)) {
+        return Err(refuse(
+            path,
+            &format!(
+                "key `{key}` is `{arg}`, which turns off the agent's permission checks (`{flag}`): \
+                 remove it; codehands isolates the run in a worktree but never runs an agent unchecked"
+            ),
+        ));
+    }
+    if PLACEHOLDERS.contains(&arg) {
+        return Ok(());
+    }
+    if let Some(placeholder) = PLACEHOLDERS.iter().find(|p| arg.contains(*p)) {
+        return Err(refuse(
+            path,
+            &format!(
+                "key `{key}` is `{arg}`: {placeholder} is replaced only when it is a whole element; \
+                 give it as an element of its own (for example [\"--flag\", \"{placeholder}\"])"
+            ),
+        ));
+    }
+    if let (Some(open), Some(close)) = (arg.find('{'), arg.rfind('}'))
+        && open < close
+        && arg[open + 1..close]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(refuse(
+            path,
+            &format!(
+                "key `{key}` is `{arg}`, an unknown placeholder: the placeholders are {}",
+                PLACEHOLDERS.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The prompt goes where the profile says, once, and never where it could be read as a flag.
+fn check_prompt_placement(path: &Path, via: PromptVia, args: &[String]) -> Result<()> {
+    let at: Vec<usize> = (0..args.len()).filter(|&i| args[i] == "{prompt}").collect();
+    match (via, at.as_slice()) {
+        (PromptVia::Stdin, []) => Ok(()),
+        (PromptVia::Stdin, _) => Err(refuse(
+            path,
+            "key `args` holds {prompt} but `prompt` is \"stdin\": set `prompt = \"argument\"`, or remove {prompt}",
+        )),
+        (PromptVia::Argument, []) => Err(refuse(
+            path,
+            "key `prompt` is \"argument\" but `args` has no element {prompt}: add one",
+        )),
+        (PromptVia::Argument, [i]) => {
+            let before = i.checked_sub(1).map(|j| args[j].as_str());
+            if before.is_some_and(|b| b.starts_with('-')) {
+                Ok(())
+            } else {
+                Err(refuse(
+                    path,
+                    "key `args`: put `--` or the flag that takes the prompt right before {prompt}, \
+                     so a prompt that starts with `-` is never read as a flag",
+                ))
+            }
+        }
+        (PromptVia::Argument, _) => Err(refuse(
+            path,
+            "key `args` holds {prompt} more than once: keep one",
+        )),
+    }
+}
+
+fn check_var(path: &Path, key: &str, name: &str) -> Result<()> {
+    let valid = !name.is_empty()
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_uppercase() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if !valid {
+        return Err(refuse(
+            path,
+            &format!("key `{key}` is `{name}`, not a variable name: use capitals, digits and `_`"),
+        ));
+    }
+    if runner_core::process::env::PASSTHROUGH.contains(&name) {
+        return Err(refuse(
+            path,
+            &format!("key `{key}` is `{name}`, which every agent already receives: remove it"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `kind` can be read by this build; the error says which feature to enable.
+pub(super) fn parser_in_build(kind: ParserKind) -> Result<()> {
+    let (built, feature) = match kind {
+        ParserKind::ClaudeStreamJson => (cfg!(feature = "claude"), "claude"),
+        ParserKind::CodexJsonl => (cfg!(feature = "codex"), "codex"),
+        ParserKind::Text => (true, ""),
+    };
+    if built {
+        Ok(())
+    } else {
+        Err(runner_core::Error::not_in_build(
+            &format!("the {kind:?} parser"),
+            feature,
+        ))
+    }
+}
