@@ -267,7 +267,7 @@ fn decision_suite(verb: &str, reject: bool, seed0: u64) {
         let name = format!("{verb} seed {seed} killed after {after:?}");
         println!("{name}");
         kill_after(&world, &args, after);
-        if rng.next() % 2 == 0 {
+        if rng.next().is_multiple_of(2) {
             recover(&world, &name);
         } else {
             // The same command again: it settles what was cut short, then acts (an approve
@@ -319,7 +319,7 @@ fn run_killed_at_any_instant_is_cleaned_by_recover() {
         println!("{name}");
         kill_after(&world, &run_args(&id), after);
         recover(&world, &name);
-        let reject = rng.next() % 2 == 0;
+        let reject = rng.next().is_multiple_of(2);
         check_settled(&world, &id, &name, reject);
     }
     // Everything is settled, and a new run still works.

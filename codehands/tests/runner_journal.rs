@@ -5,7 +5,7 @@ mod support;
 
 use runner_core::testkit::runner as suite;
 use runner_core::{
-    AgentKind, ErrorKind, Runner, SessionId, SessionRecord, SessionState, StartOptions, Vcs,
+    AgentName, ErrorKind, Runner, SessionId, SessionRecord, SessionState, StartOptions, Vcs,
 };
 use support::{World, new_id};
 
@@ -14,7 +14,7 @@ fn options(world: &World, id: SessionId) -> StartOptions {
         id,
         &world.repo,
         runner_fake::demo_repo::PROMPT,
-        AgentKind::Fake,
+        AgentName::parse("fake").unwrap(),
     )
 }
 

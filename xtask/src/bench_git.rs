@@ -146,7 +146,7 @@ fn journal_cost(home: &Path) -> Result<Duration, String> {
     let record = runner_core::SessionRecord {
         session_id: id,
         state: runner_core::SessionState::AwaitingApproval,
-        agent: runner_core::AgentKind::Fake,
+        agent: runner_core::AgentName::parse("fake").map_err(|e| e.to_string())?,
         repo_path: home.join("repo"),
         repo_key: "0123456789ab".into(),
         worktree_path: home.join("worktrees/0123456789ab").join(id.short()),

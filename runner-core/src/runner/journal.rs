@@ -138,21 +138,12 @@ pub(super) async fn approve(
         r.commit = Some(commit);
         Ok(())
     })?;
-    shared
-        .vcs
-        .publish_commit(&spec, &prepared)
-        .await
-        .or_else(|e| {
-            // Not published: the session is as it was before this approve.
-            let _ = shared.store.update(&record.session_id, |r| {
-                r.commit = None;
-                r.move_to(
-                    SessionState::AwaitingApproval,
-                    "take back an unfinished approve",
-                )
-            });
-            Err(e)
-        })?;
+    if let Err(e) = shared.vcs.publish_commit(&spec, &prepared).await {
+        // Settled from what the branch holds: back to awaiting when the commit did not reach
+        // it, finished when it did after all.
+        let _ = settle_approve(shared, journaled).await;
+        return Err(e);
+    }
     let done = finish_approve(shared, &journaled).await?;
     Ok(ApproveResult {
         branch: done.branch.clone(),
