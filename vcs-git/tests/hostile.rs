@@ -365,3 +365,45 @@ async fn large_files_are_too_large_to_show_but_committed() {
         "200000"
     );
 }
+
+#[tokio::test]
+async fn publish_moves_the_branch_only_from_the_tip_it_read() {
+    if git_missing() {
+        return;
+    }
+    let vcs = GitVcs::new();
+    let (f, spec) = session("Compare and swap").await;
+    let prepared = vcs.prepare_commit(&spec, "First", None).await.unwrap();
+    assert_eq!(prepared.replaces, spec.base);
+    // Someone moves the branch in between: publish refuses and leaves it where it is.
+    let other = git(&f.repo, &["rev-parse", "main~1"]).trim().to_owned();
+    git(
+        &f.repo,
+        &["update-ref", &format!("refs/heads/{}", spec.branch), &other],
+    );
+    expect_error(
+        vcs.publish_commit(&spec, &prepared).await,
+        ErrorKind::Vcs,
+        "a branch that moved",
+    );
+    assert_eq!(
+        git_rev(&f.repo, &format!("refs/heads/{}", spec.branch)),
+        other
+    );
+    // Back where it was, publish works, and publishing again is a no-op.
+    git(
+        &f.repo,
+        &[
+            "update-ref",
+            &format!("refs/heads/{}", spec.branch),
+            &spec.base,
+        ],
+    );
+    vcs.publish_commit(&spec, &prepared).await.unwrap();
+    vcs.publish_commit(&spec, &prepared).await.unwrap();
+    assert_eq!(
+        git_rev(&f.repo, &format!("refs/heads/{}", spec.branch)),
+        prepared.commit
+    );
+    assert_eq!(git_rev(&f.repo, "refs/heads/main"), spec.base);
+}
