@@ -9,9 +9,6 @@ use runner_core::{AgentRequest, Error, Invocation, Result, SessionId, StdinClose
 /// test command, so any other command is refused and reported as denied.
 const ALLOWED_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
 
-/// What a resume says when the caller gives no new prompt.
-const RESUME_PROMPT: &str = "Continue where you left off.";
-
 /// Flags codehands sets itself (the format flags of seed 004 and the safety flags of
 /// seed 000), or that would widen what the agent may do or take the run out of the
 /// process codehands supervises. A caller's argument naming one of them is refused.
@@ -91,12 +88,8 @@ pub(crate) fn build(
     extra_args: &[OsString],
     request: &AgentRequest,
 ) -> Result<Invocation> {
+    request.check()?;
     let budget = request.budget_usd;
-    if !budget.is_finite() || budget <= 0.0 {
-        return Err(Error::invalid_input(format!(
-            "the budget must be a positive number of US dollars, not {budget}: pass for example 0.5"
-        )));
-    }
     let mut args: Vec<OsString> = [
         "-p",
         "--output-format",
@@ -152,16 +145,7 @@ pub(crate) fn build(
     }
     args.extend(extra_args.iter().cloned());
 
-    let prompt = if request.prompt.trim().is_empty() {
-        if request.resume.is_none() {
-            return Err(Error::invalid_input(
-                "the prompt is empty: say what the agent should do",
-            ));
-        }
-        RESUME_PROMPT
-    } else {
-        request.prompt.as_str()
-    };
+    let prompt = request.prompt.as_str();
 
     let mut env: Vec<(String, String)> = vec![
         // No update checks, telemetry or error reports from an agent run.

@@ -57,7 +57,7 @@ fn a_resume() {
         resume: Some(ResumeFrom {
             agent_session_id: "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42".into(),
         }),
-        prompt: String::new(),
+        prompt: runner_core::DEFAULT_RESUME_PROMPT.into(),
         model: None,
         notes: None,
         test_command: None,

@@ -16,27 +16,10 @@ const PROVIDER_NAME: &str = "codehands";
 pub(crate) const BASE_URL_VAR: &str = "OPENAI_BASE_URL";
 pub(crate) const API_KEY_VAR: &str = "OPENAI_API_KEY";
 
-/// What a resume says when the caller gives no new prompt.
-const RESUME_PROMPT: &str = "Continue where you left off.";
-
 /// The whole invocation of one run.
 pub(crate) fn build(program: PathBuf, request: &AgentRequest) -> Result<Invocation> {
-    let budget = request.budget_usd;
-    if !budget.is_finite() || budget <= 0.0 {
-        return Err(Error::invalid_input(format!(
-            "the budget must be a positive number of US dollars, not {budget}: pass for example 0.5"
-        )));
-    }
-    let prompt = if request.prompt.trim().is_empty() {
-        if request.resume.is_none() {
-            return Err(Error::invalid_input(
-                "the prompt is empty: say what the agent should do",
-            ));
-        }
-        RESUME_PROMPT
-    } else {
-        request.prompt.as_str()
-    };
+    request.check()?;
+    let prompt = request.prompt.as_str();
 
     let mut args: Vec<OsString> = vec!["exec".into()];
     let thread = match &request.resume {

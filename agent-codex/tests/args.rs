@@ -84,7 +84,7 @@ fn a_resume_names_the_thread_after_the_flags() {
         resume: Some(ResumeFrom {
             agent_session_id: THREAD.into(),
         }),
-        prompt: String::new(),
+        prompt: runner_core::DEFAULT_RESUME_PROMPT.into(),
         ..request()
     };
     let invocation = invocation(&request);
@@ -100,10 +100,14 @@ fn a_resume_names_the_thread_after_the_flags() {
         !args.contains(&"--sandbox"),
         "`exec resume` has no --sandbox: the config key says it"
     );
-    assert_eq!(
-        invocation.stdin,
-        ["Continue where you left off."],
-        "an empty resume prompt gets a default"
+    assert_eq!(invocation.stdin, [runner_core::DEFAULT_RESUME_PROMPT]);
+    let blank = AgentRequest {
+        prompt: String::new(),
+        ..request
+    };
+    assert!(
+        Codex::with_program("codex").invocation(&blank).is_err(),
+        "a blank prompt is refused on resume too: the runner fills in the default"
     );
 }
 

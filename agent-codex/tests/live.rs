@@ -43,12 +43,10 @@ fn recorded(name: &str) -> Vec<String> {
 #[tokio::test]
 async fn todays_runs_match_the_recordings() {
     let Some(codex) = codex() else { return };
-    for name in [
-        "write-file",
-        "failing-command",
-        "several-turns",
-        "retry-then-success",
-    ] {
+    // `failing-command` is left out here: Codex 0.163.0 sometimes answers the model's second
+    // command (the write outside the repo) and sometimes goes straight to the last turn, on
+    // the same script; its own test below checks what holds either way.
+    for name in ["write-file", "several-turns", "retry-then-success"] {
         let scenario = scenarios::find(name).unwrap();
         let output = scenarios::run::run(&codex, &scenario).await.unwrap();
         assert_eq!(
@@ -66,6 +64,32 @@ async fn todays_runs_match_the_recordings() {
             assert!(output.repo.join("src/hello.js").is_file());
         }
     }
+}
+
+#[tokio::test]
+async fn a_failing_command_is_a_failed_command_with_its_exit_code() {
+    let Some(codex) = codex() else { return };
+    let scenario = scenarios::find("failing-command").unwrap();
+    let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+    let mut parser = agent_codex::jsonl_parser();
+    let events: Vec<EventBody> = output
+        .lines
+        .iter()
+        .flat_map(|line| parser.parse_line(line))
+        .collect();
+    let ls = events.iter().find_map(|e| match e {
+        EventBody::CommandFinished(done) if done.command.contains("ls src/missing.js") => {
+            Some(done)
+        }
+        _ => None,
+    });
+    let ls = ls.unwrap_or_else(|| panic!("the ls command finished: {:#?}", output.lines));
+    assert_eq!(ls.exit_code, Some(2));
+    assert!(ls.is_error);
+    assert!(
+        matches!(events.last(), Some(EventBody::TaskFinished(_))),
+        "{events:?}"
+    );
 }
 
 #[tokio::test]

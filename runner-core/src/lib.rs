@@ -45,8 +45,8 @@ pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState};
 pub use store::SessionStore;
 pub use traits::agent::{
-    Agent, AgentCapabilities, AgentParser, AgentRequest, Invocation, ResumeFrom, StdinClose,
-    VersionProbe,
+    Agent, AgentCapabilities, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT, Invocation,
+    ResumeFrom, StdinClose, VersionProbe,
 };
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
 pub use traits::runner::{EventStream, Runner};

@@ -27,7 +27,7 @@ use crate::options::{ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryRepo
 use crate::registry::{AgentOrigin, AgentRegistry};
 use crate::session::{SessionRecord, SessionState};
 use crate::store::SessionStore;
-use crate::traits::agent::{Agent, AgentRequest, ResumeFrom};
+use crate::traits::agent::{Agent, AgentRequest, DEFAULT_RESUME_PROMPT, ResumeFrom};
 use crate::traits::memory::MemoryStore;
 use crate::traits::runner::{EventStream, Runner};
 use crate::traits::sandbox::Sandbox;
@@ -169,23 +169,15 @@ impl LocalRunner {
     }
 
     async fn check(&self, options: &StartOptions) -> Result<Arc<dyn Agent>> {
-        if options.prompt.trim().is_empty() {
-            return Err(Error::invalid_input(
-                "the prompt is empty: say what the agent should do",
-            ));
-        }
+        AgentRequest::check_prompt(&options.prompt)?;
         if options.prompt.len() > MAX_PROMPT_BYTES {
             return Err(Error::invalid_input(format!(
                 "the prompt is {} bytes, over the limit of {MAX_PROMPT_BYTES}: shorten it",
                 options.prompt.len()
             )));
         }
-        if let Some(budget) = options.budget_usd
-            && !(budget.is_finite() && budget > 0.0)
-        {
-            return Err(Error::invalid_input(format!(
-                "the budget {budget} is not a positive number of dollars"
-            )));
+        if let Some(budget) = options.budget_usd {
+            AgentRequest::check_budget(budget)?;
         }
         if options.verify && self.shared.sandbox.is_none() {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
@@ -419,7 +411,7 @@ impl Runner for LocalRunner {
         };
         let prompt = prompt
             .filter(|p| !p.trim().is_empty())
-            .unwrap_or_else(|| "Continue where you stopped.".into());
+            .unwrap_or_else(|| DEFAULT_RESUME_PROMPT.into());
         let request = self.request_for(&record, prompt, Some(resume));
         Ok(self.spawn_run(record, request, agent, false))
     }
