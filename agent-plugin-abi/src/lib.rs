@@ -15,7 +15,7 @@
 //! - One entry symbol, [`ENTRY_SYMBOL`] (`codehands_agent_plugin`), an `extern "C"` function
 //!   without arguments that returns a pointer to a static [`PluginTable`]. The table's first
 //!   two fields are [`TableHeader`]: the ABI version and the table's size in bytes. A host
-//!   reads those two first and refuses any other version, or a table smaller than its own,
+//!   reads those two first and refuses any other version, or a size other than its own,
 //!   before it touches anything else. The symbol's name carries no version, so a library
 //!   of another version is told apart from a library that is no plugin at all.
 //! - Everything else crosses as UTF-8 JSON ([`wire`]): the agents' names, capabilities,
@@ -35,8 +35,8 @@
 //! mistakes (another version, a panic, a wrong answer), not against a hostile library.
 //! Load only libraries you would run as programs.
 //!
-//! A change to the table or to the meaning of a call is a new [`ABI_VERSION`]; adding an
-//! optional JSON field is not.
+//! The host reads the JSON strictly (an unknown field is refused), so any change to the
+//! table, to a JSON shape or to the meaning of a call is a new [`ABI_VERSION`].
 
 pub mod wire;
 

@@ -18,3 +18,17 @@ pub fn load(path: &Path) -> Result<Vec<Arc<dyn Agent>>> {
     let _ = path;
     Err(runner_core::Error::not_in_build("plugins", "plugins"))
 }
+
+#[cfg(all(test, not(feature = "plugins")))]
+mod tests {
+    #[test]
+    fn without_the_feature_a_plugin_is_not_in_this_build() {
+        let Err(err) = super::load(std::path::Path::new("/plugins/x.so")) else {
+            panic!("a plugin loaded without the plugins feature");
+        };
+        assert_eq!(
+            err.to_string(),
+            "plugins is not in this build of codehands: rebuild with `--features plugins`"
+        );
+    }
+}

@@ -90,7 +90,7 @@ impl Library {
                 env!("CARGO_PKG_VERSION"),
             ));
         }
-        if (header.table_size as usize) < size_of::<PluginTable>() {
+        if header.table_size as usize != size_of::<PluginTable>() {
             return Err(format!(
                 "{}: its table is {} bytes where ABI version {ABI_VERSION} has {}: rebuild it \
                  against agent-plugin-abi {}",
@@ -100,8 +100,8 @@ impl Library {
                 env!("CARGO_PKG_VERSION"),
             ));
         }
-        // SAFETY: version and size match ABI version 1, so the static the pointer names is
-        // a whole `PluginTable` (a larger one only appends fields).
+        // SAFETY: version and size are those of this ABI, so the static the pointer names
+        // is a whole `PluginTable`.
         let table = unsafe { *raw.cast::<PluginTable>() };
         Ok(Box::leak(Box::new(Self {
             path: absolute,
