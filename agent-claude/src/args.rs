@@ -9,9 +9,6 @@ use runner_core::{AgentRequest, Error, Invocation, Result, SessionId, StdinClose
 /// test command, so any other command is refused and reported as denied.
 const ALLOWED_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
 
-/// What a resume says when the caller gives no new prompt.
-const RESUME_PROMPT: &str = "Continue where you left off.";
-
 /// Flags codehands sets itself (the format flags of seed 004 and the safety flags of
 /// seed 000), or that would widen what the agent may do or take the run out of the
 /// process codehands supervises. A caller's argument naming one of them is refused.
@@ -91,12 +88,8 @@ pub(crate) fn build(
     extra_args: &[OsString],
     request: &AgentRequest,
 ) -> Result<Invocation> {
+    request.check()?;
     let budget = request.budget_usd;
-    if !budget.is_finite() || budget <= 0.0 {
-        return Err(Error::invalid_input(format!(
-            "the budget must be a positive number of US dollars, not {budget}: pass for example 0.5"
-        )));
-    }
     let mut args: Vec<OsString> = [
         "-p",
         "--output-format",
@@ -147,21 +140,22 @@ pub(crate) fn build(
         }
         args.push(format!("--model={model}").into());
     }
-    if let Some(notes) = request.notes.as_deref().filter(|n| !n.trim().is_empty()) {
-        args.push(format!("--append-system-prompt={notes}").into());
+    // The notes hold earlier prompts: never on argv, which every local user can read.
+    // They go in through the runner's private file, or else ahead of the prompt on stdin.
+    let notes = request.notes.as_deref().filter(|n| !n.trim().is_empty());
+    let mut notes_on_stdin = None;
+    match (&request.notes_file, notes) {
+        (Some(file), _) => {
+            let mut arg = OsString::from("--append-system-prompt-file=");
+            arg.push(file);
+            args.push(arg);
+        }
+        (None, Some(notes)) => notes_on_stdin = Some(notes),
+        (None, None) => {}
     }
     args.extend(extra_args.iter().cloned());
 
-    let prompt = if request.prompt.trim().is_empty() {
-        if request.resume.is_none() {
-            return Err(Error::invalid_input(
-                "the prompt is empty: say what the agent should do",
-            ));
-        }
-        RESUME_PROMPT
-    } else {
-        request.prompt.as_str()
-    };
+    let prompt = request.prompt.as_str();
 
     let mut env: Vec<(String, String)> = vec![
         // No update checks, telemetry or error reports from an agent run.
@@ -178,9 +172,18 @@ pub(crate) fn build(
         args,
         env,
         // Claude Code reads stdin to its end: the prompt's lines, then stdin is closed.
-        stdin: prompt.split('\n').map(str::to_owned).collect(),
+        stdin: stdin_lines(notes_on_stdin, prompt),
         close_stdin: StdinClose::AfterWrite,
     })
+}
+
+/// The lines of stdin: the notes (when there is no file for them), a blank line, the prompt.
+fn stdin_lines(notes: Option<&str>, prompt: &str) -> Vec<String> {
+    let text = match notes {
+        Some(notes) => format!("{notes}\n\n{prompt}"),
+        None => prompt.to_owned(),
+    };
+    text.split('\n').map(str::to_owned).collect()
 }
 
 /// The allow list: the file tools, and Bash for exactly the repo's test command.

@@ -15,6 +15,7 @@ fn request() -> AgentRequest {
         model: Some("sonnet".into()),
         budget_usd: 0.5,
         notes: Some("--Tests: npm test. Use two spaces.".into()),
+        notes_file: Some(PathBuf::from("/home/me/.codehands/runs/3f2a9c1e/notes.md")),
         test_command: Some("npm test".into()),
         resume: None,
         provider_env: vec![
@@ -57,9 +58,10 @@ fn a_resume() {
         resume: Some(ResumeFrom {
             agent_session_id: "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42".into(),
         }),
-        prompt: String::new(),
+        prompt: runner_core::DEFAULT_RESUME_PROMPT.into(),
         model: None,
         notes: None,
+        notes_file: None,
         test_command: None,
         ..request()
     };
@@ -94,6 +96,42 @@ fn the_prompt_is_only_on_stdin_as_plain_text() {
     // Written line by line, each followed by a newline, then stdin is closed.
     assert_eq!(invocation.stdin.join("\n"), tricky.prompt);
     assert_eq!(invocation.close_stdin, StdinClose::AfterWrite);
+}
+
+#[test]
+fn notes_are_never_on_argv() {
+    let agent = ClaudeCode::with_program("claude");
+    let with_file = request();
+    let args = args_of(&agent, &with_file);
+    assert!(args.iter().all(|a| !a.contains("two spaces")), "{args:?}");
+    assert!(
+        args.contains(
+            &"--append-system-prompt-file=/home/me/.codehands/runs/3f2a9c1e/notes.md".to_owned()
+        ),
+        "the runner's private file is named: {args:?}"
+    );
+    let invocation = agent.invocation(&with_file).unwrap();
+    assert_eq!(invocation.stdin.join("\n"), with_file.prompt);
+
+    let without_file = AgentRequest {
+        notes_file: None,
+        ..request()
+    };
+    let args = args_of(&agent, &without_file);
+    assert!(
+        args.iter()
+            .all(|a| !a.contains("two spaces") && !a.contains("system-prompt")),
+        "{args:?}"
+    );
+    let stdin = agent.invocation(&without_file).unwrap().stdin.join("\n");
+    assert_eq!(
+        stdin,
+        format!(
+            "--Tests: npm test. Use two spaces.\n\n{}",
+            without_file.prompt
+        ),
+        "without a file the notes go ahead of the prompt on stdin"
+    );
 }
 
 #[test]

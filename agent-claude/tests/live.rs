@@ -78,10 +78,15 @@ async fn the_arguments_reach_the_model_as_meant() {
     let Some(claude) = claude() else { return };
     let scenario = scenarios::find("retry-then-success").unwrap();
     let notes = "--Repo notes: indent with two spaces.";
+    // The runner's private notes file, read through `--append-system-prompt-file`.
+    let notes_dir = tempfile::tempdir().unwrap();
+    let notes_file = notes_dir.path().join("notes.md");
+    std::fs::write(&notes_file, notes).unwrap();
     let prompt = "--dangerously-skip-permissions is only text here";
     let output = scenarios::run::run_with(&claude, &scenario, |request| {
         request.model = Some("claude-sonnet-4-5".into());
         request.notes = Some(notes.into());
+        request.notes_file = Some(notes_file.clone());
         request.prompt = prompt.into();
     })
     .await
@@ -99,7 +104,7 @@ async fn the_arguments_reach_the_model_as_meant() {
         last["system"]
             .to_string()
             .contains("indent with two spaces"),
-        "the notes are in the system prompt"
+        "the notes file is read into the system prompt"
     );
     assert!(
         last["messages"].to_string().contains(prompt),

@@ -1,8 +1,8 @@
 //! The arguments, environment and stdin of one Codex run (`codex exec --json`).
 //!
-//! Every value that comes from a caller (the base URL, the model, the notes) goes
-//! into `-c key=value` overrides only as a TOML string this file quotes itself,
-//! so no caller text can add a key of its own. The prompt goes on stdin (`-`).
+//! Every value that comes from a caller (the base URL, the model) goes into
+//! `-c key=value` overrides only as a TOML string this file quotes itself, so no
+//! caller text can add a key of its own. The notes and the prompt go on stdin (`-`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -16,27 +16,10 @@ const PROVIDER_NAME: &str = "codehands";
 pub(crate) const BASE_URL_VAR: &str = "OPENAI_BASE_URL";
 pub(crate) const API_KEY_VAR: &str = "OPENAI_API_KEY";
 
-/// What a resume says when the caller gives no new prompt.
-const RESUME_PROMPT: &str = "Continue where you left off.";
-
 /// The whole invocation of one run.
 pub(crate) fn build(program: PathBuf, request: &AgentRequest) -> Result<Invocation> {
-    let budget = request.budget_usd;
-    if !budget.is_finite() || budget <= 0.0 {
-        return Err(Error::invalid_input(format!(
-            "the budget must be a positive number of US dollars, not {budget}: pass for example 0.5"
-        )));
-    }
-    let prompt = if request.prompt.trim().is_empty() {
-        if request.resume.is_none() {
-            return Err(Error::invalid_input(
-                "the prompt is empty: say what the agent should do",
-            ));
-        }
-        RESUME_PROMPT
-    } else {
-        request.prompt.as_str()
-    };
+    request.check()?;
+    let prompt = request.prompt.as_str();
 
     let mut args: Vec<OsString> = vec!["exec".into()];
     let thread = match &request.resume {
@@ -67,9 +50,6 @@ pub(crate) fn build(program: PathBuf, request: &AgentRequest) -> Result<Invocati
         // `--flag=value` keeps a name that starts with `-` from being read as a flag.
         args.push(format!("--model={model}").into());
     }
-    if let Some(notes) = request.notes.as_deref().filter(|n| !n.trim().is_empty()) {
-        config.push(("developer_instructions".into(), toml_string(notes)));
-    }
     if let Some((_, url)) = request.provider_env.iter().find(|(k, _)| k == BASE_URL_VAR) {
         let url = check_base_url(url)?;
         let key = |field: &str| format!("model_providers.{PROVIDER_NAME}.{field}");
@@ -96,10 +76,22 @@ pub(crate) fn build(program: PathBuf, request: &AgentRequest) -> Result<Invocati
         program,
         args,
         env: request.provider_env.clone(),
-        // Codex reads stdin to its end: the prompt's lines, then stdin is closed.
-        stdin: prompt.split('\n').map(str::to_owned).collect(),
+        // Codex reads stdin to its end: the notes (framed as data by the runner; never on
+        // argv, which every local user can read), then the prompt's lines, then stdin closes.
+        stdin: stdin_text(request.notes.as_deref(), prompt)
+            .split('\n')
+            .map(str::to_owned)
+            .collect(),
         close_stdin: StdinClose::AfterWrite,
     })
+}
+
+/// What Codex reads on stdin: the notes, if any, a blank line, then the prompt.
+fn stdin_text(notes: Option<&str>, prompt: &str) -> String {
+    match notes.filter(|n| !n.trim().is_empty()) {
+        Some(notes) => format!("{notes}\n\n{prompt}"),
+        None => prompt.to_owned(),
+    }
 }
 
 /// A TOML basic string: quotes, backslashes and control characters escaped, so the

@@ -17,8 +17,9 @@
 //! the sandbox refuses fails instead of waiting for an answer nobody gives. The
 //! adapter never passes `--dangerously-bypass-approvals-and-sandbox`. The sandbox is
 //! the `codex-resources/bwrap` shipped beside `bin/codex`; it needs user namespaces
-//! (it works in this project's containers, run as root). Repo notes go in as
-//! `developer_instructions`, never written into the worktree. Unlike Claude Code's
+//! (it works in this project's containers, run as root). Repo notes go in on stdin
+//! ahead of the prompt (Codex takes developer instructions only as a `-c` argument, and
+//! argv is readable by every local user), never written into the worktree. Unlike Claude Code's
 //! `--strict-mcp-config`, Codex has no switch that keeps the user's own MCP servers
 //! out while keeping the rest of their config (a `-c mcp_servers={}` override merges
 //! instead of replacing), so servers in `~/.codex/config.toml` load in agent runs.

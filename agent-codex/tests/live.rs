@@ -43,12 +43,10 @@ fn recorded(name: &str) -> Vec<String> {
 #[tokio::test]
 async fn todays_runs_match_the_recordings() {
     let Some(codex) = codex() else { return };
-    for name in [
-        "write-file",
-        "failing-command",
-        "several-turns",
-        "retry-then-success",
-    ] {
+    // `failing-command` is left out here: Codex 0.163.0 sometimes answers the model's second
+    // command (the write outside the repo) and sometimes goes straight to the last turn, on
+    // the same script; its own test below checks what holds either way.
+    for name in ["write-file", "several-turns", "retry-then-success"] {
         let scenario = scenarios::find(name).unwrap();
         let output = scenarios::run::run(&codex, &scenario).await.unwrap();
         assert_eq!(
@@ -66,6 +64,32 @@ async fn todays_runs_match_the_recordings() {
             assert!(output.repo.join("src/hello.js").is_file());
         }
     }
+}
+
+#[tokio::test]
+async fn a_failing_command_is_a_failed_command_with_its_exit_code() {
+    let Some(codex) = codex() else { return };
+    let scenario = scenarios::find("failing-command").unwrap();
+    let output = scenarios::run::run(&codex, &scenario).await.unwrap();
+    let mut parser = agent_codex::jsonl_parser();
+    let events: Vec<EventBody> = output
+        .lines
+        .iter()
+        .flat_map(|line| parser.parse_line(line))
+        .collect();
+    let ls = events.iter().find_map(|e| match e {
+        EventBody::CommandFinished(done) if done.command.contains("ls src/missing.js") => {
+            Some(done)
+        }
+        _ => None,
+    });
+    let ls = ls.unwrap_or_else(|| panic!("the ls command finished: {:#?}", output.lines));
+    assert_eq!(ls.exit_code, Some(2));
+    assert!(ls.is_error);
+    assert!(
+        matches!(events.last(), Some(EventBody::TaskFinished(_))),
+        "{events:?}"
+    );
 }
 
 #[tokio::test]
@@ -93,27 +117,21 @@ async fn the_requests_carry_the_provider_key_model_notes_and_prompt() {
     let body = request.json().unwrap();
     assert_eq!(body["model"], "scripted-model");
     let input = body["input"].as_array().unwrap();
-    let developer_texts: Vec<&str> = input
-        .iter()
-        .filter(|i| i["role"] == "developer")
-        .flat_map(|i| i["content"].as_array().into_iter().flatten())
-        .filter_map(|c| c["text"].as_str())
-        .collect();
-    assert!(
-        developer_texts.contains(&"Use two spaces for indentation."),
-        "the notes are developer instructions: {developer_texts:?}"
-    );
     let user_texts: Vec<&str> = input
         .iter()
         .filter(|i| i["role"] == "user")
         .flat_map(|i| i["content"].as_array().into_iter().flatten())
         .filter_map(|c| c["text"].as_str())
         .collect();
+    // Notes hold earlier prompts, so they never go on argv: they come ahead of the prompt
+    // on stdin, in the same user message.
     assert!(
         user_texts
             .iter()
-            .any(|t| t.trim() == "Fix the month in src/date.js. Run the tests to check."),
-        "the prompt came from stdin, whole: {user_texts:?}"
+            .any(|t| t.starts_with("Use two spaces for indentation.")
+                && t.trim_end()
+                    .ends_with("Fix the month in src/date.js. Run the tests to check.")),
+        "the notes, then the prompt, came from stdin, whole: {user_texts:?}"
     );
 }
 
@@ -136,7 +154,9 @@ async fn a_multi_line_prompt_that_looks_like_flags_arrives_whole() {
         .filter_map(|c| c["text"].as_str().map(str::to_owned))
         .collect();
     assert!(
-        texts.iter().any(|t| t.trim() == scenario.prompt),
+        texts
+            .iter()
+            .any(|t| t.trim_end().ends_with(scenario.prompt)),
         "the prompt is text, not flags: {texts:?}"
     );
 }

@@ -2,19 +2,29 @@
 
 mod cli;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    // Read as OsString: a path or prompt that is not UTF-8 must get an error, not a panic.
+    let args: Vec<OsString> = std::env::args_os().collect();
     // The binary doubles as the fake agent program (`--agent fake`): it then takes
     // Claude Code's arguments, not ours.
     #[cfg(feature = "fake")]
-    if args.get(1).map(String::as_str) == Some(codehands::FAKE_AGENT_ARG) {
+    if args.get(1).is_some_and(|a| a == codehands::FAKE_AGENT_ARG) {
         return exit_code(runner_fake::fake_agent::main(&args[2..]));
     }
-    let cli = cli::Cli::parse();
+    if let Some(bad) = args.iter().skip(1).find(|a| a.to_str().is_none()) {
+        eprintln!(
+            "codehands: the argument {bad:?} is not UTF-8 (the \\x.. are its bytes that are not): \
+             codehands takes ids, paths, prompts and options as UTF-8 text; rename the folder \
+             or pass the text as UTF-8"
+        );
+        return ExitCode::from(2);
+    }
+    let cli = cli::Cli::parse_from(args);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {

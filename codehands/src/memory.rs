@@ -7,7 +7,7 @@ use runner_core::{Home, MemoryStore};
 /// Files under `$CODEHANDS_HOME/memory` with feature `memory-fs`.
 #[cfg(feature = "memory-fs")]
 pub fn store(home: &Home) -> Arc<dyn MemoryStore> {
-    Arc::new(memory_fs::FileMemory::new(home.memory_dir()))
+    Arc::new(memory_fs::FileMemory::in_home(home.root()))
 }
 
 /// Without `memory-fs`, runs have no memory: notes read as empty and nothing is kept.

@@ -1,12 +1,10 @@
 //! `FileMemory`: repo memory as files, `<memory root>/<repoKey>/{notes.md,profile.json}`.
 
-use std::fs;
-use std::io::ErrorKind as IoKind;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use runner_core::store::write_atomically;
-use runner_core::{Error, ErrorKind, MemoryStore, RepoProfile, Result, RunSummary};
+use runner_core::private::PrivateRoot;
+use runner_core::{Error, ErrorKind, MemoryStore, RepoProfile, Result, RunSummary, SessionState};
 
 use crate::key::validate_repo_key;
 use crate::lock::{FolderLock, blocking};
@@ -22,8 +20,11 @@ const PROFILE_FILE: &str = "profile.json";
 /// Missing files read as empty. Writes hold the repo's lock (threads and processes alike)
 /// and replace the file atomically, so concurrent writers lose no note and a crash leaves
 /// the old file or the new one. Reads take no lock: a rename is seen whole or not at all.
+/// Every folder is 0700 and every file 0600, and none is reached through a symbolic link:
+/// a `notes.md` that links elsewhere is refused, never read into the agent's prompt.
 #[derive(Debug, Clone)]
 pub struct FileMemory {
+    private: PrivateRoot,
     root: PathBuf,
 }
 
@@ -31,15 +32,21 @@ impl FileMemory {
     /// A store whose memory root is `memory_root` itself: repo folders go directly in it
     /// (`<memory_root>/<repoKey>/notes.md`). Nothing is made until the first write.
     pub fn new(memory_root: impl Into<PathBuf>) -> Self {
+        let root = memory_root.into();
         Self {
-            root: memory_root.into(),
+            private: PrivateRoot::new(&root),
+            root,
         }
     }
 
     /// A store under the codehands home: the memory root is `<home>/memory`
-    /// (`$CODEHANDS_HOME/memory/<repoKey>/notes.md`).
+    /// (`$CODEHANDS_HOME/memory/<repoKey>/notes.md`), and the home is kept private too.
     pub fn in_home(home: impl AsRef<Path>) -> Self {
-        Self::new(home.as_ref().join("memory"))
+        let home = home.as_ref();
+        Self {
+            private: PrivateRoot::new(home),
+            root: home.join("memory"),
+        }
     }
 
     /// The memory root, the folder that holds one folder per repo key.
@@ -55,11 +62,12 @@ impl FileMemory {
     /// Adds an already formatted note under the repo's lock.
     async fn append(&self, repo_key: &str, note: String) -> Result<()> {
         let dir = self.repo_dir(repo_key)?;
+        let private = self.private.clone();
         blocking(move || {
-            let _lock = FolderLock::acquire(&dir)?;
+            let _lock = FolderLock::acquire(&private, &dir)?;
             let path = dir.join(NOTES_FILE);
-            let old = read_text(&path)?.unwrap_or_default();
-            write_atomically(&dir, &path, notes::append(&old, &note).as_bytes())
+            let old = read_text(&private, &path)?.unwrap_or_default();
+            private.write_atomically(&path, notes::append(&old, &note).as_bytes())
         })
         .await
     }
@@ -69,7 +77,8 @@ impl FileMemory {
 impl MemoryStore for FileMemory {
     async fn notes(&self, repo_key: &str) -> Result<String> {
         let path = self.repo_dir(repo_key)?.join(NOTES_FILE);
-        blocking(move || Ok(read_text(&path)?.unwrap_or_default())).await
+        let private = self.private.clone();
+        blocking(move || Ok(read_text(&private, &path)?.unwrap_or_default())).await
     }
 
     async fn add_note(&self, repo_key: &str, note: &str) -> Result<()> {
@@ -89,10 +98,32 @@ impl MemoryStore for FileMemory {
         self.append(repo_key, notes::run_note(run)).await
     }
 
+    async fn record_outcome(
+        &self,
+        repo_key: &str,
+        branch: &str,
+        outcome: SessionState,
+    ) -> Result<()> {
+        let dir = self.repo_dir(repo_key)?;
+        let private = self.private.clone();
+        let branch = branch.to_owned();
+        blocking(move || {
+            let _lock = FolderLock::acquire(&private, &dir)?;
+            let path = dir.join(NOTES_FILE);
+            let old = read_text(&private, &path)?.unwrap_or_default();
+            match notes::set_outcome(&old, &branch, outcome.as_str()) {
+                Some(new) => private.write_atomically(&path, new.as_bytes()),
+                None => Ok(()),
+            }
+        })
+        .await
+    }
+
     async fn profile(&self, repo_key: &str) -> Result<Option<RepoProfile>> {
         let path = self.repo_dir(repo_key)?.join(PROFILE_FILE);
+        let private = self.private.clone();
         blocking(move || {
-            let Some(text) = read_text(&path)? else {
+            let Some(text) = read_text(&private, &path)? else {
                 return Ok(None);
             };
             serde_json::from_str(&text).map(Some).map_err(|e| {
@@ -113,9 +144,10 @@ impl MemoryStore for FileMemory {
         let mut json = serde_json::to_string_pretty(profile)
             .map_err(|e| Error::internal(format!("cannot write a repo profile as JSON: {e}")))?;
         json.push('\n');
+        let private = self.private.clone();
         blocking(move || {
-            let _lock = FolderLock::acquire(&dir)?;
-            write_atomically(&dir, &dir.join(PROFILE_FILE), json.as_bytes())
+            let _lock = FolderLock::acquire(&private, &dir)?;
+            private.write_atomically(&dir.join(PROFILE_FILE), json.as_bytes())
         })
         .await
     }
@@ -125,12 +157,10 @@ impl MemoryStore for FileMemory {
     }
 }
 
-/// The file's text, `None` when it does not exist.
-fn read_text(path: &Path) -> Result<Option<String>> {
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == IoKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), &e)),
+/// The file's text, `None` when it does not exist; a link is refused, never followed.
+fn read_text(private: &PrivateRoot, path: &Path) -> Result<Option<String>> {
+    let Some(bytes) = private.read(path)? else {
+        return Ok(None);
     };
     String::from_utf8(bytes).map(Some).map_err(|_| {
         Error::new(

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use runner_core::{MemoryStore, RepoProfile, Result, RunSummary};
+use runner_core::{MemoryStore, RepoProfile, Result, RunSummary, SessionState};
 
 use crate::key::validate_repo_key;
 use crate::notes::{self, PROMPT_CAP_CHARS};
@@ -65,6 +65,19 @@ impl MemoryStore for InMemory {
     async fn record_run(&self, repo_key: &str, run: &RunSummary) -> Result<()> {
         let note = notes::run_note(run);
         self.with_repo(repo_key, |r| r.notes = notes::append(&r.notes, &note))
+    }
+
+    async fn record_outcome(
+        &self,
+        repo_key: &str,
+        branch: &str,
+        outcome: SessionState,
+    ) -> Result<()> {
+        self.with_repo(repo_key, |r| {
+            if let Some(notes) = notes::set_outcome(&r.notes, branch, outcome.as_str()) {
+                r.notes = notes;
+            }
+        })
     }
 
     async fn profile(&self, repo_key: &str) -> Result<Option<RepoProfile>> {

@@ -25,6 +25,6 @@ pub use in_memory::InMemory;
 pub use key::{REPO_KEY_LEN, validate_repo_key};
 pub use notes::{
     MAX_NOTE_CHARS, MAX_NOTE_LINES, PROMPT_CAP_CHARS, format_note, notes_for_prompt, run_note,
-    trim_notes,
+    set_outcome, trim_notes,
 };
 pub use profile::{MAX_FILE_BYTES, detect_repo_profile};

@@ -10,6 +10,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::path::Path;
 
+use runner_core::private::PrivateRoot;
 use runner_core::{Error, Result};
 
 const LOCK_FILE: &str = ".lock";
@@ -20,17 +21,13 @@ pub(crate) struct FolderLock {
 }
 
 impl FolderLock {
-    /// Makes `dir` if needed and waits for its lock.
-    pub(crate) fn acquire(dir: &Path) -> Result<Self> {
-        fs::create_dir_all(dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), &e))?;
+    /// Makes `dir` (private, under `private`) if needed and waits for its lock.
+    pub(crate) fn acquire(private: &PrivateRoot, dir: &Path) -> Result<Self> {
         let path = dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(format!("cannot open the lock {}", path.display()), &e))?;
+        let file = private.open(
+            &path,
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )?;
         file.lock()
             .map_err(|e| Error::io(format!("cannot lock {}", path.display()), &e))?;
         let lock = Self { file };

@@ -4,6 +4,10 @@
 //! (`## <when> …`), which is what marks where one note ends and the next begins, so
 //! trimming can drop whole notes. A body line that would look like a heading is
 //! escaped with a backslash (Markdown shows it unchanged) so a note cannot split itself.
+//!
+//! A run's note is data the next run's agent reads, written from what an untrusted agent
+//! said and which files it touched: every part is put on one line, stripped of control
+//! characters and bidi controls, and capped, so one note stays a few hundred characters.
 
 use runner_core::{Error, Result, RunSummary};
 
@@ -19,9 +23,15 @@ pub const MAX_NOTE_CHARS: usize = PROMPT_CAP_CHARS;
 const HEADING: &str = "## ";
 
 /// How long the parts of a run's one-line summary may get, so one run cannot fill the prompt.
-const PROMPT_CHARS: usize = 200;
-const RESULT_CHARS: usize = 400;
+const PROMPT_CHARS: usize = 160;
+const RESULT_CHARS: usize = 300;
 const FILES_LISTED: usize = 5;
+/// One file name, and the whole list of them.
+const FILE_CHARS: usize = 60;
+const FILES_CHARS: usize = 160;
+
+/// What a note's line saying how its session ended starts with.
+const ENDED: &str = "Ended: ";
 
 /// Writes one note: a heading line, then the text. The heading is put on one line;
 /// the text keeps its lines, without blank lines at either end.
@@ -37,10 +47,14 @@ pub fn format_note(heading: &str, text: &str) -> String {
     let last = lines.iter().rposition(|l| !l.is_empty());
     if let (Some(first), Some(last)) = (first, last) {
         for line in &lines[first..=last] {
+            let line: String = line
+                .chars()
+                .filter(|&c| c == '\t' || !(c.is_control() || is_bidi_control(c)))
+                .collect();
             if line.starts_with(HEADING) {
                 note.push('\\');
             }
-            note.push_str(line);
+            note.push_str(&line);
             note.push('\n');
         }
     }
@@ -60,11 +74,11 @@ pub fn run_note(run: &RunSummary) -> String {
     if stat.is_empty() {
         summary.push_str(" Changed nothing.");
     } else {
-        let files: Vec<&str> = stat
+        let files: Vec<String> = stat
             .files
             .iter()
             .take(FILES_LISTED)
-            .map(|f| f.path.as_str())
+            .map(|f| one_line(&f.path, FILE_CHARS))
             .collect();
         let plural = if stat.files_changed == 1 { "" } else { "s" };
         summary.push_str(&format!(
@@ -72,7 +86,7 @@ pub fn run_note(run: &RunSummary) -> String {
             stat.files_changed, stat.insertions, stat.deletions
         ));
         if !files.is_empty() {
-            summary.push_str(&format!(": {}", one_line(&files.join(", "), usize::MAX)));
+            summary.push_str(&format!(": {}", one_line(&files.join(", "), FILES_CHARS)));
             let more = stat.files.len().saturating_sub(FILES_LISTED);
             if more > 0 {
                 summary.push_str(&format!(" and {more} more"));
@@ -84,6 +98,33 @@ pub fn run_note(run: &RunSummary) -> String {
         summary.push_str(&format!(" Result: {}", one_line(result, RESULT_CHARS)));
     }
     format_note(&format!("{} {}", run.finished_at, run.branch), &summary)
+}
+
+/// `notes` with the note of `branch` saying how its session ended (`approved`,
+/// `rejected`): an `Ended: …` line at its end, replacing one it had. `None` when no note
+/// names the branch.
+pub fn set_outcome(notes: &str, branch: &str, outcome: &str) -> Option<String> {
+    let starts = note_starts(notes);
+    let (start, end) = starts
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .rfind(|&(start, end)| {
+            notes[start..end]
+                .lines()
+                .next()
+                .is_some_and(|heading| heading.starts_with(HEADING) && heading.ends_with(branch))
+        })?;
+    let body: Vec<&str> = notes[start..end]
+        .trim_end()
+        .lines()
+        .filter(|l| !l.starts_with(ENDED))
+        .collect();
+    let mut note = body.join("\n");
+    note.push_str(&format!("\n{ENDED}{}.\n", one_line(outcome, 40)));
+    if end < notes.len() {
+        note.push('\n');
+    }
+    Some(format!("{}{note}{}", &notes[..start], &notes[end..]))
 }
 
 /// Drops the oldest whole notes until at most `max_lines` lines are left. The newest
@@ -170,13 +211,52 @@ fn note_starts(notes: &str) -> Vec<usize> {
 }
 
 /// Puts `text` on one line (every run of whitespace, newlines included, becomes one
-/// space) and shortens it to `max_chars` characters with an ellipsis.
+/// space), drops control characters and bidi controls (a note is read by an agent and
+/// shown on terminals), and shortens it to `max_chars` characters with an ellipsis.
 fn one_line(text: &str, max_chars: usize) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let kept: String = text
+        .chars()
+        .filter(|&c| c.is_whitespace() || !(c.is_control() || is_bidi_control(c)))
+        .collect();
+    let joined = kept.split_whitespace().collect::<Vec<_>>().join(" ");
     if joined.chars().count() <= max_chars {
         return joined;
     }
     let mut short: String = joined.chars().take(max_chars.saturating_sub(1)).collect();
     short.push('…');
     short
+}
+
+/// The characters that change the order text is shown in (Unicode's bidi controls).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_outcome_is_added_to_the_note_of_its_branch() {
+        let notes = "## t1 codehands/a-1\nAsked: a.\n\n## t2 codehands/b-2\nAsked: b.\n";
+        let once = set_outcome(notes, "codehands/a-1", "approved").unwrap();
+        assert_eq!(
+            once,
+            "## t1 codehands/a-1\nAsked: a.\nEnded: approved.\n\n## t2 codehands/b-2\nAsked: b.\n"
+        );
+        let twice = set_outcome(&once, "codehands/b-2", "rejected").unwrap();
+        assert!(twice.ends_with("Asked: b.\nEnded: rejected.\n"), "{twice}");
+        let again = set_outcome(&twice, "codehands/a-1", "rejected").unwrap();
+        assert!(
+            again.starts_with("## t1 codehands/a-1\nAsked: a.\nEnded: rejected.\n\n## t2"),
+            "{again}"
+        );
+        assert_eq!(set_outcome(notes, "codehands/none", "approved"), None);
+    }
+
+    #[test]
+    fn note_text_loses_control_and_bidi_characters() {
+        let note = format_note("t", "a\u{1b}[2Jb\u{202e}c\td");
+        assert_eq!(note, "## t\na[2Jbc\td\n");
+    }
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::ids::SessionId;
+use crate::private::PrivateRoot;
 
 /// The folder that holds everything codehands keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +34,11 @@ impl Home {
     /// The root folder.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The home as a private tree: folders 0700, files 0600, no link followed below the root.
+    pub fn private(&self) -> PrivateRoot {
+        PrivateRoot::new(&self.root)
     }
 
     /// `sessions/`: one record per session.

@@ -7,7 +7,8 @@
 //! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
 //! - [`process`]: spawning agents with a scrubbed environment, framing their output, ending their tree.
 //! - [`runner`]: [`LocalRunner`], the real runner over the four traits.
-//! - [`home`]: the paths under `$CODEHANDS_HOME`.
+//! - [`home`]: the paths under `$CODEHANDS_HOME`; [`private`]: keeping them private, never through a link.
+//! - [`redact`]: cutting secret values, in every form, out of what a reader sees.
 //! - [`text_lines`]: the parser for agents that print plain text.
 //! - [`testrun`]: recognising test commands and failures in their output, for every agent.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
@@ -19,7 +20,9 @@ pub mod event;
 pub mod home;
 pub mod ids;
 pub mod options;
+pub mod private;
 pub mod process;
+pub mod redact;
 pub mod registry;
 pub mod runner;
 pub mod schema;
@@ -45,8 +48,8 @@ pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState};
 pub use store::SessionStore;
 pub use traits::agent::{
-    Agent, AgentCapabilities, AgentParser, AgentRequest, Invocation, ResumeFrom, StdinClose,
-    VersionProbe,
+    Agent, AgentCapabilities, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT, Invocation,
+    ResumeFrom, StdinClose, VersionProbe,
 };
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
 pub use traits::runner::{EventStream, Runner};

@@ -79,7 +79,8 @@ impl AgentRegistry {
         let name = agent.name();
         if let Some(taken) = self.agents.get(&name) {
             return Err(Error::invalid_input(format!(
-                "the agent name `{name}` is taken by {}: give this agent another name",
+                "the agent name `{name}` of {} is taken by {}: give this agent another name",
+                describe(&origin),
                 describe(&taken.origin)
             )));
         }
@@ -148,7 +149,76 @@ fn describe(origin: &AgentOrigin) -> String {
     match origin {
         AgentOrigin::BuiltIn => "a built-in agent".to_owned(),
         AgentOrigin::Registered => "an agent the program registered".to_owned(),
-        AgentOrigin::Profile { path } => format!("the profile {}", path.display()),
+        AgentOrigin::Profile { path } => format!("the profile {} (key `name`)", path.display()),
         AgentOrigin::Plugin { path } => format!("the plugin {}", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traits::agent::{AgentCapabilities, AgentParser, AgentRequest, Invocation};
+
+    struct Named(&'static str);
+
+    impl Agent for Named {
+        fn name(&self) -> AgentName {
+            AgentName::parse(self.0).unwrap()
+        }
+        fn capabilities(&self) -> AgentCapabilities {
+            AgentCapabilities::default()
+        }
+        fn invocation(&self, _: &AgentRequest) -> Result<Invocation> {
+            Err(Error::invalid_input("not run in these tests"))
+        }
+        fn parser(&self) -> Box<dyn AgentParser> {
+            Box::new(crate::text_lines::TextLinesParser::default())
+        }
+    }
+
+    #[test]
+    fn a_name_is_taken_once_and_the_error_says_by_what() {
+        let mut registry = AgentRegistry::new();
+        registry
+            .register(Arc::new(Named("alpha")), AgentOrigin::BuiltIn)
+            .unwrap();
+        let origin = AgentOrigin::Profile {
+            path: "/x/alpha.toml".into(),
+        };
+        let err = registry
+            .register(Arc::new(Named("alpha")), origin)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/x/alpha.toml"), "{err}");
+        assert!(err.contains("taken by a built-in agent"), "{err}");
+        assert_eq!(registry.len(), 1);
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_known_ones() {
+        let mut registry = AgentRegistry::new();
+        for name in ["beta", "alpha"] {
+            registry
+                .register(Arc::new(Named(name)), AgentOrigin::Registered)
+                .unwrap();
+        }
+        let err = registry
+            .get(&AgentName::parse("gamma").unwrap())
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), ErrorKind::AgentUnavailable);
+        assert_eq!(
+            err.to_string(),
+            "no agent named `gamma`: these are known: alpha, beta"
+        );
+    }
+
+    #[test]
+    fn replace_swaps_an_agent_of_the_same_name() {
+        let mut registry = AgentRegistry::new();
+        registry.replace(Arc::new(Named("alpha")), AgentOrigin::BuiltIn);
+        registry.replace(Arc::new(Named("alpha")), AgentOrigin::Registered);
+        let entry = registry.entry(&AgentName::parse("alpha").unwrap()).unwrap();
+        assert_eq!(entry.origin, AgentOrigin::Registered);
     }
 }

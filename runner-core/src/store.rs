@@ -3,16 +3,18 @@
 //! Writes are atomic (a temp file in the same folder, fsync, rename, fsync of the
 //! folder), so a crash leaves either the old record or the new one, never half of
 //! one. Reading is strict: unknown fields, unknown states and wrong types are
-//! errors, never defaults.
+//! errors, never defaults. Records are private (0600 in 0700 folders) and never read
+//! or written through a symbolic link ([`crate::private`]).
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::home::Home;
 use crate::ids::SessionId;
+use crate::private::{PrivateRoot, read_no_follow};
 use crate::session::{SessionRecord, SessionState};
 
 /// Where session records live.
@@ -27,7 +29,7 @@ pub struct SessionStore {
 #[derive(Debug)]
 enum Backend {
     Memory(Mutex<BTreeMap<SessionId, SessionRecord>>),
-    Files(PathBuf),
+    Files { root: PrivateRoot, dir: PathBuf },
 }
 
 /// What [`SessionStore::list`] found: readable records, and files that could not be read.
@@ -48,11 +50,27 @@ impl SessionStore {
         }
     }
 
-    /// A store that keeps one JSON file per session in `dir` (`$CODEHANDS_HOME/sessions`).
-    /// The folder is made on the first write.
+    /// A store that keeps one JSON file per session in `dir`, a private folder of its
+    /// own. The folder is made on the first write.
     pub fn on_disk(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
         Self {
-            backend: Backend::Files(dir.into()),
+            backend: Backend::Files {
+                root: PrivateRoot::new(&dir),
+                dir,
+            },
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// The store of a codehands home, `$CODEHANDS_HOME/sessions`: the home and the folder
+    /// are made private on the first write.
+    pub fn in_home(home: &Home) -> Self {
+        Self {
+            backend: Backend::Files {
+                root: home.private(),
+                dir: home.sessions_dir(),
+            },
             lock: Mutex::new(()),
         }
     }
@@ -60,7 +78,7 @@ impl SessionStore {
     /// The folder of an on-disk store.
     pub fn dir(&self) -> Option<&Path> {
         match &self.backend {
-            Backend::Files(dir) => Some(dir),
+            Backend::Files { dir, .. } => Some(dir),
             Backend::Memory(_) => None,
         }
     }
@@ -125,7 +143,7 @@ impl SessionStore {
                 map.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
                 Ok(())
             }
-            Backend::Files(dir) => match fs::remove_file(record_path(dir, id)) {
+            Backend::Files { dir, .. } => match fs::remove_file(record_path(dir, id)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(
                     format!("cannot remove the record of session {id}"),
                     &e,
@@ -147,7 +165,17 @@ impl SessionStore {
                     .cloned()
                     .collect();
             }
-            Backend::Files(dir) => {
+            Backend::Files { dir, .. } => {
+                match fs::symlink_metadata(dir) {
+                    Ok(meta) if meta.file_type().is_symlink() => {
+                        return Err(Error::invalid_input(format!(
+                            "{} is a symbolic link, which codehands never follows under its \
+                             home: remove the link",
+                            dir.display()
+                        )));
+                    }
+                    _ => {}
+                }
                 let entries = match fs::read_dir(dir) {
                     Ok(entries) => entries,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(listing),
@@ -190,12 +218,12 @@ impl SessionStore {
                 .unwrap_or_else(|e| e.into_inner())
                 .get(id)
                 .cloned()),
-            Backend::Files(dir) => {
+            Backend::Files { dir, .. } => {
                 let path = record_path(dir, id);
-                if !path.exists() {
-                    return Ok(None);
+                match read_no_follow(&path)? {
+                    Some(bytes) => parse_record(&path, id, &bytes).map(Some),
+                    None => Ok(None),
                 }
-                parse_record_file(&path, id).map(Some)
             }
         }
     }
@@ -208,10 +236,10 @@ impl SessionStore {
                     .insert(record.session_id, record.clone());
                 Ok(())
             }
-            Backend::Files(dir) => {
+            Backend::Files { root, dir } => {
                 let json = serde_json::to_vec_pretty(record)
                     .map_err(|e| Error::internal(format!("cannot encode a session record: {e}")))?;
-                write_atomically(dir, &record_path(dir, &record.session_id), &json)
+                root.write_atomically(&record_path(dir, &record.session_id), &json)
             }
         }
     }
@@ -223,9 +251,13 @@ fn record_path(dir: &Path, id: &SessionId) -> PathBuf {
 }
 
 fn parse_record_file(path: &Path, id: &SessionId) -> Result<SessionRecord> {
-    let bytes =
-        fs::read(path).map_err(|e| Error::io(format!("cannot read {}", path.display()), &e))?;
-    let record: SessionRecord = serde_json::from_slice(&bytes).map_err(|e| {
+    let bytes = read_no_follow(path)?
+        .ok_or_else(|| Error::not_found(format!("{} is gone", path.display())))?;
+    parse_record(path, id, &bytes)
+}
+
+fn parse_record(path: &Path, id: &SessionId, bytes: &[u8]) -> Result<SessionRecord> {
+    let record: SessionRecord = serde_json::from_slice(bytes).map_err(|e| {
         Error::new(
             ErrorKind::CorruptRecord,
             format!(
@@ -245,42 +277,4 @@ fn parse_record_file(path: &Path, id: &SessionId) -> Result<SessionRecord> {
         ));
     }
     Ok(record)
-}
-
-/// Writes `bytes` to `path` so that readers see the old file or the new one, never a mix,
-/// and the new one survives a power cut: temp file in the same folder, fsync, rename,
-/// fsync of the folder.
-pub fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    write_replacing(dir, path, bytes, true)
-}
-
-/// Like [`write_atomically`] without the fsyncs: readers still never see half a file,
-/// but a power cut may lose it. For files about live processes, which a reboot ends anyway.
-pub fn replace_file(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    write_replacing(dir, path, bytes, false)
-}
-
-fn write_replacing(dir: &Path, path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    fs::create_dir_all(dir)
-        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), &e))?;
-    let context = || format!("cannot write {}", path.display());
-    let mut temp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .suffix(".partial")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(context(), &e))?;
-    temp.write_all(bytes)
-        .map_err(|e| Error::io(context(), &e))?;
-    if durable {
-        temp.as_file()
-            .sync_all()
-            .map_err(|e| Error::io(context(), &e))?;
-    }
-    temp.persist(path)
-        .map_err(|e| Error::io(context(), &e.error))?;
-    // The rename is durable only once the folder itself is synced.
-    if durable && let Ok(folder) = fs::File::open(dir) {
-        let _ = folder.sync_all();
-    }
-    Ok(())
 }

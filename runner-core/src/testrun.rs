@@ -1,5 +1,9 @@
 //! Recognising test runs in commands, and failures in their output, even when
-//! the exit code says 0 (`npm test | tail` hides it). Shared by every agent adapter.
+//! the exit code says 0 (`npm test | tail` hides it). Shared by every agent adapter:
+//! [`finished`] builds the events of a finished command, the one place that says what
+//! `command.finished` and `test.result` hold.
+
+use crate::event::{CommandFinished, EventBody, TestResult};
 
 /// Commands (or their starts) that run a test suite.
 const TEST_COMMANDS: &[&[&str]] = &[
@@ -55,6 +59,68 @@ pub fn is_test_command(command: &str) -> bool {
             .iter()
             .any(|known| words.len() >= known.len() && words[..known.len()] == **known)
     })
+}
+
+/// The most of a command's output an event keeps: its end, where test summaries are.
+pub const OUTPUT_KEEP: usize = 64 * 1024;
+
+/// A command an agent ran, as its parser read it.
+#[derive(Debug, Clone, Default)]
+pub struct RanCommand {
+    /// The command line.
+    pub command: String,
+    /// The exit code, when the agent reports one.
+    pub exit_code: Option<i32>,
+    /// Whether the agent marked the result as an error.
+    pub is_error: bool,
+    /// The whole output as the agent saw it.
+    pub output: String,
+    /// The agent's id for the tool call.
+    pub tool_use_id: Option<String>,
+}
+
+/// The events of a finished command, for every agent's parser: `command.finished` with
+/// the end of the output ([`OUTPUT_KEEP`]), then, when the command runs tests,
+/// `test.result`. The tests passed only when the exit code is 0, the agent did not mark
+/// an error, and the output shows no failure (`npm test | tail` exits 0 on a failure).
+pub fn finished(ran: RanCommand) -> Vec<EventBody> {
+    let test = is_test_command(&ran.command).then(|| {
+        let verdict = read_output(&ran.output);
+        EventBody::TestResult(TestResult {
+            command: ran.command.clone(),
+            passed: ran.exit_code == Some(0) && !ran.is_error && !verdict.failed,
+            exit_code: ran.exit_code,
+            sandboxed: false,
+            summary: verdict.summary,
+            tool_use_id: ran.tool_use_id.clone(),
+        })
+    });
+    std::iter::once(command_finished(ran)).chain(test).collect()
+}
+
+/// `command.finished` alone, with the end of the output: for a command that ran nothing
+/// a test result could speak of (refused by the agent's permissions).
+pub fn command_finished(ran: RanCommand) -> EventBody {
+    EventBody::CommandFinished(CommandFinished {
+        command: ran.command,
+        exit_code: ran.exit_code,
+        is_error: ran.is_error,
+        output: keep_end(ran.output),
+        tool_use_id: ran.tool_use_id,
+    })
+}
+
+/// The end of a long output, on a character boundary, marked with `…`.
+pub fn keep_end(mut output: String) -> String {
+    if output.len() <= OUTPUT_KEEP {
+        return output;
+    }
+    let mut start = output.len() - OUTPUT_KEEP;
+    while !output.is_char_boundary(start) {
+        start += 1;
+    }
+    output.replace_range(..start, "…");
+    output
 }
 
 /// What a test run's output says.
@@ -238,6 +304,65 @@ mod tests {
                 },
                 "{output}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod finished_tests {
+    use super::*;
+
+    fn ran(command: &str, exit_code: Option<i32>, output: &str) -> RanCommand {
+        RanCommand {
+            command: command.into(),
+            exit_code,
+            is_error: false,
+            output: output.into(),
+            tool_use_id: Some("t1".into()),
+        }
+    }
+
+    fn passed(events: &[EventBody]) -> Option<bool> {
+        events.iter().find_map(|e| match e {
+            EventBody::TestResult(t) => Some(t.passed),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_test_run_passes_only_with_exit_zero_and_no_failure_in_its_output() {
+        assert_eq!(
+            passed(&finished(ran("npm test", Some(0), "# pass 2"))),
+            Some(true)
+        );
+        assert_eq!(
+            passed(&finished(ran("npm test", Some(0), "# fail 1"))),
+            Some(false)
+        );
+        assert_eq!(
+            passed(&finished(ran("npm test", Some(1), "# pass 2"))),
+            Some(false)
+        );
+        assert_eq!(
+            passed(&finished(ran("npm test", None, "# pass 2"))),
+            Some(false)
+        );
+        let mut marked = ran("npm test", Some(0), "# pass 2");
+        marked.is_error = true;
+        assert_eq!(passed(&finished(marked)), Some(false));
+    }
+
+    #[test]
+    fn other_commands_have_no_test_result_and_long_output_keeps_its_end() {
+        let long = format!("{}END", "x".repeat(OUTPUT_KEEP * 2));
+        let events = finished(ran("ls", Some(0), &long));
+        assert_eq!(events.len(), 1);
+        match &events[0] {
+            EventBody::CommandFinished(done) => {
+                assert!(done.output.ends_with("END") && done.output.starts_with('…'));
+                assert!(done.output.len() <= OUTPUT_KEEP + '…'.len_utf8());
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

@@ -81,3 +81,53 @@ async fn answers_from_the_script_and_keeps_every_request() {
             .contains("tool_result")
     );
 }
+
+fn chat(tool_results: usize, stream: bool) -> String {
+    let mut messages = vec![json!({ "role": "user", "content": "hi" })];
+    for i in 0..tool_results {
+        messages.push(json!({ "role": "assistant", "content": null, "tool_calls": [{ "id": format!("c{i}"), "type": "function", "function": { "name": "bash", "arguments": "{}" } }] }));
+        messages.push(json!({ "role": "tool", "tool_call_id": format!("c{i}"), "content": "ok" }));
+    }
+    json!({ "model": "m", "stream": stream, "messages": messages }).to_string()
+}
+
+#[tokio::test]
+async fn speaks_chat_completions_whole_and_streamed() {
+    let server = ModelServer::start(Script::new([
+        HttpError::status(500).times(1).into(),
+        Turn::blocks([
+            Block::text("Looking."),
+            Block::tool_use("c0", "bash", json!({ "command": "ls" })),
+        ]),
+        Turn::text("done"),
+    ]))
+    .await
+    .unwrap();
+    let url = server.base_url();
+
+    let (status, failed) = send(&url, "POST", "/v1/chat/completions", &chat(0, false)).await;
+    assert_eq!(status, 500);
+    assert!(failed.contains("server_error"), "{failed}");
+
+    let (status, whole) = send(&url, "POST", "/v1/chat/completions", &chat(0, false)).await;
+    assert_eq!(status, 200);
+    assert!(whole.contains("application/json"));
+    assert!(whole.contains(r#""object":"chat.completion""#));
+    assert!(whole.contains(r#""finish_reason":"tool_calls""#));
+    assert!(whole.contains(r#""arguments":"{\"command\":\"ls\"}""#));
+
+    let (status, streamed) = send(&url, "POST", "/v1/chat/completions", &chat(1, true)).await;
+    assert_eq!(status, 200);
+    assert!(streamed.contains("text/event-stream"));
+    assert!(streamed.contains(r#""object":"chat.completion.chunk""#));
+    assert!(streamed.contains(r#""finish_reason":"stop""#));
+    assert!(streamed.trim_end().ends_with("data: [DONE]"));
+
+    let turns: Vec<(u16, Option<usize>)> = server
+        .requests()
+        .iter()
+        .map(|r| (r.status, r.turn))
+        .collect();
+    assert_eq!(turns, [(500, Some(0)), (200, Some(1)), (200, Some(2))]);
+    assert!(server.requests()[2].body.contains(r#""role":"tool""#));
+}

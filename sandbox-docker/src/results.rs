@@ -1,9 +1,12 @@
 //! `runs/<sessionId>/test-<n>.json`: one file per sandbox run, numbered across restarts.
+//! Like everything under the codehands home, private (0600 files in 0700 folders) and
+//! never written through a symbolic link.
 
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use runner_core::private::PrivateRoot;
 use runner_core::{SandboxResult, SessionId};
 
 /// The folder of a session's runs under the codehands home.
@@ -20,12 +23,10 @@ fn result_path(dir: &Path, n: u32) -> PathBuf {
 /// or a restarted one, never share a number); the result replaces it later.
 pub(crate) fn reserve(home: &Path, session: &SessionId) -> Result<u32, String> {
     let dir = runs_dir(home, session);
-    fs::create_dir_all(&dir).map_err(|e| {
-        format!(
-            "cannot create {}: {e}; check that the codehands home is writable",
-            dir.display()
-        )
-    })?;
+    let private = PrivateRoot::new(home);
+    private
+        .ensure_dir(&dir)
+        .map_err(|e| format!("{e}; check that the codehands home is writable"))?;
     let entries = fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     let mut n = entries
         .filter_map(|e| e.ok())
@@ -40,11 +41,7 @@ pub(crate) fn reserve(home: &Path, session: &SessionId) -> Result<u32, String> {
         .unwrap_or(0);
     loop {
         n += 1;
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(result_path(&dir, n))
-        {
+        match private.create_new(&result_path(&dir, n)) {
             Ok(_) => return Ok(n),
             Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
             Err(e) => {
@@ -63,17 +60,11 @@ pub(crate) fn write(
     session: &SessionId,
     result: &SandboxResult,
 ) -> Result<(), String> {
-    let dir = runs_dir(home, session);
-    let path = result_path(&dir, result.n);
+    let path = result_path(&runs_dir(home, session), result.n);
     let json = serde_json::to_vec_pretty(result).map_err(|e| e.to_string())?;
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
-        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
-    tmp.write_all(&json)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    tmp.persist(&path)
-        .map_err(|e| format!("cannot write {}: {}", path.display(), e.error))?;
-    Ok(())
+    PrivateRoot::new(home)
+        .write_atomically(&path, &json)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -91,5 +82,38 @@ mod tests {
         assert_eq!(reserve(home.path(), &id).unwrap(), 10);
         let other = SessionId::new_random();
         assert_eq!(reserve(home.path(), &other).unwrap(), 1);
+    }
+
+    #[test]
+    fn results_are_private_and_never_written_through_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+        let home = tempfile::tempdir().unwrap();
+        let id = SessionId::new_random();
+        let n = reserve(home.path(), &id).unwrap();
+        let result = SandboxResult {
+            n,
+            command: "npm test".into(),
+            image: "x".into(),
+            passed: true,
+            exit_code: Some(0),
+            timed_out: false,
+            out_of_memory: false,
+            output: String::new(),
+            duration_ms: 1,
+            error: None,
+        };
+        write(home.path(), &id, &result).unwrap();
+        let dir = runs_dir(home.path(), &id);
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(dir.parent().unwrap()), 0o700);
+        assert_eq!(mode(&result_path(&dir, n)), 0o600);
+
+        let elsewhere = tempfile::tempdir().unwrap();
+        let planted = SessionId::new_random();
+        std::os::unix::fs::symlink(elsewhere.path(), runs_dir(home.path(), &planted)).unwrap();
+        let err = reserve(home.path(), &planted).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 }

@@ -1,9 +1,13 @@
 //! `cargo xtask agents`: fetches the pinned agent CLIs into the cache, checking the
 //! cache first. Claude Code 2.1.332 comes from the Python package
 //! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`;
-//! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`).
+//! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`); Ruff, run
+//! as an agent through a profile file in the tests (see `agents/ruff.rs`); mini-swe-agent
+//! 2.4.6 from PyPI into a venv of pinned packages (`agents/mini_swe.rs`).
 
 mod codex;
+mod mini_swe;
+mod ruff;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,7 +40,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
             claude.display()
         );
     }
-    codex::ensure()
+    codex::ensure()?;
+    ruff::ensure()?;
+    mini_swe::ensure()
 }
 
 /// The version `claude --version` prints (`2.1.332 (Claude Code)` → `2.1.332`).
@@ -135,7 +141,8 @@ pub(super) fn install_folder(staged: &Path, folder: &Path) -> Result<(), String>
     std::fs::rename(staged, folder).map_err(|e| format!("{}: {e}", folder.display()))
 }
 
-fn python() -> Vec<String> {
+/// The Python to run pip with: `python3`, else `python`.
+pub(super) fn python() -> Vec<String> {
     for candidate in ["python3", "python"] {
         if Command::new(candidate)
             .arg("--version")
@@ -158,7 +165,7 @@ fn find_wheel(folder: &Path) -> Result<PathBuf, String> {
 
 /// Unzips one member with Python's zipfile (a wheel is a zip; Python is already
 /// needed for pip), then makes it executable.
-fn extract_member(
+pub(super) fn extract_member(
     python: &[String],
     wheel: &Path,
     member: &str,

@@ -23,9 +23,11 @@ tasks:
   codegen [--check]     write the contract's JSON Schemas to schemas/ (--check: fail on drift)
   images                build the sandbox's images locally (cached under $CODEHANDS_CACHE/images)
   bench sandbox         time the sandbox box against `docker run` with the same flags
-  agents                fetch the pinned agent CLIs into the cache (Claude Code 2.1.332, Codex 0.163.0)
+  agents                fetch the pinned agent CLIs into the cache (Claude Code 2.1.332, Codex 0.163.0,
+                        mini-swe-agent 2.4.6)
   record claude <name>  record a fixture from the real Claude Code (`all` for every scenario)
   record codex <name>   record a fixture from the real Codex 0.163.0 (`all` for every scenario)
+  record mini-swe-agent <name>  record a fixture from the real mini-swe-agent 2.4.6 (`all` too)
   record demo           record the fake agent's demo run from the real Claude Code, through the runner
   bench git [--rounds N]  GitVcs against the git program on a 20,000-file repo
   bench run [--rounds N] `codehands run` with the real Claude Code against the bare `claude -p`

@@ -1,9 +1,11 @@
 //! `cargo xtask record claude <scenario>|all`: runs the real Claude Code against the
 //! scripted model server in a temp git repo and saves its stdout as a fixture,
 //! `agent-claude/tests/fixtures/<scenario>.jsonl`. Read every line before committing it.
-//! `cargo xtask record codex <scenario>|all` does the same for Codex (`record/codex.rs`).
+//! `cargo xtask record codex <scenario>|all` does the same for Codex (`record/codex.rs`),
+//! `cargo xtask record mini-swe-agent <scenario>|all` for mini-swe-agent (`record/mini_swe.rs`).
 
 mod codex;
+mod mini_swe;
 
 #[path = "../../agent-claude/tests/scenarios/mod.rs"]
 mod scenarios;
@@ -24,6 +26,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     };
     if agent == "codex" {
         return codex::run(which);
+    }
+    if agent == "mini-swe-agent" {
+        return mini_swe::run(which);
     }
     if agent != "claude" {
         return Err(format!(

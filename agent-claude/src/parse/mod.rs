@@ -27,16 +27,12 @@ use std::collections::HashMap;
 
 use runner_core::event::{
     CommandFinished, CommandStarted, FileChangeKind, FileChanged, FileRead, Message, MessageRole,
-    ProviderState, TaskStarted, TestResult,
+    ProviderState, TaskStarted,
 };
 use runner_core::{AgentParser, EventBody};
 use serde_json::value::RawValue;
 
 use wire::{Block, Content, Line, MessageField, Str, ToolInput, ToolUseResult};
-
-/// The most of a command's output kept in `command.finished` (its end); the whole
-/// line stays in the event's `raw`.
-const OUTPUT_KEEP: usize = 64 * 1024;
 
 /// What a tool use does, as far as events go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,31 +320,18 @@ impl ClaudeParser {
             ToolKind::Command => {
                 let output = wire::result_text(block.content);
                 let exit_code = exit_code(&output, is_error);
-                if !was_denied && testrun::is_test_command(&pending.target) {
-                    let verdict = testrun::read_output(&output);
-                    events.push(EventBody::CommandFinished(CommandFinished {
-                        command: pending.target.clone(),
-                        exit_code,
-                        is_error,
-                        output: keep_end(output),
-                        tool_use_id: Some(id.clone()),
-                    }));
-                    events.push(EventBody::TestResult(TestResult {
-                        command: pending.target,
-                        passed: !is_error && exit_code == Some(0) && !verdict.failed,
-                        exit_code,
-                        sandboxed: false,
-                        summary: verdict.summary,
-                        tool_use_id: Some(id),
-                    }));
+                let ran = testrun::RanCommand {
+                    command: pending.target,
+                    exit_code,
+                    is_error,
+                    output,
+                    tool_use_id: Some(id),
+                };
+                if was_denied {
+                    // A refused command ran nothing: no test result.
+                    events.push(testrun::command_finished(ran));
                 } else {
-                    events.push(EventBody::CommandFinished(CommandFinished {
-                        command: pending.target,
-                        exit_code,
-                        is_error,
-                        output: keep_end(output),
-                        tool_use_id: Some(id),
-                    }));
+                    events.extend(testrun::finished(ran));
                 }
             }
             _ if was_denied => {}
@@ -417,19 +400,6 @@ fn strip_tool_error(text: &str) -> &str {
         .and_then(|t| t.strip_suffix("</tool_use_error>"))
         .unwrap_or(text);
     text.strip_prefix("Error: ").unwrap_or(text)
-}
-
-/// The end of a long output (where test summaries are), on a character boundary.
-fn keep_end(mut output: String) -> String {
-    if output.len() <= OUTPUT_KEEP {
-        return output;
-    }
-    let mut start = output.len() - OUTPUT_KEEP;
-    while !output.is_char_boundary(start) {
-        start += 1;
-    }
-    output.replace_range(..start, "…");
-    output
 }
 
 #[cfg(test)]

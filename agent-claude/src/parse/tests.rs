@@ -143,7 +143,10 @@ fn pending_commands_and_changes_are_owed_at_the_end() {
 
 #[test]
 fn a_huge_output_keeps_its_end() {
-    let big = format!("{}\n# fail 1", "x".repeat(OUTPUT_KEEP * 2));
+    let big = format!(
+        "{}\n# fail 1",
+        "x".repeat(runner_core::testrun::OUTPUT_KEEP * 2)
+    );
     let line = serde_json::json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":big}]}}).to_string();
     let events = parse(&[
         r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"npm test"}}]}}"##,
@@ -152,6 +155,9 @@ fn a_huge_output_keeps_its_end() {
     let EventBody::CommandFinished(done) = &events[1] else {
         panic!()
     };
-    assert!(done.output.len() <= OUTPUT_KEEP + 3 && done.output.ends_with("# fail 1"));
+    assert!(
+        done.output.len() <= runner_core::testrun::OUTPUT_KEEP + 3
+            && done.output.ends_with("# fail 1")
+    );
     assert!(matches!(&events[2], EventBody::TestResult(t) if !t.passed));
 }

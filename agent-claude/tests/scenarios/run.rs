@@ -126,6 +126,7 @@ async fn run_in(
         model: None,
         budget_usd: scenario.budget_usd,
         notes: None,
+        notes_file: None,
         test_command: scenario.test_command.map(str::to_owned),
         resume: None,
         provider_env: vec![

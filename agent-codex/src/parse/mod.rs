@@ -33,7 +33,7 @@ use std::collections::HashMap;
 
 use runner_core::event::{
     CommandFinished, CommandStarted, FailureKind, FileChangeKind, FileChanged, Message,
-    MessageRole, ProviderState, TaskFailed, TaskFinished, TaskStarted, TestResult,
+    MessageRole, ProviderState, TaskFailed, TaskFinished, TaskStarted,
 };
 use runner_core::{AgentParser, EventBody};
 
@@ -175,32 +175,13 @@ impl CodexParser {
                 };
                 let is_error = status.as_deref().is_some_and(|s| s != "completed")
                     || exit_code.is_some_and(|c| c != 0);
-                if testrun::is_test_command(&command) {
-                    let verdict = testrun::read_output(&aggregated_output);
-                    events.push(EventBody::CommandFinished(CommandFinished {
-                        command: command.clone(),
-                        exit_code,
-                        is_error,
-                        output: aggregated_output,
-                        tool_use_id: id.clone(),
-                    }));
-                    events.push(EventBody::TestResult(TestResult {
-                        command,
-                        passed: !is_error && !verdict.failed,
-                        exit_code,
-                        sandboxed: false,
-                        summary: verdict.summary,
-                        tool_use_id: id,
-                    }));
-                } else {
-                    events.push(EventBody::CommandFinished(CommandFinished {
-                        command,
-                        exit_code,
-                        is_error,
-                        output: aggregated_output,
-                        tool_use_id: id,
-                    }));
-                }
+                events.extend(testrun::finished(testrun::RanCommand {
+                    command,
+                    exit_code,
+                    is_error,
+                    output: aggregated_output,
+                    tool_use_id: id,
+                }));
                 events
             }
             ItemDetails::FileChange { changes, status } => {

@@ -25,7 +25,7 @@ pub struct Scenario {
     pub test_command: Option<&'static str>,
     /// The model name passed to Codex, if any.
     pub model: Option<&'static str>,
-    /// Repo notes (become Codex's developer instructions).
+    /// Repo notes (they go ahead of the prompt on stdin).
     pub notes: Option<&'static str>,
     /// Whether it needs `npm` on PATH.
     pub needs_npm: bool,
@@ -183,7 +183,7 @@ pub fn all() -> Vec<Scenario> {
             notes: Some("Use two spaces for indentation."),
             ..scenario(
                 "notes",
-                "repo notes reach the model as developer instructions",
+                "repo notes reach the model ahead of the prompt",
                 |_| Script::new([Turn::text("Noted.")]),
             )
         },

@@ -83,6 +83,7 @@ pub async fn run(codex: &Path, scenario: &Scenario) -> Result<RunOutput, String>
         model: scenario.model.map(str::to_owned),
         budget_usd: 0.5,
         notes: scenario.notes.map(str::to_owned),
+        notes_file: None,
         test_command: scenario.test_command.map(str::to_owned),
         resume: None,
         provider_env: vec![

@@ -36,7 +36,8 @@ pub async fn run(args: SandboxArgs) -> Result<ExitCode> {
     if args.json {
         output::json_line(&result)?;
     } else {
-        output::line(&result.output)?;
+        // The repo's tests print what the agent's code makes them print: shown, never obeyed.
+        output::line(&super::view::visible(&result.output, true))?;
         let verdict = match (&result.error, result.passed) {
             (Some(e), _) => format!(
                 "could not test ({}): {}",

@@ -1,6 +1,7 @@
 //! Commands on existing sessions: diff, approve, reject, stop, sessions, recover.
 //! Each works on a session started by any codehands process.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -63,7 +64,13 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
         output::json_line(&diff)?;
     } else {
         if !args.stat {
-            print!("{}", diff.patch);
+            // Piped, the patch stays exact (`git apply` takes it); on a terminal, the
+            // agent's file contents are shown, never obeyed.
+            if std::io::stdout().is_terminal() {
+                print!("{}", view::visible(&diff.patch, true));
+            } else {
+                print!("{}", diff.patch);
+            }
         }
         output::line(&view::stat_table(&diff.stat))?;
     }

@@ -1,6 +1,7 @@
 //! The human view of a run: one readable line per event, a spinner with the
 //! elapsed time and the cost while the agent works, the diff stat at the end.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
@@ -169,7 +170,37 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
             .unwrap_or_else(|| "stopped; resume it with `codehands resume`".into()),
         EventBody::ApprovalRequested(a) => format!("waiting for approval on {}", a.branch),
     };
-    (body.type_name(), text)
+    // Everything above may hold the agent's text: it is shown, never obeyed.
+    (body.type_name(), visible(&text, false).into_owned())
+}
+
+/// `text` with every control character (C0, DEL, C1) and every bidi control shown as an
+/// escape (`\x1b`, `\u{202e}`) instead of reaching the terminal, where it could move the
+/// cursor, clear the screen, retitle the window or reorder what the person reads. With
+/// `keep_lines`, line feeds and tabs stay (a patch, a test log).
+pub fn visible(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let hidden = |c: char| {
+        !(keep_lines && matches!(c, '\n' | '\t')) && (c.is_control() || is_bidi_control(c))
+    };
+    if !text.chars().any(hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !hidden(c) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The characters that change the order text is shown in (Unicode's bidi controls).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// "2 files changed, 3 insertions(+), 1 deletion(-)".
@@ -204,7 +235,10 @@ pub fn stat_table(stat: &DiffStat) -> String {
         } else {
             format!("+{} -{}", f.insertions, f.deletions)
         };
-        out.push_str(&format!(" {:<width$} | {counts}\n", f.path));
+        out.push_str(&format!(
+            " {:<width$} | {counts}\n",
+            visible(&f.path, false)
+        ));
     }
     out.push_str(&format!(" {}", stat_line(stat)));
     out
@@ -216,5 +250,23 @@ fn one_line(text: &str) -> String {
         format!("{}…", flat.chars().take(159).collect::<String>())
     } else {
         flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runner_core::event::Message;
+
+    #[test]
+    fn control_and_bidi_characters_are_shown_not_sent() {
+        let body = EventBody::Message(Message {
+            text: "a\u{1b}]0;t\u{7}\u{1b}[2J\u{9b}1m\u{202e}b\u{7f}".into(),
+            ..Message::default()
+        });
+        let (_, text) = describe(&body);
+        assert_eq!(text, "a\\x1b]0;t\\x07\\x1b[2J\\x9b1m\\u{202e}b\\x7f");
+        assert_eq!(visible("plain ✓ text", false), "plain ✓ text");
+        assert_eq!(visible("l1\n\tl2\u{1b}", true), "l1\n\tl2\\x1b");
     }
 }

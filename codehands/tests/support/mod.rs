@@ -229,3 +229,35 @@ pub fn assert_approved_demo_fix(
             .contains("getMonth() + 1")
     );
 }
+
+/// The argv of a session's agent, read from /proc while it runs (waits for it to start).
+pub fn agent_argv(home: &Home, id: &SessionId) -> Vec<String> {
+    let agent = home.run_dir(id).join("agent.json");
+    for _ in 0..500 {
+        if let Ok(text) = std::fs::read_to_string(&agent) {
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let pid = value["pid"].as_u64().unwrap();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+            return cmdline
+                .split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the agent of {id} never started");
+}
+
+/// Settings whose fake agent plays `script` (written to a file) in `mode`.
+pub fn scripted_runner(world: &World, mode: &str, script: &str) -> LocalRunner {
+    let path = world
+        .dir
+        .path()
+        .join(format!("script-{}.jsonl", SessionId::new_random().short()));
+    std::fs::write(&path, script).unwrap();
+    world.runner_with(world.settings(), |s| {
+        s.fake.mode = Some(mode.into());
+        s.fake.script = Some(path);
+    })
+}

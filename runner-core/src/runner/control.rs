@@ -7,19 +7,53 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::home::Home;
+use crate::ids::SessionId;
+use crate::private::{PrivateRoot, read_no_follow};
 use crate::process::tree::ProcessIdentity;
-use crate::store::replace_file;
 
 /// The control files of one session's run folder.
 #[derive(Debug, Clone)]
 pub struct RunFiles {
+    root: PrivateRoot,
     dir: PathBuf,
 }
 
 impl RunFiles {
-    /// The control files in `dir` (`runs/<sessionId>/`).
+    /// The control files in `dir` (`runs/<sessionId>/`), a private folder of its own.
     pub fn new(dir: PathBuf) -> Self {
-        Self { dir }
+        Self {
+            root: PrivateRoot::new(&dir),
+            dir,
+        }
+    }
+
+    /// The control files of session `id` under `home`: every folder from the home down
+    /// is private and none is reached through a link.
+    pub fn in_home(home: &Home, id: &SessionId) -> Self {
+        Self {
+            root: home.private(),
+            dir: home.run_dir(id),
+        }
+    }
+
+    /// Makes the run folder (private), refusing a link there or at the transcript: a
+    /// run's output must never be written through one to someone else's file.
+    pub fn prepare(&self) -> Result<()> {
+        self.root.ensure_dir(&self.dir)?;
+        self.root.check_file(&self.transcript())
+    }
+
+    /// Opens the transcript for appending (0600, never through a link).
+    pub fn open_transcript(&self) -> Result<std::fs::File> {
+        self.root.append(&self.transcript())
+    }
+
+    /// Writes a private file of the run (0600, replaced atomically, never through a link).
+    pub fn write_private(&self, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+        let path = self.dir.join(name);
+        self.root.replace_file(&path, bytes)?;
+        Ok(path)
     }
 
     /// The run folder.
@@ -64,7 +98,8 @@ impl RunFiles {
 
     /// Marks that a stop was asked for, so the supervisor reports `task.stopped`.
     pub fn request_stop(&self) -> Result<()> {
-        replace_file(&self.dir, &self.dir.join("stop-requested"), b"")
+        self.root
+            .replace_file(&self.dir.join("stop-requested"), b"")
     }
 
     /// Whether a stop was asked for.
@@ -79,11 +114,11 @@ impl RunFiles {
 
     fn write_identity(&self, name: &str, who: &ProcessIdentity) -> Result<()> {
         let json = serde_json::to_vec(who).map_err(|e| Error::internal(e.to_string()))?;
-        replace_file(&self.dir, &self.dir.join(name), &json)
+        self.root.replace_file(&self.dir.join(name), &json)
     }
 
     fn read_identity(&self, name: &str) -> Option<ProcessIdentity> {
-        let bytes = std::fs::read(self.dir.join(name)).ok()?;
+        let bytes = read_no_follow(&self.dir.join(name)).ok()??;
         serde_json::from_slice(&bytes).ok()
     }
 }

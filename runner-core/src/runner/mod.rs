@@ -8,6 +8,7 @@
 
 mod cleanup;
 mod control;
+mod notes;
 mod recover;
 mod run;
 
@@ -26,7 +27,7 @@ use crate::options::{ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryRepo
 use crate::registry::{AgentOrigin, AgentRegistry};
 use crate::session::{SessionRecord, SessionState};
 use crate::store::SessionStore;
-use crate::traits::agent::{Agent, AgentRequest, ResumeFrom};
+use crate::traits::agent::{Agent, AgentRequest, DEFAULT_RESUME_PROMPT, ResumeFrom};
 use crate::traits::memory::MemoryStore;
 use crate::traits::runner::{EventStream, Runner};
 use crate::traits::sandbox::Sandbox;
@@ -114,7 +115,7 @@ impl LocalRunner {
         memory: Arc<dyn MemoryStore>,
         settings: RunnerSettings,
     ) -> Self {
-        let store = SessionStore::on_disk(home.sessions_dir());
+        let store = SessionStore::in_home(&home);
         Self {
             shared: Arc::new(Shared {
                 home,
@@ -168,23 +169,15 @@ impl LocalRunner {
     }
 
     async fn check(&self, options: &StartOptions) -> Result<Arc<dyn Agent>> {
-        if options.prompt.trim().is_empty() {
-            return Err(Error::invalid_input(
-                "the prompt is empty: say what the agent should do",
-            ));
-        }
+        AgentRequest::check_prompt(&options.prompt)?;
         if options.prompt.len() > MAX_PROMPT_BYTES {
             return Err(Error::invalid_input(format!(
                 "the prompt is {} bytes, over the limit of {MAX_PROMPT_BYTES}: shorten it",
                 options.prompt.len()
             )));
         }
-        if let Some(budget) = options.budget_usd
-            && !(budget.is_finite() && budget > 0.0)
-        {
-            return Err(Error::invalid_input(format!(
-                "the budget {budget} is not a positive number of dollars"
-            )));
+        if let Some(budget) = options.budget_usd {
+            AgentRequest::check_budget(budget)?;
         }
         if options.verify && self.shared.sandbox.is_none() {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
@@ -234,6 +227,7 @@ impl LocalRunner {
             model: record.model.clone(),
             budget_usd: record.budget_usd.unwrap_or(DEFAULT_BUDGET_USD),
             notes: None,
+            notes_file: None,
             test_command: None,
             resume,
             provider_env: Vec::new(),
@@ -252,6 +246,7 @@ impl Runner for LocalRunner {
                 "session {id} already exists: pick a new session id"
             )));
         }
+        refuse_codehands_worktree(shared, &options.repo_path)?;
         let base = shared.vcs.base_commit(&options.repo_path).await?;
         let repo_key = shared.vcs.repo_key(&options.repo_path).await?;
         let repo_path = std::path::absolute(&options.repo_path).map_err(|e| {
@@ -261,6 +256,16 @@ impl Runner for LocalRunner {
             )
         })?;
         let worktree = shared.home.worktree_path(&repo_key, &id)?;
+        // The folders the run writes in are made private now, and a link planted where
+        // one of them goes is refused before anything is made. The worktree itself keeps
+        // the modes git gives it (the sandbox's non-root user reads it through a bind
+        // mount); the private folders above it keep other users out.
+        let private = shared.home.private();
+        if let Some(parent) = worktree.parent() {
+            private.ensure_dir(parent)?;
+        }
+        let run_files = RunFiles::in_home(&shared.home, &id);
+        run_files.prepare()?;
         let branch = shared.vcs.branch_name(&options.prompt, &id);
         let now = crate::now_rfc3339();
         let record = SessionRecord {
@@ -287,11 +292,12 @@ impl Runner for LocalRunner {
             repo: repo_path,
             base,
             branch,
-            path: worktree,
+            path: worktree.clone(),
         };
         if let Err(e) = shared.vcs.create_worktree(&spec).await {
-            // Nothing was started: leave no record behind either.
+            // Nothing was started: leave no record (or empty run folder) behind either.
             let _ = shared.store.remove(&id);
+            let _ = std::fs::remove_dir(run_files.dir());
             return Err(e);
         }
         let record = shared
@@ -349,6 +355,7 @@ impl Runner for LocalRunner {
             r.commit = Some(committed);
             Ok(())
         })?;
+        remember_outcome(shared, &record, SessionState::Approved).await;
         Ok(ApproveResult {
             branch: record.branch,
             commit,
@@ -375,8 +382,9 @@ impl Runner for LocalRunner {
             .await?;
         shared
             .store
-            .move_to(session_id, SessionState::Rejected, "reject")
-            .map(drop)
+            .move_to(session_id, SessionState::Rejected, "reject")?;
+        remember_outcome(shared, &record, SessionState::Rejected).await;
+        Ok(())
     }
 
     async fn stop(&self, session_id: &SessionId) -> Result<()> {
@@ -429,6 +437,7 @@ impl Runner for LocalRunner {
                 format!("the worktree of session {session_id} is gone: it cannot be resumed"),
             ));
         }
+        RunFiles::in_home(&shared.home, session_id).prepare()?;
         let record = shared
             .store
             .move_to(session_id, SessionState::Running, "resume")?;
@@ -440,7 +449,7 @@ impl Runner for LocalRunner {
         };
         let prompt = prompt
             .filter(|p| !p.trim().is_empty())
-            .unwrap_or_else(|| "Continue where you stopped.".into());
+            .unwrap_or_else(|| DEFAULT_RESUME_PROMPT.into());
         let request = self.request_for(&record, prompt, Some(resume));
         Ok(self.spawn_run(record, request, agent, false))
     }
@@ -464,6 +473,51 @@ impl Runner for LocalRunner {
     async fn sessions(&self) -> Result<Vec<SessionRecord>> {
         Ok(self.shared.store.list()?.records)
     }
+}
+
+/// Tells the repo's memory how a decided session ended, so the next run's notes say it;
+/// a memory error never fails the decision.
+async fn remember_outcome(shared: &Shared, record: &SessionRecord, outcome: SessionState) {
+    if let Err(e) = shared
+        .memory
+        .record_outcome(&record.repo_key, &record.branch, outcome)
+        .await
+    {
+        tracing::warn!(session = %record.session_id, "repo memory: cannot record how the session ended: {e}");
+    }
+}
+
+/// Refuses a repo that is, or is inside, a worktree under this home: a session inside
+/// another session's worktree would lose its branch and worktree when the outer one is
+/// rejected.
+fn refuse_codehands_worktree(shared: &Shared, repo: &std::path::Path) -> Result<()> {
+    let worktrees = shared.home.worktrees_dir();
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let (repo, worktrees) = (real(repo), real(&worktrees));
+    let Ok(inside) = repo.strip_prefix(&worktrees) else {
+        return Ok(());
+    };
+    let mut parts = inside.components();
+    let (Some(key), Some(short)) = (parts.next(), parts.next()) else {
+        return Ok(());
+    };
+    let path = worktrees.join(key).join(short);
+    let owner = shared.store.list().ok().and_then(|listing| {
+        listing
+            .records
+            .into_iter()
+            .find(|r| real(&r.worktree_path) == path)
+    });
+    let whose = owner.map_or_else(
+        || "a codehands session".to_owned(),
+        |r| format!("session {} ({})", r.session_id, r.state),
+    );
+    Err(Error::invalid_input(format!(
+        "{} is a codehands worktree, of {whose}: run on the repository it was made from \
+         (or on a clone of it) instead; approve or reject that session first if its change \
+         should be the starting point",
+        repo.display()
+    )))
 }
 
 /// The commit message when approve is given none: the prompt's first line, shortened.

@@ -18,6 +18,7 @@ use crate::event::{
 use crate::process::AgentProcess;
 use crate::process::lines::Line;
 use crate::process::tree::{self, ProcessIdentity};
+use crate::redact::Redactor;
 use crate::sequence::EventSequence;
 use crate::session::{SessionRecord, SessionState};
 use crate::traits::agent::{Agent, AgentRequest, StdinClose};
@@ -45,8 +46,9 @@ pub(super) struct Supervisor {
     files: RunFiles,
     transcript: Option<std::io::BufWriter<std::fs::File>>,
     profile: RepoProfile,
-    /// Secret values given to the agent (API keys, tokens), cut out of every line it prints.
-    secrets: Vec<String>,
+    /// Cuts the secret values given to the agent (API keys, tokens), in every form, out
+    /// of every line it prints, its stderr and this run's note.
+    redactor: Redactor,
 }
 
 impl Supervisor {
@@ -59,7 +61,7 @@ impl Supervisor {
         events: mpsc::Sender<Event>,
         stops: mpsc::Receiver<StopRequest>,
     ) -> Self {
-        let files = RunFiles::new(shared.home.run_dir(&record.session_id));
+        let files = RunFiles::in_home(&shared.home, &record.session_id);
         Self {
             seq: EventSequence::continuing(record.session_id, record.last_seq),
             shared,
@@ -72,7 +74,7 @@ impl Supervisor {
             files,
             transcript: None,
             profile: RepoProfile::default(),
-            secrets: Vec::new(),
+            redactor: Redactor::default(),
         }
     }
 
@@ -113,7 +115,24 @@ impl Supervisor {
         let key = self.record.repo_key.clone();
         self.profile = memory.detect_profile(&self.record.worktree_path);
         match memory.notes_for_prompt(&key).await {
-            Ok(notes) if !notes.trim().is_empty() => self.request.notes = Some(notes),
+            Ok(notes) if !notes.trim().is_empty() => {
+                let framed = super::notes::frame(&notes);
+                match self
+                    .files
+                    .write_private(super::notes::NOTES_FILE, framed.as_bytes())
+                {
+                    Ok(path) => {
+                        self.request.notes = Some(framed);
+                        self.request.notes_file = Some(path);
+                    }
+                    Err(e) => {
+                        self.note(format!(
+                            "repo memory: cannot write the notes for the agent ({e}); it runs without them"
+                        ))
+                        .await
+                    }
+                }
+            }
             Ok(_) => {}
             Err(e) => {
                 self.note(format!("repo memory: cannot read the notes: {e}"))
@@ -135,12 +154,7 @@ impl Supervisor {
                 Some(value.clone())
             })
             .collect();
-        match std::fs::create_dir_all(self.files.dir()).and_then(|()| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(self.files.transcript())
-        }) {
+        match self.files.open_transcript() {
             Ok(file) => self.transcript = Some(std::io::BufWriter::new(file)),
             Err(e) => self.note(format!("cannot open the transcript: {e}")).await,
         }
@@ -167,7 +181,7 @@ impl Supervisor {
             &self.shared.settings.extra_env,
             &invocation.env,
         );
-        self.secrets = secret_values(&env);
+        self.redactor = Redactor::new(secret_values(&env));
         let process = AgentProcess::spawn(&invocation, &self.record.worktree_path, &env)?;
         if let Err(e) = self.files.set_agent(&process.identity()) {
             self.note(format!("cannot record the agent's pid: {e}"))
@@ -204,9 +218,10 @@ impl Supervisor {
                             continue;
                         }
                     };
-                    // The agent may print its own key (a test script dumping its environment):
-                    // it never reaches the transcript or an event.
-                    let text = redact(text, &self.secrets);
+                    // The agent may print its own key (a test script dumping its environment),
+                    // escaped, encoded or cut short: cut here, before the line is decoded, it
+                    // never reaches the transcript, an event's payload or its raw line.
+                    let text = self.redactor.redact_string(text);
                     self.write_transcript(&text);
                     for body in parser.parse_line(&text) {
                         if let Some(why) = self.auth_failure(&body) {
@@ -260,7 +275,7 @@ impl Supervisor {
                 held = Some((body, None));
             }
         }
-        let stderr = redact(process.stderr_tail().await, &self.secrets);
+        let stderr = self.redactor.redact_string(process.stderr_tail().await);
         if self.files.stop_requested() && !matches!(interruption, Some(Interruption::Stop(_))) {
             interruption = Some(Interruption::Stop(None));
         }
@@ -340,9 +355,12 @@ impl Supervisor {
         }
         let summary = RunSummary {
             session_id: self.record.session_id,
-            prompt: self.request.prompt.clone(),
+            prompt: self.redactor.redact_string(self.request.prompt.clone()),
             branch: self.record.branch.clone(),
-            result: finished.result.clone(),
+            result: finished
+                .result
+                .as_deref()
+                .map(|r| self.redactor.redact_string(r.to_owned())),
             diff_stat: diff.stat.clone(),
             finished_at: crate::now_rfc3339(),
         };
@@ -573,16 +591,6 @@ fn secret_values(env: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
-/// `text` with every secret value replaced by `[redacted]`.
-fn redact(text: String, secrets: &[String]) -> String {
-    if !secrets.iter().any(|s| text.contains(s.as_str())) {
-        return text;
-    }
-    secrets
-        .iter()
-        .fold(text, |t, s| t.replace(s.as_str(), "[redacted]"))
-}
-
 fn human(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs().max(1))).to_string()
 }
@@ -590,7 +598,7 @@ fn human(d: Duration) -> String {
 /// stop() for a run supervised by another process (or by none, after a crash).
 pub(super) async fn stop_from_elsewhere(shared: &Shared, record: &SessionRecord) -> Result<()> {
     let id = record.session_id;
-    let files = RunFiles::new(shared.home.run_dir(&id));
+    let files = RunFiles::in_home(&shared.home, &id);
     files.request_stop()?;
     let grace = shared.settings.stop_grace;
     // Looked at before the agent is ended: once it is, a live supervisor finishes the

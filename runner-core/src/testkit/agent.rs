@@ -21,6 +21,7 @@ pub fn sample_request(worktree: &Path) -> AgentRequest {
         model: Some("sonnet".to_owned()),
         budget_usd: 0.5,
         notes: Some("Use two spaces.".to_owned()),
+        notes_file: None,
         test_command: Some("npm test".to_owned()),
         resume: None,
         provider_env: vec![(

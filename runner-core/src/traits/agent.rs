@@ -56,14 +56,20 @@ pub struct AgentRequest {
     pub session_id: SessionId,
     /// The private worktree the agent works in.
     pub worktree: PathBuf,
-    /// The prompt; an adapter must never put it where it could be read as a flag.
+    /// The prompt, never blank (see [`AgentRequest::check`]); an adapter must never put it
+    /// where it could be read as a flag.
     pub prompt: String,
     /// The model, in the agent's naming.
     pub model: Option<String>,
-    /// The budget for this run, US dollars.
+    /// The budget for this run, US dollars: positive and finite (see [`AgentRequest::check`]).
     pub budget_usd: f64,
-    /// Repo notes to add to the system prompt (already capped for the prompt).
+    /// Repo notes to add to the system prompt (already capped, framed as data and fenced
+    /// by the runner). They hold earlier prompts: an adapter never puts them on argv,
+    /// where any local user can read them (`/proc/<pid>/cmdline`).
     pub notes: Option<String>,
+    /// The same notes in a private file (0600, in the run's folder), written by the runner
+    /// for agents that read a system-prompt addition from a file.
+    pub notes_file: Option<PathBuf>,
     /// The repo's test command, which the agent may run.
     pub test_command: Option<String>,
     /// Set for a resume: the agent's own session or thread id from the first run.
@@ -72,6 +78,41 @@ pub struct AgentRequest {
     /// (for example its provider's base URL): only names the agent asked for in
     /// [`Agent::provider_env`], already filtered by the runner.
     pub provider_env: Vec<(String, String)>,
+}
+
+/// What a resume tells the agent when the caller gives no new prompt.
+pub const DEFAULT_RESUME_PROMPT: &str = "Continue where you left off.";
+
+impl AgentRequest {
+    /// The guarantees every request from the runner keeps, checked in one place: the
+    /// prompt is not blank (a resume without one carries [`DEFAULT_RESUME_PROMPT`]) and the
+    /// budget is a positive number of dollars. The runner refuses options that break them
+    /// before anything is made; an adapter calls this first, so one called directly
+    /// (a benchmark, a test) refuses the same requests with the same words.
+    pub fn check(&self) -> Result<()> {
+        Self::check_prompt(&self.prompt)?;
+        Self::check_budget(self.budget_usd)
+    }
+
+    /// A blank prompt is refused.
+    pub fn check_prompt(prompt: &str) -> Result<()> {
+        if prompt.trim().is_empty() {
+            return Err(crate::Error::invalid_input(
+                "the prompt is empty: say what the agent should do",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A budget that is not a positive, finite number of dollars is refused.
+    pub fn check_budget(budget: f64) -> Result<()> {
+        if !(budget.is_finite() && budget > 0.0) {
+            return Err(crate::Error::invalid_input(format!(
+                "the budget must be a positive number of US dollars, not {budget}: pass for example 0.5"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Where a resume continues from.

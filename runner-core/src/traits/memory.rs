@@ -91,8 +91,9 @@ pub struct RunSummary {
 /// folder, so every method refuses anything else with `ErrorKind::InvalidInput`.
 ///
 /// The runner reads `notes_for_prompt` before a run, saves `detect_profile`'s answer with
-/// `save_profile`, and calls `record_run` after a finished run (never after a stop or a
-/// failure); a memory error never fails a run.
+/// `save_profile`, calls `record_run` after a finished run (never after a stop or a
+/// failure) and `record_outcome` once it is approved or rejected; a memory error never
+/// fails a run or a decision.
 #[async_trait]
 pub trait MemoryStore: Send + Sync {
     /// All notes of the repo, oldest first (empty when there are none).
@@ -108,6 +109,19 @@ pub trait MemoryStore: Send + Sync {
     /// Adds the note of a finished run: its branch, and its summary (the prompt, what
     /// changed, the agent's result) on one line.
     async fn record_run(&self, repo_key: &str, run: &RunSummary) -> Result<()>;
+
+    /// Records how the session whose run left the note of `branch` ended (approved or
+    /// rejected), so the next run reads what became of it. Nothing happens when no note
+    /// names the branch; stores that keep no notes need not implement it.
+    async fn record_outcome(
+        &self,
+        repo_key: &str,
+        branch: &str,
+        outcome: crate::session::SessionState,
+    ) -> Result<()> {
+        let _ = (repo_key, branch, outcome);
+        Ok(())
+    }
 
     /// The saved profile, if any.
     async fn profile(&self, repo_key: &str) -> Result<Option<RepoProfile>>;

@@ -34,24 +34,56 @@ pub fn tool_uses(line: &Value, cwd: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The file a tool names, which must lie inside the working folder.
+/// The file a tool names, which must lie inside the working folder: lexically, and once
+/// every symbolic link on the way is resolved (a link committed in the repo may point
+/// anywhere). The file itself must not be a link either, even a dangling one.
 fn target(input: &Value, cwd: &Path) -> Result<PathBuf, String> {
     let path = input
         .get("file_path")
         .and_then(Value::as_str)
         .ok_or("a file tool without file_path")?;
     let path = cwd.join(path);
+    let outside = |why: &str| {
+        format!(
+            "the recording writes outside the working folder{why}: {}",
+            path.display()
+        )
+    };
     if path
         .components()
         .any(|c| matches!(c, std::path::Component::ParentDir))
         || !path.starts_with(cwd)
     {
-        return Err(format!(
-            "the recording writes outside the working folder: {}",
-            path.display()
-        ));
+        return Err(outside(""));
+    }
+    let root = cwd
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", cwd.display()))?;
+    if !resolve_existing(&path).starts_with(&root) {
+        return Err(outside(" through a symbolic link"));
+    }
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(outside(" through a symbolic link"));
     }
     Ok(path)
+}
+
+/// `path` with its longest existing prefix resolved (links followed), the rest appended.
+fn resolve_existing(path: &Path) -> PathBuf {
+    let mut tail = Vec::new();
+    let mut head = path;
+    loop {
+        if let Ok(real) = head.canonicalize() {
+            return tail.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (head.parent(), head.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name.to_owned());
+                head = parent;
+            }
+            _ => return path.to_owned(),
+        }
+    }
 }
 
 fn write(input: &Value, cwd: &Path) -> Result<(), String> {

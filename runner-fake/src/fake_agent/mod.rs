@@ -4,7 +4,9 @@
 //! recording's Write, Edit and MultiEdit calls in its working folder so that
 //! diff and approve have a real change. Other modes misbehave on purpose, for
 //! the runner's tests (sleep, children that ignore SIGTERM, no output, garbage,
-//! a result and then no exit).
+//! a result and then no exit), or print a script's lines exactly as written
+//! (`verbatim`: what a real agent may print that a JSON encoder would not, such as
+//! escapes, reaches the runner as it is).
 //!
 //! It is configured by its environment, which the runner builds from scratch:
 //! `CODEHANDS_FAKE_MODE`, `CODEHANDS_FAKE_SCRIPT` (a recording to replay instead
@@ -37,7 +39,13 @@ pub enum FakeMode {
     Linger,
     /// Print the init line, write to stderr, and exit 3 without a result.
     NoResult,
+    /// Print each line of the script exactly as written (a line starting with
+    /// [`STDERR_MARK`] goes to stderr without the mark), perform nothing, exit 0.
+    Verbatim,
 }
+
+/// In `verbatim` mode, a script line starting with this goes to stderr.
+pub const STDERR_MARK: &str = "!stderr ";
 
 impl FakeMode {
     /// The mode named by `CODEHANDS_FAKE_MODE` (`replay` when unset).
@@ -50,6 +58,7 @@ impl FakeMode {
             "garbage" => Self::Garbage,
             "linger" => Self::Linger,
             "no-result" => Self::NoResult,
+            "verbatim" => Self::Verbatim,
             _ => return None,
         })
     }
@@ -64,12 +73,18 @@ impl FakeMode {
             Self::Garbage => "garbage",
             Self::Linger => "linger",
             Self::NoResult => "no-result",
+            Self::Verbatim => "verbatim",
         }
     }
 }
 
 /// Runs the fake agent with Claude Code's arguments; returns the exit code.
-pub fn main(args: &[String]) -> i32 {
+pub fn main(args: &[std::ffi::OsString]) -> i32 {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let args = args.as_slice();
     let mode_name = std::env::var("CODEHANDS_FAKE_MODE").unwrap_or_default();
     let Some(mode) = FakeMode::parse(&mode_name) else {
         eprintln!("fake agent: unknown CODEHANDS_FAKE_MODE {mode_name:?}");
@@ -142,6 +157,15 @@ pub fn main(args: &[String]) -> i32 {
             let _ = player.play_init();
             eprintln!("fake agent: giving up without a result (no-result mode)");
             3
+        }
+        Mode::Verbatim => {
+            for line in recording.lines() {
+                match line.strip_prefix(STDERR_MARK) {
+                    Some(text) => eprintln!("{text}"),
+                    None => emit_raw(format!("{line}\n").as_bytes()),
+                }
+            }
+            0
         }
     }
 }

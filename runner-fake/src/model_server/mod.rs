@@ -11,9 +11,11 @@
 //! ```
 //!
 //! The Anthropic Messages API lives in `anthropic.rs`, the OpenAI Responses API (for
-//! Codex) in `openai.rs`; each further API gets its own file.
+//! Codex) in `openai.rs`, the OpenAI Chat Completions API (for litellm-based agents
+//! such as mini-swe-agent) in `chat.rs`; each further API gets its own file.
 
 mod anthropic;
+mod chat;
 mod openai;
 mod script;
 
@@ -165,39 +167,25 @@ fn handle(state: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: By
     let text = String::from_utf8_lossy(&body).into_owned();
     let mut state = lock(state);
     let answer = match (method.as_str(), path_only(&path)) {
-        ("POST", "/v1/messages") => match serde_json::from_str::<Value>(&text) {
-            Ok(request) => {
-                let results = anthropic::count_tool_results(&request);
-                let index = anthropic::pick_turn(&state.script, results, &state.hits);
-                if let Some(i) = index {
-                    state.hits[i] += 1;
-                }
-                state.messages += 1;
-                let turn = index
-                    .map(|i| (i, &state.script.turns[i]))
-                    .or_else(|| state.script.after_end.as_ref().map(|t| (usize::MAX, t)));
-                let mut answer = anthropic::answer_messages(&request, turn, state.messages);
-                answer.turn = index;
-                answer
-            }
-            Err(e) => plain(400, &format!("the body is not JSON: {e}")),
-        },
+        ("POST", "/v1/messages") => scripted(
+            &mut state,
+            &text,
+            anthropic::count_tool_results,
+            anthropic::answer_messages,
+        ),
         ("POST", "/v1/messages/count_tokens") => anthropic::answer_count_tokens(&text),
-        ("POST", "/v1/responses") => match serde_json::from_str::<Value>(&text) {
-            Ok(request) => {
-                let outputs = openai::count_tool_outputs(&request);
-                let index = anthropic::pick_turn(&state.script, outputs, &state.hits);
-                if let Some(i) = index {
-                    state.hits[i] += 1;
-                }
-                state.messages += 1;
-                let turn = index
-                    .map(|i| (i, &state.script.turns[i]))
-                    .or_else(|| state.script.after_end.as_ref().map(|t| (usize::MAX, t)));
-                openai::answer_responses(&request, turn, state.messages)
-            }
-            Err(e) => plain(400, &format!("the body is not JSON: {e}")),
-        },
+        ("POST", "/v1/responses") => scripted(
+            &mut state,
+            &text,
+            openai::count_tool_outputs,
+            openai::answer_responses,
+        ),
+        ("POST", "/v1/chat/completions") => scripted(
+            &mut state,
+            &text,
+            chat::count_tool_messages,
+            chat::answer_chat,
+        ),
         // Anything else is logged (kept in `requests`) and refused, so a test sees what
         // the agent asked for that the server does not speak.
         _ => plain(404, "the scripted model server does not serve this path"),
@@ -227,6 +215,35 @@ fn handle(state: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: By
     response
         .body(Body::from(answer.body))
         .unwrap_or_else(|_| Response::new(Body::from("bad scripted header")))
+}
+
+/// How an API counts the tool results in a request, and how it answers with a turn.
+type CountResults = fn(&Value) -> usize;
+type AnswerTurn = fn(&Value, Option<(usize, &Turn)>, usize) -> anthropic::Answer;
+
+/// Answers a request of any scripted API: the turn is chosen by how many tool
+/// results the conversation holds (see [`Script`]), past the end `after_end` answers.
+fn scripted(
+    state: &mut State,
+    text: &str,
+    count: CountResults,
+    answer: AnswerTurn,
+) -> anthropic::Answer {
+    let request = match serde_json::from_str::<Value>(text) {
+        Ok(request) => request,
+        Err(e) => return plain(400, &format!("the body is not JSON: {e}")),
+    };
+    let index = anthropic::pick_turn(&state.script, count(&request), &state.hits);
+    if let Some(i) = index {
+        state.hits[i] += 1;
+    }
+    state.messages += 1;
+    let turn = index
+        .map(|i| (i, &state.script.turns[i]))
+        .or_else(|| state.script.after_end.as_ref().map(|t| (usize::MAX, t)));
+    let mut answered = answer(&request, turn, state.messages);
+    answered.turn = index;
+    answered
 }
 
 fn plain(status: u16, message: &str) -> anthropic::Answer {

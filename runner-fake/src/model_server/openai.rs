@@ -62,7 +62,7 @@ const OPENAI_CODES: &[&str] = &[
 
 /// The error body OpenAI sends (`{"error": {message, type, code}}`), with the
 /// type and code OpenAI uses for that status.
-fn error_answer(error: &HttpError, turn: Option<usize>) -> Answer {
+pub(super) fn error_answer(error: &HttpError, turn: Option<usize>) -> Answer {
     let (kind, code) = match error.status {
         _ if OPENAI_CODES.contains(&error.error_type.as_str()) => {
             (error.error_type.as_str(), error.error_type.as_str())
