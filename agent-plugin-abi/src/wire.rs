@@ -61,6 +61,9 @@ pub struct RequestWire {
     /// Repo notes.
     #[serde(default)]
     pub notes: Option<String>,
+    /// The same notes in a private file.
+    #[serde(default)]
+    pub notes_file: Option<String>,
     /// The repo's test command.
     #[serde(default)]
     pub test_command: Option<String>,
@@ -172,6 +175,11 @@ impl TryFrom<&AgentRequest> for RequestWire {
             model: request.model.clone(),
             budget_usd: request.budget_usd,
             notes: request.notes.clone(),
+            notes_file: request
+                .notes_file
+                .clone()
+                .map(|path| utf8(path.into_os_string(), "the notes file's path"))
+                .transpose()?,
             test_command: request.test_command.clone(),
             resume: request.resume.as_ref().map(|r| r.agent_session_id.clone()),
             provider_env: request.provider_env.clone(),
@@ -188,6 +196,7 @@ impl From<RequestWire> for AgentRequest {
             model: wire.model,
             budget_usd: wire.budget_usd,
             notes: wire.notes,
+            notes_file: wire.notes_file.map(PathBuf::from),
             test_command: wire.test_command,
             resume: wire
                 .resume
@@ -278,6 +287,7 @@ mod tests {
             model: Some("m".into()),
             budget_usd: 2.5,
             notes: Some("notes".into()),
+            notes_file: Some("/tmp/run/notes.md".into()),
             test_command: Some("cargo test".into()),
             resume: Some(ResumeFrom {
                 agent_session_id: "thread-1".into(),

@@ -88,6 +88,7 @@ fn request() -> String {
         model: None,
         budget_usd: 1.0,
         notes: None,
+        notes_file: None,
         test_command: None,
         resume: None,
         provider_env: Vec::new(),
