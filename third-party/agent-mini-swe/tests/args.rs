@@ -25,6 +25,7 @@ fn request(worktree: &Path) -> AgentRequest {
         model: Some("openai/gpt-5-mini".to_owned()),
         budget_usd: 0.5,
         notes: Some("Use two spaces.\n".to_owned()),
+        notes_file: None,
         test_command: Some("npm test".to_owned()),
         resume: None,
         provider_env: vec![

@@ -87,6 +87,7 @@ pub async fn run(agent: &MiniSweAgent, scenario: &Scenario) -> Result<RunOutput,
         model: Some(scenario.model.to_owned()),
         budget_usd: scenario.budget_usd,
         notes: scenario.notes.map(str::to_owned),
+        notes_file: None,
         test_command: Some("npm test".to_owned()),
         resume: None,
         provider_env: vec![
