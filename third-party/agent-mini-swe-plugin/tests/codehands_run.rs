@@ -220,3 +220,44 @@ async fn codehands_run_through_the_plugin_fixes_and_approves() {
         "the key reached mini through the plugin's provider variables"
     );
 }
+
+#[tokio::test]
+async fn codehands_agents_lists_every_way_in() {
+    let Some(install) = mini_install() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let agents = dir.path().join("codehands-home/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("ruff-fix.toml"),
+        "program = \"ruff\"\nargs = [\"check\", \"--fix\", \"{worktree}\"]\nparser = \"text\"\n",
+    )
+    .unwrap();
+    let out = codehands(dir.path(), &install, None, &["agents", "--json"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let origins: Vec<(String, String)> = json_lines(&out)
+        .iter()
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap_or("?").to_owned(),
+                a["origin"]["kind"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [
+        ("claude-code", "built-in"),
+        ("codex", "built-in"),
+        ("fake", "built-in"),
+        (agent_mini_swe::NAME, "plugin"),
+        ("ruff-fix", "profile"),
+    ]
+    .iter()
+    .map(|(n, o)| (n.to_string(), o.to_string()))
+    .collect();
+    assert_eq!(origins, expected);
+}
