@@ -155,8 +155,11 @@ async fn a_rejected_change_leaves_nothing() {
 async fn stopped_then_resumed_continues_the_thread_and_seq() {
     let Some(codex) = codex() else { return };
     let world = World::demo();
+    // A sleep no other process on the machine runs (tests of other binaries and worktrees
+    // may run at the same time), so the check below sees only this run's command.
+    let slow = format!("sleep 30.{}", std::process::id());
     let server = ModelServer::start(Script::new([
-        exec("call_slow_1", "sleep 30"),
+        exec("call_slow_1", &slow),
         exec("call_after_1", FIX),
         Turn::text("Done after resuming."),
     ]))
@@ -190,7 +193,7 @@ async fn stopped_then_resumed_continues_the_thread_and_seq() {
             .any(|e| matches!(e.body, EventBody::ApprovalRequested(_)))
     );
     assert!(
-        !support::process_running("sleep 30"),
+        !support::process_running(&slow),
         "the command died with the run"
     );
     let thread = runner

@@ -429,3 +429,63 @@ async fn the_second_run_of_a_repo_gets_the_first_runs_note() {
         "the profile was saved"
     );
 }
+
+#[tokio::test]
+async fn codehands_run_agent_claude_code_approves_from_the_command_line() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    std::fs::write(
+        world.agent_home.join(".gitconfig"),
+        "[user]\n\tname = Test\n\temail = test@example.invalid\n",
+    )
+    .unwrap();
+    let id = SessionId::new_random();
+    let server = ModelServer::start(runner_fake::demo_repo::script(
+        &worktree_for(&world, &id).await,
+    ))
+    .await
+    .unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_codehands"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &world.agent_home)
+        .env("CODEHANDS_HOME", world.home.root())
+        .env("CLAUDE_BIN", &claude)
+        .env("ANTHROPIC_BASE_URL", server.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-dummy-for-tests")
+        .env("NO_COLOR", "1")
+        .current_dir(&world.repo)
+        .args(["run", ".", runner_fake::demo_repo::PROMPT])
+        .args(["--agent", "claude-code", "--session-id", &id.to_string()])
+        .args(["--json", "--then", "approve", "-m", "Fix the month"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let types: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["type"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        types.ends_with(&["task.finished".to_owned(), "approval.requested".to_owned()]),
+        "{types:?}"
+    );
+    let record = runner_core::SessionStore::on_disk(world.home.sessions_dir())
+        .get(&id)
+        .unwrap();
+    assert_eq!(record.state, SessionState::Approved);
+    assert_eq!(record.agent.as_str(), "claude-code");
+    assert!(
+        world
+            .git(&["show", &record.branch])
+            .contains("getMonth() + 1")
+    );
+}

@@ -14,6 +14,7 @@ fn file(path: &str) -> FileStat {
         insertions: 1,
         deletions: 0,
         binary: false,
+        too_large: false,
     }
 }
 

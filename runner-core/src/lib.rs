@@ -56,7 +56,7 @@ pub use traits::runner::{EventStream, Runner};
 pub use traits::sandbox::{
     BoxLimits, Sandbox, SandboxError, SandboxErrorKind, SandboxRequest, SandboxResult,
 };
-pub use traits::vcs::{Signature, ToolWorktree, Vcs, WorktreeSpec};
+pub use traits::vcs::{PreparedCommit, Signature, ToolWorktree, Vcs, WorktreeSpec};
 
 /// The current time as RFC 3339 with milliseconds, UTC: the format of every `ts`.
 pub fn now_rfc3339() -> String {

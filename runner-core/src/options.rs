@@ -70,6 +70,10 @@ pub struct FileStat {
     /// True for a binary file (no line counts).
     #[serde(default)]
     pub binary: bool,
+    /// True for a file over the diff's size limit: the patch says "too large to show" and
+    /// has no line counts; approve still commits it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub too_large: bool,
 }
 
 /// How much changed since the base commit.
@@ -159,4 +163,11 @@ pub struct RecoveryReport {
     /// Records that could not be read, with why.
     #[serde(default)]
     pub unreadable: Vec<CleanupError>,
+    /// Worktrees kept because a record that could not be read may own them; fix or move
+    /// the record away, and the next recover decides.
+    #[serde(default)]
+    pub kept_worktrees: Vec<PathBuf>,
+    /// Sessions whose approve or reject was cut short, now finished or taken back.
+    #[serde(default)]
+    pub settled: Vec<SessionId>,
 }

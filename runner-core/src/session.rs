@@ -20,8 +20,14 @@ pub enum SessionState {
     Running,
     /// The agent finished; a person decides.
     AwaitingApproval,
+    /// An approve is under way: `commit` names the commit once it is written. The next
+    /// command or `recover` finishes it (the branch holds the commit) or takes it back to
+    /// `awaiting_approval` (it does not).
+    Approving,
     /// Committed on its branch (final).
     Approved,
+    /// A reject is under way; the next command or `recover` finishes it.
+    Rejecting,
     /// Worktree and branch removed (final).
     Rejected,
     /// Stopped by request; the worktree is kept and the session can be resumed.
@@ -32,11 +38,13 @@ pub enum SessionState {
 
 impl SessionState {
     /// Every state, in table order.
-    pub const ALL: [SessionState; 7] = [
+    pub const ALL: [SessionState; 9] = [
         Self::Queued,
         Self::Running,
         Self::AwaitingApproval,
+        Self::Approving,
         Self::Approved,
+        Self::Rejecting,
         Self::Rejected,
         Self::Stopped,
         Self::Failed,
@@ -44,7 +52,11 @@ impl SessionState {
 
     /// Whether `self → to` is in the state table:
     /// `queued → running → awaiting_approval → approved | rejected`,
-    /// `running → stopped → running`, and `queued | running → failed`.
+    /// `running → stopped → running`, and `queued | running → failed`; approve and reject
+    /// are journaled: `awaiting_approval → approving → approved` (or back to
+    /// `awaiting_approval` when the commit never reached the branch) and
+    /// `awaiting_approval → rejecting → rejected`. A runner without a repository (the fake
+    /// runner) moves `awaiting_approval → approved | rejected` at once.
     pub fn can_move_to(self, to: SessionState) -> bool {
         use SessionState::*;
         matches!(
@@ -57,6 +69,11 @@ impl SessionState {
                 | (Stopped, Running)
                 | (AwaitingApproval, Approved)
                 | (AwaitingApproval, Rejected)
+                | (AwaitingApproval, Approving)
+                | (Approving, Approved)
+                | (Approving, AwaitingApproval)
+                | (AwaitingApproval, Rejecting)
+                | (Rejecting, Rejected)
         )
     }
 
@@ -71,7 +88,9 @@ impl SessionState {
             Self::Queued => "queued",
             Self::Running => "running",
             Self::AwaitingApproval => "awaiting_approval",
+            Self::Approving => "approving",
             Self::Approved => "approved",
+            Self::Rejecting => "rejecting",
             Self::Rejected => "rejected",
             Self::Stopped => "stopped",
             Self::Failed => "failed",
@@ -123,7 +142,7 @@ pub struct SessionRecord {
     /// Why the session failed, when it did.
     #[serde(default)]
     pub failure: Option<String>,
-    /// The approved commit, once approved.
+    /// The approve's commit: once written while `approving`, and once approved.
     #[serde(default)]
     pub commit: Option<String>,
     /// When the session was created (RFC 3339).
@@ -133,6 +152,16 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
+    /// The worktree this session's git work happens in, as recorded.
+    pub fn worktree_spec(&self) -> crate::traits::vcs::WorktreeSpec {
+        crate::traits::vcs::WorktreeSpec {
+            repo: self.repo_path.clone(),
+            base: self.base_commit.clone(),
+            branch: self.branch.clone(),
+            path: self.worktree_path.clone(),
+        }
+    }
+
     /// Moves to `to` if the table allows it; `what` names the action for the error.
     pub fn move_to(&mut self, to: SessionState, what: &str) -> Result<()> {
         if !self.state.can_move_to(to) {
@@ -158,6 +187,11 @@ mod tests {
         (Stopped, Running),
         (AwaitingApproval, Approved),
         (AwaitingApproval, Rejected),
+        (AwaitingApproval, Approving),
+        (Approving, Approved),
+        (Approving, AwaitingApproval),
+        (AwaitingApproval, Rejecting),
+        (Rejecting, Rejected),
     ];
 
     #[test]

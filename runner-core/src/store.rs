@@ -153,6 +153,33 @@ impl SessionStore {
         }
     }
 
+    /// Removes the temp files of writes cut short (`.tmp-*.partial`) older than `age`: a
+    /// younger one may be another process's write under way.
+    pub fn remove_stale_temp_files(&self, age: std::time::Duration) {
+        let Backend::Files { dir, .. } = &self.backend else {
+            return;
+        };
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if !(name.starts_with(".tmp-") && name.ends_with(".partial")) {
+                continue;
+            }
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|elapsed| elapsed > age);
+            if old {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
     /// Every record, oldest first, and the files that could not be read.
     pub fn list(&self) -> Result<Listing> {
         let mut listing = Listing::default();

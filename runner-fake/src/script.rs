@@ -26,6 +26,7 @@ pub fn fake_diff_stat() -> DiffStat {
         insertions: 1,
         deletions: 1,
         binary: false,
+        too_large: false,
     }])
 }
 

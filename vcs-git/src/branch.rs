@@ -66,37 +66,72 @@ pub(crate) fn exists(repo_path: &Path, branch: &str) -> Result<bool> {
         .map_err(|e| error::gix(format!("cannot read branch {branch}"), &e))
 }
 
-/// Deletes `refs/heads/<branch>`; a branch that is already gone is not an error.
-pub(crate) fn delete(repo_path: &Path, branch: &str) -> Result<()> {
-    let mut repo = repo::open_to_write(repo_path)?;
-    let name = full_name(branch)?;
-    match repo.delete_local_branches([name]) {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            if let Some(out) =
-                e.downcast_any_ref::<gix::repository::branch::delete::CheckedOutError>()
-            {
-                let dirs: Vec<String> = out
-                    .worktree_dirs
-                    .iter()
-                    .map(|d| d.display().to_string())
-                    .collect();
-                return Err(error::vcs(format!(
-                    "cannot delete branch {branch}: it is checked out in {}; remove that worktree \
-                     first (reject the session), then delete the branch",
-                    dirs.join(", ")
-                )));
-            }
-            if error::is_lock_held(&e) {
-                return Err(error::vcs(format!(
-                    "cannot delete branch {branch}: another git process holds a lock on it; \
-                     wait for it to finish and try again ({})",
-                    error::chain(&e)
-                )));
-            }
-            Err(error::gix(format!("cannot delete branch {branch}"), &e))
-        }
+/// Removes the lock file of a session branch that a codehands process killed while moving or
+/// deleting it left behind. Only for the branch of a session whose lock the caller holds
+/// (approve, reject): no one else moves a session's branch, so such a lock is stale.
+pub(crate) fn clear_stale_lock(repo: &gix::Repository, branch: &str) -> Result<()> {
+    full_name(branch)?;
+    let lock = repo
+        .common_dir()
+        .join("refs/heads")
+        .join(format!("{branch}.lock"));
+    match std::fs::remove_file(&lock) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(error::io("cannot clear the stale lock", &lock, &e)),
     }
+}
+
+/// Deletes `refs/heads/<branch>`; a branch that is already gone is not an error.
+///
+/// A plain ref deletion: unlike gix's branch deletion it does not rewrite the repository's
+/// config (our branches have no `branch.*` section), so a process killed here cannot leave
+/// a `config.lock` behind in the person's repository.
+pub(crate) fn delete(repo_path: &Path, branch: &str) -> Result<()> {
+    use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
+    let repo = repo::open_to_write(repo_path)?;
+    let name = full_name(branch)?;
+    if branch.starts_with("codehands/") {
+        clear_stale_lock(&repo, branch)?;
+    }
+    let Some(tip) = tip(&repo, branch)? else {
+        return Ok(());
+    };
+    let checked_out: Vec<String> = crate::registry::all(repo.common_dir())?
+        .into_iter()
+        .filter(|r| {
+            std::fs::read_to_string(r.admin.join("HEAD"))
+                .is_ok_and(|head| head.trim() == format!("ref: {}", name.as_bstr()))
+        })
+        .map(|r| r.checkout.unwrap_or(r.admin).display().to_string())
+        .collect();
+    if !checked_out.is_empty() {
+        return Err(error::vcs(format!(
+            "cannot delete branch {branch}: it is checked out in {}; remove that worktree \
+             first (reject the session), then delete the branch",
+            checked_out.join(", ")
+        )));
+    }
+    repo.edit_reference(RefEdit {
+        change: Change::Delete {
+            expected: PreviousValue::MustExistAndMatch(gix::refs::Target::Object(tip)),
+            log: RefLog::AndReference,
+        },
+        name,
+        deref: false,
+    })
+    .map(drop)
+    .map_err(|e| {
+        if error::is_lock_held(&e) {
+            error::vcs(format!(
+                "cannot delete branch {branch}: another git process holds a lock on it; \
+                 wait for it to finish and try again ({})",
+                error::chain(&e)
+            ))
+        } else {
+            error::gix(format!("cannot delete branch {branch}"), &e)
+        }
+    })
 }
 
 /// The commit `refs/heads/<branch>` points to.

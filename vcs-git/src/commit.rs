@@ -1,64 +1,42 @@
-//! Approve: one commit of everything not ignored on the worktree's branch, on top of base.
+//! Approve: one commit of everything not ignored, on top of base, on the session's branch.
+//!
+//! Split in two so the runner can journal between them: [`prepare`] writes the commit object
+//! (nothing points at it yet), [`publish`] moves the branch to it with a compare-and-swap.
 
-use std::path::Path;
+use runner_core::{Error, ErrorKind, PreparedCommit, Result, Signature, WorktreeSpec};
 
-use runner_core::{Error, ErrorKind, Result, Signature};
+use crate::snapshot::Large;
+use crate::{branch, diff, error, repo, session};
 
-use crate::{diff, error, repo, worktree};
-
-/// Commits the worktree as one commit on its branch with `base` as parent, removes the
-/// worktree and keeps the branch. Returns the commit id.
-pub(crate) fn commit(
-    repo_path: &Path,
-    worktree_path: &Path,
-    base: &str,
+/// Writes the commit of the session worktree's files on top of base, and returns it with
+/// the branch tip it replaces. Moves nothing.
+pub(crate) fn prepare(
+    spec: &WorktreeSpec,
     message: &str,
     author: Option<&Signature>,
-) -> Result<String> {
+    large_limit: u64,
+) -> Result<PreparedCommit> {
     if message.trim().is_empty() {
         return Err(Error::invalid_input(
             "the commit message is empty: pass one, for example `-m \"Fix the date bug\"`",
         ));
     }
-    let main = repo::open_to_read(repo_path)?;
-    let wt = diff::open_worktree(worktree_path, repo::open_to_write)?;
-    refuse_foreign(&main, &wt, repo_path, worktree_path)?;
-    let base = repo::parse_commit(&wt, base)?;
-    let branch = wt
-        .head_name()
-        .ok()
-        .flatten()
-        .filter(|n| n.as_bstr().starts_with(b"refs/heads/"))
-        .ok_or_else(|| {
-            error::vcs(format!(
-                "the worktree {} is not on a branch (its HEAD was detached): reject the session",
-                worktree_path.display()
-            ))
-        })?;
-    let tip = wt
-        .find_reference(branch.as_ref())
-        .and_then(|mut r| r.peel_to_id().map(|id| id.detach()))
-        .map_err(|e| error::gix(format!("cannot read the worktree's branch {branch}"), &e))?;
-
-    // Holding the worktree's index lock keeps another git from changing it while we commit.
-    let index_path = wt.index_path();
-    let lock = gix::lock::File::acquire_to_update_resource(
-        &index_path,
-        gix::lock::acquire::Fail::Immediately,
-        None,
-        Default::default(),
-    )
-    .map_err(|_| {
-        error::vcs(format!(
-            "another git process is using the worktree {} ({}.lock exists): wait for it to \
-             finish and approve again, or delete that file if no git is running",
-            worktree_path.display(),
-            index_path.display()
+    let opened = session::open(spec, repo::open_to_read)?;
+    let (main, wt) = (&opened.main, &opened.wt);
+    let base = repo::parse_commit(main, &spec.base)?;
+    // The branch of the session record, never the one the worktree's HEAD names.
+    let tip = branch::tip(main, &spec.branch)?.ok_or_else(|| {
+        Error::not_found(format!(
+            "branch {} does not exist in {}: it was deleted, so the session cannot be approved; \
+             reject it",
+            spec.branch,
+            spec.repo.display()
         ))
     })?;
 
-    let base_tree = diff::tree_of(&wt, base)?;
-    let tree = crate::snapshot::worktree_tree(&wt, base_tree)?;
+    let base_tree = diff::tree_of(wt, base)?;
+    let mut large = Large::new(large_limit, true);
+    let tree = crate::snapshot::worktree_tree(wt, base_tree, &mut large)?;
     if tree == base_tree {
         return Err(Error::new(
             ErrorKind::NothingToApprove,
@@ -66,84 +44,83 @@ pub(crate) fn commit(
         ));
     }
 
+    // The identity comes from the person's repository and their own config.
     let now = gix::date::Time::now_local_or_utc();
-    let committer = configured(wt.committer(), now)
+    let committer = configured(main.committer(), now)
         .unwrap_or_else(|| signature(repo::FALLBACK_NAME, repo::FALLBACK_EMAIL, now));
     let author = match author {
         Some(a) => signature(&a.name, &a.email, now),
-        None => configured(wt.author(), now).unwrap_or_else(|| committer.clone()),
+        None => configured(main.author(), now).unwrap_or_else(|| committer.clone()),
     };
-    let summary = message.lines().next().unwrap_or_default().to_owned();
     let object = gix::objs::Commit {
         tree,
         parents: [base].into_iter().collect(),
         author,
-        committer: committer.clone(),
+        committer,
         encoding: None,
         message: ensure_newline(message).into(),
         extra_headers: Vec::new(),
     };
-    let id = wt
+    let id = main
         .write_object(&object)
         .map_err(|e| error::gix("cannot write the commit", &e))?
         .detach();
-    wt.edit_references_as(
-        [repo::logged_update(
-            branch.clone(),
-            tip,
-            gix::refs::Target::Object(id),
-            format!("commit (codehands): {summary}"),
-        )],
-        Some(committer.to_ref(&mut gix::date::parse::TimeBuf::default())),
-    )
+    Ok(PreparedCommit {
+        commit: id.to_string(),
+        replaces: tip.to_string(),
+    })
+}
+
+/// Moves the session's branch from `prepared.replaces` to `prepared.commit`, only if it still
+/// points at `prepared.replaces`; a branch already at the commit is left as it is.
+pub(crate) fn publish(spec: &WorktreeSpec, prepared: &PreparedCommit) -> Result<()> {
+    let main = repo::open_to_write(&spec.repo)?;
+    let parse = |hex: &str| {
+        gix::ObjectId::from_hex(hex.as_bytes())
+            .map_err(|_| Error::invalid_input(format!("{hex:?} is not a full commit id")))
+    };
+    let (from, to) = (parse(&prepared.replaces)?, parse(&prepared.commit)?);
+    let name = branch::full_name(&spec.branch)?;
+    match branch::tip(&main, &spec.branch)? {
+        Some(tip) if tip == to => return Ok(()),
+        Some(tip) if tip == from => {}
+        found => {
+            return Err(error::vcs(format!(
+                "branch {} moved while approving (it is at {}, not {from}): nothing was \
+                 committed; look at the branch, then approve again",
+                spec.branch,
+                found.map_or_else(|| "nothing".to_owned(), |t| t.to_string())
+            )));
+        }
+    }
+    branch::clear_stale_lock(&main, &spec.branch)?;
+    let summary = main
+        .find_commit(to)
+        .ok()
+        .and_then(|c| c.message_raw().ok().map(|m| m.to_string()))
+        .and_then(|m| m.lines().next().map(str::to_owned))
+        .unwrap_or_default();
+    main.edit_reference(repo::logged_update(
+        name,
+        from,
+        gix::refs::Target::Object(to),
+        format!("commit (codehands): {summary}"),
+    ))
+    .map(drop)
     .map_err(|e| {
         if error::is_lock_held(&e) {
             error::vcs(format!(
-                "cannot move branch {branch}: another git process holds its lock; wait for it \
-                 to finish and approve again"
+                "cannot move branch {}: another git process holds its lock; wait for it \
+                 to finish and approve again",
+                spec.branch
             ))
         } else {
-            error::gix(format!("cannot move branch {branch} to the new commit"), &e)
+            error::gix(
+                format!("cannot move branch {} to the new commit", spec.branch),
+                &e,
+            )
         }
-    })?;
-    drop(lock);
-
-    worktree::remove(repo_path, worktree_path).map_err(|e| {
-        error::vcs(format!(
-            "committed {id} on {branch}, but could not remove the worktree: {}; run \
-             `codehands recover` or `git worktree remove --force {}`",
-            e.message(),
-            worktree_path.display()
-        ))
-    })?;
-    Ok(id.to_string())
-}
-
-/// Refuses a worktree of another repository, and the person's own checkout.
-fn refuse_foreign(
-    main: &gix::Repository,
-    wt: &gix::Repository,
-    repo_path: &Path,
-    worktree_path: &Path,
-) -> Result<()> {
-    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if !same(main.common_dir(), wt.common_dir()) {
-        return Err(Error::invalid_input(format!(
-            "{} is not a worktree of {}: pass the worktree codehands made for this repo",
-            worktree_path.display(),
-            repo_path.display()
-        )));
-    }
-    if wt.kind() != gix::repository::Kind::LinkedWorkTree {
-        return Err(Error::invalid_input(format!(
-            "{} is the repo's own checkout, not a codehands worktree: codehands never commits there",
-            worktree_path.display()
-        )));
-    }
-    Ok(())
+    })
 }
 
 fn configured(

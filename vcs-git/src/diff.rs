@@ -1,37 +1,24 @@
 //! Everything that changed in a worktree since base: a stat and a patch `git apply` takes.
 
-use std::path::Path;
-
 use gix::bstr::ByteSlice;
 use gix::diff::tree_with_rewrites::Change;
-use runner_core::{DiffResult, DiffStat, Error, FileStat, Result};
+use runner_core::{DiffResult, DiffStat, FileStat, Result, WorktreeSpec};
 
 use crate::patch::{self, Side};
-use crate::{error, repo, snapshot};
+use crate::snapshot::Large;
+use crate::{error, repo, session, snapshot};
 
-/// The diff of `worktree`'s files (untracked ones included, ignored ones not) against `base`.
-/// Nothing is written to the repository: new blobs and trees stay in memory.
-pub(crate) fn diff(worktree: &Path, base: &str) -> Result<DiffResult> {
-    let repo = open_worktree(worktree, repo::open_to_read)?.with_object_memory();
-    let base = repo::parse_commit(&repo, base)?;
+/// The diff of the session worktree's files (untracked ones included, ignored ones not)
+/// against its base. Nothing is written to the repository: new blobs and trees stay in memory,
+/// and files over `large_limit` bytes are hashed from a stream and shown as too large.
+pub(crate) fn diff(spec: &WorktreeSpec, large_limit: u64) -> Result<DiffResult> {
+    let opened = session::open(spec, repo::open_to_read)?;
+    let repo = opened.wt.with_object_memory();
+    let base = repo::parse_commit(&repo, &spec.base)?;
     let base_tree = tree_of(&repo, base)?;
-    let new_tree = snapshot::worktree_tree(&repo, base_tree)?;
-    render(&repo, base_tree, new_tree)
-}
-
-/// Opens a worktree made by `create_worktree` with `open` (to read or to write).
-pub(crate) fn open_worktree(
-    worktree: &Path,
-    open: fn(&Path) -> Result<gix::Repository>,
-) -> Result<gix::Repository> {
-    if !worktree.is_dir() {
-        return Err(Error::not_found(format!(
-            "the worktree {} does not exist: it was removed, so there is nothing to diff or \
-             approve; reject the session to clean up",
-            worktree.display()
-        )));
-    }
-    open(worktree)
+    let mut large = Large::new(large_limit, false);
+    let new_tree = snapshot::worktree_tree(&repo, base_tree, &mut large)?;
+    render(&repo, base_tree, new_tree, &large)
 }
 
 /// The tree of commit `id`.
@@ -46,6 +33,7 @@ pub(crate) fn render(
     repo: &gix::Repository,
     old_tree: gix::ObjectId,
     new_tree: gix::ObjectId,
+    large: &Large,
 ) -> Result<DiffResult> {
     if old_tree == new_tree {
         return Ok(DiffResult::default());
@@ -64,7 +52,7 @@ pub(crate) fn render(
     let mut text = String::new();
     let mut files = Vec::with_capacity(changes.len());
     for change in &changes {
-        files.push(render_one(repo, change, &mut text)?);
+        files.push(render_one(repo, change, large, &mut text)?);
     }
     Ok(DiffResult {
         patch: text,
@@ -85,21 +73,38 @@ fn source_mode(change: &Change) -> Option<gix::objs::tree::EntryMode> {
     }
 }
 
-/// One side's bytes: the blob, or for a submodule the line git shows for it.
+/// One side's bytes: the blob, or for a submodule the line git shows for it; for a blob over
+/// the size limit, only its size (it is never loaded).
 fn content(
     repo: &gix::Repository,
     mode: gix::objs::tree::EntryMode,
     id: gix::ObjectId,
-) -> Result<Vec<u8>> {
+    large: &Large,
+) -> Result<(Vec<u8>, Option<u64>)> {
     if mode.is_commit() {
-        return Ok(format!("Subproject commit {id}\n").into_bytes());
+        return Ok((format!("Subproject commit {id}\n").into_bytes(), None));
+    }
+    let size = match large.blobs.get(&id) {
+        Some(size) => *size,
+        None => repo
+            .find_header(id)
+            .map(|h| h.size())
+            .map_err(|e| error::gix(format!("cannot read blob {id}"), &e))?,
+    };
+    if size > large.limit {
+        return Ok((Vec::new(), Some(size)));
     }
     repo.find_blob(id)
-        .map(|b| b.detach().data)
+        .map(|b| (b.detach().data, None))
         .map_err(|e| error::gix(format!("cannot read blob {id}"), &e))
 }
 
-fn render_one(repo: &gix::Repository, change: &Change, out: &mut String) -> Result<FileStat> {
+fn render_one(
+    repo: &gix::Repository,
+    change: &Change,
+    large: &Large,
+    out: &mut String,
+) -> Result<FileStat> {
     let path_of = |p: &gix::bstr::BStr| p.to_str_lossy().into_owned();
     let (old, new): (Option<(String, _, _)>, Option<(String, _, _)>) = match change {
         Change::Addition {
@@ -155,8 +160,10 @@ fn render_one(repo: &gix::Repository, change: &Change, out: &mut String) -> Resu
     };
     let load =
         |(path, mode, id): (String, gix::objs::tree::EntryMode, gix::ObjectId)| -> Result<Loaded> {
+            let (data, too_large) = content(repo, mode, id, large)?;
             Ok(Loaded {
-                data: content(repo, mode, id)?,
+                data,
+                too_large,
                 path,
                 mode: mode.value(),
                 id,
@@ -188,12 +195,14 @@ fn render_one(repo: &gix::Repository, change: &Change, out: &mut String) -> Resu
         _ => None,
     };
     let (insertions, deletions) = counts.unwrap_or((0, 0));
+    let too_large = old.iter().chain(new.iter()).any(|s| s.too_large.is_some());
     Ok(FileStat {
         path,
         old_path,
         insertions,
         deletions,
         binary: counts.is_none(),
+        too_large,
     })
 }
 
@@ -203,6 +212,7 @@ struct Loaded {
     mode: u16,
     id: gix::ObjectId,
     data: Vec<u8>,
+    too_large: Option<u64>,
 }
 
 impl Loaded {
@@ -212,6 +222,7 @@ impl Loaded {
             mode: self.mode,
             id: self.id,
             data: &self.data,
+            too_large: self.too_large,
         }
     }
 }

@@ -8,13 +8,29 @@
 //!
 //! Everything goes through gix; **the `git` program is not needed**. gix 0.91 has no
 //! `worktree prune`, so [`Vcs::prune`] follows git's rule itself: an entry under
-//! `.git/worktrees/` that is not locked and whose folder (or back link) is gone is removed, using
-//! gix's own worktree removal where the entry can still be read.
+//! `.git/worktrees/` that is not locked and whose folder (or back link) is gone is removed.
+//!
+//! **The worktree is hostile ground.** A session's worktree is opened through the registration
+//! codehands made for it (`<repo>/.git/worktrees/<name>`, found from the recorded path), never
+//! through the worktree's own `.git` file, which is only checked: one that no longer points
+//! there is refused with what to do. Approve commits on the branch of the session record (a
+//! compare-and-swap from the tip it read), whatever the worktree's HEAD says. Files are read
+//! as bytes: no filter, textconv, attribute, hook or fsmonitor is ever applied or run, so
+//! nothing in the worktree or its config can make codehands run a program. Diff and approve
+//! build their tree by the same code from the same place.
+//!
+//! **Many runs at once.** Registrations are read as plain files (gix's listing fails as a whole
+//! on another process's half-made one) and made one at a time per repository under a `flock`
+//! (`.git/codehands-worktrees.lock`); under it, registrations a killed process left half made
+//! are swept away. Parent folders are made race-free.
 //!
 //! How the pieces fit: the worktree's tree is built from the base tree plus what gix's status
-//! reports (stat data in the index spares unchanged files from being hashed), and is diffed
+//! reports (stat data in the index spares unchanged files from being read), and is diffed
 //! against base with rename tracking; the diff keeps its new objects in memory, the commit
-//! writes them. Patches are written as `git diff --binary` writes them.
+//! writes them. Patches are written as `git diff --binary` writes them. Files over the size
+//! limit ([`GitVcs::with_large_file_limit`], 4 MiB by default) are hashed from a stream, shown
+//! in the stat as `tooLarge` and in the patch as "Too large to show", and streamed into the
+//! object store by approve, so memory stays bounded.
 //!
 //! Faults, and what happens (each is tested; nothing half-made is left behind):
 //! - a branch of that name already there (a crash, a reused session id): create is refused and
@@ -26,8 +42,10 @@
 //!   only check when not run as root): refused with the path, the folders made so far are taken
 //!   back and the new branch is deleted again;
 //! - the person's `index.lock`: not in the way, their index is never read or written;
-//! - the worktree's `index.lock` (another git in it): approve is refused and the branch does not
-//!   move, approve again once it is gone; a held branch lock refuses create the same way;
+//! - an `index.lock` left in the worktree: not in the way, approve reads the worktree's index
+//!   and never writes it; a held branch lock refuses create; on a session's own branch, a lock
+//!   a killed approve or reject left is cleared (the runner holds the session's lock);
+//! - branches are deleted with a plain ref edit, so no kill leaves a `config.lock` behind;
 //! - paths with spaces or non-ASCII characters: plain paths to gix; in patches they are
 //!   written as git writes them (C-quoted when needed, a tab after a name with a space).
 //!
@@ -35,7 +53,8 @@
 //! commit keeps its bytes); an untracked folder that is itself a git repo is left out, where `git add -A`
 //! would add it as an embedded repo.
 //!
-//! Commit identity: the author passed in, else the repo's git config (`author.*`, `user.*`, the
+//! Commit identity (from the person's repository, never the worktree): the author passed in,
+//! else the repo's git config (`author.*`, `user.*`, the
 //! `GIT_AUTHOR_*` variables), else the committer; the committer comes from the config
 //! (`committer.*`, `user.*`, `GIT_COMMITTER_*`), and when nothing is configured it is
 //! `codehands <codehands@localhost>`.
@@ -45,26 +64,49 @@ mod commit;
 mod diff;
 mod error;
 mod patch;
+mod registry;
 mod repo;
+mod session;
 mod snapshot;
 mod worktree;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use runner_core::{
-    DiffResult, Error, Result, SessionId, Signature, ToolWorktree, Vcs, WorktreeSpec,
+    DiffResult, Error, PreparedCommit, Result, SessionId, Signature, ToolWorktree, Vcs,
+    WorktreeSpec,
 };
 
-/// The git `Vcs`. It holds no state: every call opens the repository afresh, so several
-/// `codehands` processes can work on one repository.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GitVcs;
+/// Files of more bytes than this are "too large to show" in a diff by default (4 MiB).
+pub const DEFAULT_LARGE_FILE_LIMIT: u64 = 4 << 20;
+
+/// The git `Vcs`. It holds no repository state: every call opens the repository afresh, so
+/// several `codehands` processes can work on one repository.
+#[derive(Debug, Clone, Copy)]
+pub struct GitVcs {
+    large_file_limit: u64,
+}
+
+impl Default for GitVcs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl GitVcs {
     /// A git `Vcs`.
     pub fn new() -> Self {
-        Self
+        Self {
+            large_file_limit: DEFAULT_LARGE_FILE_LIMIT,
+        }
+    }
+
+    /// Files of more than `bytes` bytes are shown in a diff's stat but not in its patch
+    /// ("too large to show"), and are never held in memory whole; approve still commits them.
+    pub fn with_large_file_limit(mut self, bytes: u64) -> Self {
+        self.large_file_limit = bytes;
+        self
     }
 }
 
@@ -98,22 +140,29 @@ impl Vcs for GitVcs {
         blocking(move || worktree::create(&spec)).await
     }
 
-    async fn diff(&self, worktree: &Path, base: &str) -> Result<DiffResult> {
-        let (worktree, base) = (worktree.to_owned(), base.to_owned());
-        blocking(move || diff::diff(&worktree, &base)).await
+    async fn diff(&self, worktree: &WorktreeSpec) -> Result<DiffResult> {
+        let (spec, limit) = (worktree.clone(), self.large_file_limit);
+        blocking(move || diff::diff(&spec, limit)).await
     }
 
-    async fn commit(
+    async fn prepare_commit(
         &self,
-        repo: &Path,
-        worktree: &Path,
-        base: &str,
+        worktree: &WorktreeSpec,
         message: &str,
         author: Option<&Signature>,
-    ) -> Result<String> {
-        let (repo, worktree): (PathBuf, PathBuf) = (repo.to_owned(), worktree.to_owned());
-        let (base, message, author) = (base.to_owned(), message.to_owned(), author.cloned());
-        blocking(move || commit::commit(&repo, &worktree, &base, &message, author.as_ref())).await
+    ) -> Result<PreparedCommit> {
+        let (spec, limit) = (worktree.clone(), self.large_file_limit);
+        let (message, author) = (message.to_owned(), author.cloned());
+        blocking(move || commit::prepare(&spec, &message, author.as_ref(), limit)).await
+    }
+
+    async fn publish_commit(
+        &self,
+        worktree: &WorktreeSpec,
+        prepared: &PreparedCommit,
+    ) -> Result<()> {
+        let (spec, prepared) = (worktree.clone(), prepared.clone());
+        blocking(move || commit::publish(&spec, &prepared)).await
     }
 
     async fn remove_worktree(&self, repo: &Path, worktree: &Path) -> Result<()> {
@@ -144,5 +193,14 @@ impl Vcs for GitVcs {
     async fn branch_exists(&self, repo: &Path, branch: &str) -> Result<bool> {
         let (repo, branch) = (repo.to_owned(), branch.to_owned());
         blocking(move || branch::exists(&repo, &branch)).await
+    }
+
+    async fn branch_tip(&self, repo: &Path, branch: &str) -> Result<Option<String>> {
+        let (repo, branch) = (repo.to_owned(), branch.to_owned());
+        blocking(move || {
+            let opened = repo::open_to_read(&repo)?;
+            Ok(branch::tip(&opened, &branch)?.map(|id| id.to_string()))
+        })
+        .await
     }
 }

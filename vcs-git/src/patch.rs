@@ -12,6 +12,8 @@ pub(crate) struct Side<'a> {
     pub mode: u16,
     pub id: gix::ObjectId,
     pub data: &'a [u8],
+    /// The size of a blob too large to show (its `data` is then empty).
+    pub too_large: Option<u64>,
 }
 
 /// Line counts of one file, `None` for a binary file.
@@ -60,6 +62,29 @@ pub(crate) fn write_file(
     let new_id = new.map_or(null, |s| s.id);
     if old_id == new_id {
         return Some((0, 0));
+    }
+    if let Some(size) = old
+        .and_then(|s| s.too_large)
+        .or(new.and_then(|s| s.too_large))
+    {
+        // Full ids and a line ending in " differ", as git writes a binary change without its
+        // data: `git apply` takes it when it has the blobs, and refuses it otherwise.
+        let minus = if old.is_some() {
+            a_label
+        } else {
+            "/dev/null".to_owned()
+        };
+        let plus = if new.is_some() {
+            b_label
+        } else {
+            "/dev/null".to_owned()
+        };
+        let _ = writeln!(out, "index {old_id}..{new_id}");
+        let _ = writeln!(
+            out,
+            "Too large to show ({size} bytes): {minus} and {plus} differ"
+        );
+        return None;
     }
     let old_data = old.map_or(&[][..], |s| s.data);
     let new_data = new.map_or(&[][..], |s| s.data);

@@ -5,6 +5,7 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use gix::bstr::{BStr, ByteSlice};
 use gix::objs::tree::EntryKind;
@@ -18,42 +19,62 @@ use crate::error;
 pub(crate) fn worktree_tree(
     repo: &gix::Repository,
     base_tree: gix::ObjectId,
+    large: &mut Large,
 ) -> Result<gix::ObjectId> {
     let workdir = repo
         .workdir()
         .ok_or_else(|| error::vcs("the worktree has no checkout folder"))?
         .to_owned();
-    let items = repo
-        .status(gix::progress::Discard)
-        .and_then(|status| {
-            status
-                .head_tree(base_tree)
-                .untracked_files(gix::status::UntrackedFiles::Files)
-                .index_worktree_rewrites(None)
-                .tree_index_track_renames(gix::status::tree_index::TrackRenames::Disabled)
-                .index_worktree_submodules(None)
-                .into_iter(Vec::new())
-        })
-        .map_err(|e| {
-            error::gix(
-                format!("cannot read the status of {}", workdir.display()),
-                &e,
-            )
-        })?;
+    let index = repo.index_or_empty().map_err(|e| {
+        error::gix(
+            format!("cannot read the index of {}", workdir.display()),
+            &e,
+        )
+    })?;
+    let status_err = |e: gix::Error| {
+        error::gix(
+            format!("cannot read the status of {}", workdir.display()),
+            &e,
+        )
+    };
 
+    // What the index holds beyond base (the agent may have staged or committed).
     let mut staged = Vec::new();
-    let mut on_disk = Vec::new();
-    for item in items {
-        match item.map_err(|e| {
-            error::gix(
-                format!("cannot read the status of {}", workdir.display()),
-                &e,
-            )
-        })? {
-            gix::status::Item::TreeIndex(change) => staged.push(change),
-            gix::status::Item::IndexWorktree(item) => on_disk.push(item),
-        }
-    }
+    repo.tree_index_status(
+        &base_tree,
+        &index,
+        None,
+        gix::status::tree_index::TrackRenames::Disabled,
+        |change, _, _| {
+            staged.push(change.into_owned());
+            Ok(std::ops::ControlFlow::Continue(()))
+        },
+    )
+    .map_err(status_err)?;
+
+    // What the working files hold beyond the index. The comparison never reads a file through
+    // gix's filter pipeline (which would run the filters that `.gitattributes` and the config
+    // name): a file whose stat data changed counts as changed here, and is read as bytes below.
+    let dirwalk = repo
+        .dirwalk_options()
+        .map_err(status_err)?
+        .emit_untracked(gix::dir::walk::EmissionMode::Matching);
+    let mut recorder = gix::status::plumbing::index_as_worktree_with_renames::Recorder::default();
+    repo.index_worktree_status(
+        &index,
+        None::<&BStr>,
+        &mut recorder,
+        ChangedUnlessStatSays,
+        NoSubmodules,
+        &mut gix::progress::Discard,
+        &AtomicBool::new(false),
+        gix::status::index_worktree::Options {
+            dirwalk_options: Some(dirwalk),
+            ..Default::default()
+        },
+    )
+    .map_err(status_err)?;
+    let on_disk: Vec<WorktreeItem> = recorder.records.into_iter().map(Into::into).collect();
 
     let mut editor = repo
         .edit_tree(base_tree)
@@ -63,7 +84,7 @@ pub(crate) fn worktree_tree(
     for change in &staged {
         apply_staged(&mut editor, change)?;
     }
-    let mut files = FileReader::new(repo, &workdir)?;
+    let mut files = FileReader::new(repo, &workdir, &index, large);
     for item in &on_disk {
         apply_on_disk(&mut editor, &mut files, item)?;
     }
@@ -150,33 +171,38 @@ fn apply_on_disk(
     Ok(())
 }
 
-/// Reads working files the way `git add` does: through the repo's filters, as blobs.
+/// Reads working files as bytes, as blobs: no filter, no attribute and no config of the
+/// worktree changes what is read, and nothing is run. A file over the size limit is never held
+/// in memory whole: its id is hashed from a stream, and it is streamed into the object store
+/// only when the snapshot is kept (approve).
 struct FileReader<'r> {
     repo: &'r gix::Repository,
     workdir: &'r Path,
-    pipeline: gix::filter::Pipeline<'r>,
-    index: gix::worktree::IndexPersistedOrInMemory,
+    index: &'r gix::index::State,
     trust_exec_bit: bool,
+    large: &'r mut Large,
     buf: Vec<u8>,
 }
 
 impl<'r> FileReader<'r> {
-    fn new(repo: &'r gix::Repository, workdir: &'r Path) -> Result<Self> {
-        let (pipeline, index) = repo
-            .filter_pipeline(None)
-            .map_err(|e| error::gix("cannot set up the repo's file filters", &e))?;
+    fn new(
+        repo: &'r gix::Repository,
+        workdir: &'r Path,
+        index: &'r gix::index::State,
+        large: &'r mut Large,
+    ) -> Self {
         let trust_exec_bit = repo
             .config_snapshot()
             .boolean("core.fileMode")
             .unwrap_or(true);
-        Ok(Self {
+        Self {
             repo,
             workdir,
-            pipeline,
             index,
             trust_exec_bit,
+            large,
             buf: Vec::new(),
-        })
+        }
     }
 
     /// The tree entry kind and blob id of the file at `rela_path`, or `None` when it is gone.
@@ -216,25 +242,19 @@ impl<'r> FileReader<'r> {
         } else {
             EntryKind::Blob
         };
-        let file = std::fs::File::open(&path).map_err(|e| error::io("cannot read", &path, &e))?;
-        let outcome = self
-            .pipeline
-            .convert_to_git(file, &rela, &self.index)
-            .map_err(|e| error::gix(format!("cannot filter {}", path.display()), &e))?;
-        self.buf.clear();
-        use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
-        match outcome {
-            ToGitOutcome::Unchanged(mut file) => {
-                file.read_to_end(&mut self.buf)
-                    .map_err(|e| error::io("cannot read", &path, &e))?;
-            }
-            ToGitOutcome::Process(mut stream) => {
-                stream
-                    .read_to_end(&mut self.buf)
-                    .map_err(|e| error::io("cannot filter", &path, &e))?;
-            }
-            ToGitOutcome::Buffer(bytes) => self.buf.extend_from_slice(bytes),
+        // Opened without following a symlink put there since the stat above.
+        let mut file = open_no_follow(&path).map_err(|e| error::io("cannot read", &path, &e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| error::io("cannot read", &path, &e))?
+            .len();
+        if size > self.large.limit {
+            let id = self.large.store(self.repo, &mut file, size, &path)?;
+            return Ok(Some((kind, id)));
         }
+        self.buf.clear();
+        file.read_to_end(&mut self.buf)
+            .map_err(|e| error::io("cannot read", &path, &e))?;
         let id = self.repo.write_blob(&self.buf).map_err(write_err)?;
         Ok(Some((kind, id.detach())))
     }
@@ -243,6 +263,121 @@ impl<'r> FileReader<'r> {
         self.index
             .entry_by_path(rela_path)
             .is_some_and(|e| e.mode == gix::index::entry::Mode::FILE_EXECUTABLE)
+    }
+}
+
+/// Files over the size limit: their ids and sizes, and whether they are streamed into the
+/// repository's object store (approve) or only hashed (diff).
+pub(crate) struct Large {
+    /// Files of more bytes than this are large.
+    pub limit: u64,
+    /// Stream large files into the object store, rather than only hashing them.
+    pub keep: bool,
+    /// The blobs of large files, with their sizes.
+    pub blobs: std::collections::HashMap<gix::ObjectId, u64>,
+}
+
+impl Large {
+    /// Large files hashed only (a diff), or kept (`keep`, approve).
+    pub fn new(limit: u64, keep: bool) -> Self {
+        Self {
+            limit,
+            keep,
+            blobs: Default::default(),
+        }
+    }
+
+    fn store(
+        &mut self,
+        repo: &gix::Repository,
+        file: &mut std::fs::File,
+        size: u64,
+        path: &Path,
+    ) -> Result<gix::ObjectId> {
+        let mut reader = std::io::Read::take(file, size);
+        let id = if self.keep {
+            use gix::objs::Write;
+            let objects = repo.common_dir().join("objects");
+            gix::odb::loose::Store::at(objects, repo.object_hash()).write_stream(
+                gix::object::Kind::Blob,
+                size,
+                &mut reader,
+            )
+        } else {
+            gix::objs::compute_stream_hash(
+                repo.object_hash(),
+                gix::object::Kind::Blob,
+                &mut reader,
+                size,
+                &mut gix::progress::Discard,
+                &AtomicBool::new(false),
+            )
+            .and_then(|id| {
+                // Trees are only written over objects that exist: the diff's in-memory store
+                // gets a small stand-in under the real id. It is never shown (the size says
+                // "too large") and never leaves memory.
+                use gix::objs::Write;
+                let stand_in = format!("codehands: a large file of {size} bytes, {id}\n");
+                repo.objects.write_buf_with_known_id(
+                    gix::object::Kind::Blob,
+                    stand_in.as_bytes(),
+                    id,
+                )
+            })
+        }
+        .map_err(|e| error::gix(format!("cannot store {}", path.display()), &e))?;
+        self.blobs.insert(id, size);
+        Ok(id)
+    }
+}
+
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+/// A comparison that never reads a file: a file whose stat data changed counts as changed,
+/// and the snapshot reads it as bytes (a changed file whose bytes are the same gives the
+/// same blob, so nothing is lost).
+#[derive(Clone, Copy)]
+struct ChangedUnlessStatSays;
+
+impl gix::status::plumbing::index_as_worktree::traits::CompareBlobs for ChangedUnlessStatSays {
+    type Output = ();
+
+    fn compare_blobs<'a, 'b>(
+        &mut self,
+        _entry: &gix::index::Entry,
+        _worktree_blob_size: u64,
+        _data: impl gix::status::plumbing::index_as_worktree::traits::ReadData<'a>,
+        _buf: &mut Vec<u8>,
+    ) -> std::result::Result<Option<()>, gix::Error> {
+        Ok(Some(()))
+    }
+}
+
+/// Submodules are left as they are: their commits are not the agent's change.
+#[derive(Clone, Copy)]
+struct NoSubmodules;
+
+impl gix::status::plumbing::index_as_worktree::traits::SubmoduleStatus for NoSubmodules {
+    type Output = gix::submodule::Status;
+
+    fn status(
+        &mut self,
+        _entry: &gix::index::Entry,
+        _rela_path: &BStr,
+    ) -> std::result::Result<Option<Self::Output>, gix::Error> {
+        Ok(None)
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
 use runner_core::{Error, Result, ToolWorktree, WorktreeSpec};
 
+use crate::registry::{self, comparable};
 use crate::{branch, error, repo};
 
 /// Makes the worktree of `spec` on a new branch; on any error nothing new is left behind.
@@ -26,8 +27,12 @@ pub(crate) fn create(spec: &WorktreeSpec) -> Result<()> {
             spec.branch
         )));
     }
-    if let Some(registered) = find_registration(&repo, &path)? {
-        clear_stale_or_refuse(registered, &path)?;
+    // One worktree made at a time per repository: gix's own making reads every other
+    // registration and fails on one that is half made.
+    let _lock = registry::AddLock::acquire(repo.common_dir())?;
+    registry::sweep_half_made(repo.common_dir())?;
+    if let Some(registered) = registry::find(repo.common_dir(), &path)? {
+        clear_stale_or_refuse(&registered, &path)?;
     }
     refuse_occupied(&path)?;
 
@@ -95,8 +100,8 @@ fn add_on_new_branch(
         .and_then(|(worktree, _)| attach_head(&worktree, &name, base, branch));
     if added.is_err() {
         // gix rolled back its own files on a failed add; a made worktree and the branch are ours.
-        if let Ok(Some(proxy)) = find_registration(repo, path) {
-            let _ = remove_registered(proxy, path);
+        if let Ok(Some(registered)) = registry::find(repo.common_dir(), path) {
+            let _ = registry::remove(&registered, true);
         }
         let _ = repo.edit_reference(RefEdit {
             change: Change::Delete {
@@ -139,7 +144,7 @@ fn attach_head(
 pub(crate) fn remove(repo_path: &Path, worktree: &Path) -> Result<()> {
     let repo = repo::open_to_read(repo_path)?;
     let worktree = absolute(worktree, "worktree path")?;
-    let Some(proxy) = find_registration(&repo, &worktree)? else {
+    let Some(registered) = registry::find(repo.common_dir(), &worktree)? else {
         if worktree.exists() {
             return Err(Error::invalid_input(format!(
                 "{} is not a worktree of {}: it was not made by codehands for this repo, so it is left alone",
@@ -149,52 +154,48 @@ pub(crate) fn remove(repo_path: &Path, worktree: &Path) -> Result<()> {
         }
         return Ok(());
     };
-    remove_registered(proxy, &worktree)
-}
-
-fn remove_registered(proxy: gix::worktree::Proxy<'_>, worktree: &Path) -> Result<()> {
-    if proxy.is_locked() {
+    if let Some(reason) = registered
+        .locked
+        .as_deref()
+        .filter(|r| *r != "initializing")
+    {
         return Err(error::vcs(format!(
             "the worktree {} is locked{}: unlock it with `git worktree unlock {}` and try again",
             worktree.display(),
-            proxy
-                .lock_reason()
-                .filter(|r| !r.is_empty())
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default(),
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({reason})")
+            },
             worktree.display()
         )));
     }
-    proxy
-        .remove(
-            gix::worktree::remove::Force::DiscardChanges,
-            gix::progress::Discard,
-        )
-        .map_err(|e| {
-            error::gix(
-                format!("cannot remove the worktree {}", worktree.display()),
-                &e,
-            )
-        })
+    registry::remove(&registered, true)
 }
 
 /// The repo's worktrees whose folders are under `root`, with their branches. Paths are spelled
 /// under `root` as the caller gave it, even where git recorded the resolved (symlink-free) path.
+/// Half-made registrations (another process is making them) are left out.
 pub(crate) fn list(repo_path: &Path, root: &Path) -> Result<Vec<ToolWorktree>> {
     let repo = repo::open_to_read(repo_path)?;
     let root = absolute(root, "worktree root")?;
     let real_root = comparable(&root);
     let mut out = Vec::new();
-    for proxy in worktrees(&repo)? {
-        let Ok(base) = proxy.base() else { continue };
-        let Ok(inside) = comparable(&base)
+    for registered in registry::all(repo.common_dir())? {
+        if registered.is_half_made() {
+            continue;
+        }
+        let Some(base) = &registered.checkout else {
+            continue;
+        };
+        let Ok(inside) = comparable(base)
             .strip_prefix(&real_root)
             .map(Path::to_owned)
         else {
             continue;
         };
         out.push(ToolWorktree {
-            branch: head_branch(proxy.git_dir()),
+            branch: head_branch(&registered.admin),
             path: root.join(inside),
         });
     }
@@ -202,71 +203,38 @@ pub(crate) fn list(repo_path: &Path, root: &Path) -> Result<Vec<ToolWorktree>> {
     Ok(out)
 }
 
-/// Forgets worktree entries whose folders are gone, like `git worktree prune`: locked entries stay.
+/// Forgets worktree entries whose folders are gone, like `git worktree prune` (locked entries
+/// stay), and the registrations a process died making.
 pub(crate) fn prune(repo_path: &Path) -> Result<()> {
     let repo = repo::open_to_read(repo_path)?;
-    let admin = repo.common_dir().join("worktrees");
-    let entries = match std::fs::read_dir(&admin) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(error::io("cannot read", &admin, &e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| error::io("cannot read", &admin, &e))?;
-        let git_dir = entry.path();
-        if !git_dir.is_dir() || git_dir.join("locked").exists() {
+    let common = repo.common_dir();
+    let _lock = registry::AddLock::acquire(common)?;
+    registry::sweep_half_made(common)?;
+    for registered in registry::all(common)? {
+        if registered.locked.is_some() {
             continue;
         }
-        if !git_dir.join("gitdir").is_file() {
-            // An entry without its back link cannot be used by anyone: git prunes it too.
-            std::fs::remove_dir_all(&git_dir)
-                .map_err(|e| error::io("cannot prune the stale worktree entry", &git_dir, &e))?;
-        }
-    }
-    for proxy in worktrees(&repo)? {
-        if proxy.is_prunable() {
-            let git_dir = proxy.git_dir().to_owned();
-            match proxy.base() {
-                Ok(base) => remove_registered(proxy, &base)?,
-                Err(_) => std::fs::remove_dir_all(&git_dir).map_err(|e| {
-                    error::io("cannot prune the stale worktree entry", &git_dir, &e)
-                })?,
-            }
+        let gone = registered
+            .checkout
+            .as_ref()
+            .is_none_or(|c| !c.join(".git").exists());
+        if gone {
+            registry::remove_tree(&registered.admin)?;
         }
     }
     Ok(())
 }
 
-fn worktrees(repo: &gix::Repository) -> Result<Vec<gix::worktree::Proxy<'_>>> {
-    repo.worktrees()
-        .map_err(|e| error::gix("cannot list the repo's worktrees", &e))
-}
-
-/// The registration whose folder is `worktree`, if any. A repo with many kept sessions has
-/// many registrations: only those whose folder has the same name are resolved.
-fn find_registration<'r>(
-    repo: &'r gix::Repository,
-    worktree: &Path,
-) -> Result<Option<gix::worktree::Proxy<'r>>> {
-    let wanted = comparable(worktree);
-    Ok(worktrees(repo)?.into_iter().find(|p| {
-        p.base()
-            .is_ok_and(|base| base.file_name() == wanted.file_name() && comparable(&base) == wanted)
-    }))
-}
-
 /// A registration for `path` whose checkout is gone (no folder, or an empty one) blocks a new
 /// worktree there: forget it, as `git worktree prune` would. One with a checkout is a
 /// leftover: refuse it.
-fn clear_stale_or_refuse(registered: gix::worktree::Proxy<'_>, path: &Path) -> Result<()> {
-    if registered.is_prunable() {
-        let empty = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none());
-        if empty {
-            std::fs::remove_dir(path).map_err(|e| error::io("cannot clear", path, &e))?;
-        }
-        if !path.exists() {
-            return remove_registered(registered, path);
-        }
+fn clear_stale_or_refuse(registered: &registry::Registration, path: &Path) -> Result<()> {
+    let empty = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none());
+    if empty {
+        std::fs::remove_dir(path).map_err(|e| error::io("cannot clear", path, &e))?;
+    }
+    if !path.exists() && registered.locked.is_none() {
+        return registry::remove_tree(&registered.admin);
     }
     Err(error::vcs(format!(
         "a worktree is already registered at {}, a leftover of an earlier run: run \
@@ -331,11 +299,15 @@ fn create_parents(path: &Path) -> Result<Vec<PathBuf>> {
     missing.reverse();
     let mut made = Vec::new();
     for dir in missing {
-        if let Err(e) = std::fs::create_dir(&dir) {
-            remove_made_dirs(&made);
-            return Err(error::io("cannot create the worktree folder", &dir, &e));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => made.push(dir),
+            // Another run made it a moment ago: it is there, which is all we need.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+            Err(e) => {
+                remove_made_dirs(&made);
+                return Err(error::io("cannot create the worktree folder", &dir, &e));
+            }
         }
-        made.push(dir);
     }
     Ok(made)
 }
@@ -355,28 +327,6 @@ fn absolute(path: &Path, what: &str) -> Result<PathBuf> {
         )));
     }
     Ok(path.to_owned())
-}
-
-/// `path` with its longest existing prefix canonicalized, so spellings of one folder compare equal.
-fn comparable(path: &Path) -> PathBuf {
-    let mut tail = Vec::new();
-    let mut head = path;
-    loop {
-        if let Ok(real) = std::fs::canonicalize(head) {
-            let mut out = real;
-            for part in tail.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (head.parent(), head.file_name()) {
-            (Some(parent), Some(name)) => {
-                tail.push(name.to_owned());
-                head = parent;
-            }
-            _ => return path.to_owned(),
-        }
-    }
 }
 
 /// The branch a worktree's HEAD file names, if it is on one.

@@ -111,8 +111,7 @@ async fn commit_refuses_what_is_not_its_own_worktree() {
     write(&spec.path, "x.txt", "x\n");
 
     let message = expect_error(
-        vcs.commit(&f.repo, &spec.path, &spec.base, "  \n", None)
-            .await,
+        vcs.commit(&spec, "  \n", None).await,
         ErrorKind::InvalidInput,
         "an empty message",
     );
@@ -120,8 +119,15 @@ async fn commit_refuses_what_is_not_its_own_worktree() {
 
     write(&f.repo, "user-edit.txt", "the person's own work\n");
     let message = expect_error(
-        vcs.commit(&f.repo, &f.repo, &spec.base, "Into the checkout", None)
-            .await,
+        vcs.commit(
+            &WorktreeSpec {
+                path: f.repo.clone(),
+                ..spec.clone()
+            },
+            "Into the checkout",
+            None,
+        )
+        .await,
         ErrorKind::InvalidInput,
         "the person's checkout",
     );
@@ -134,8 +140,15 @@ async fn commit_refuses_what_is_not_its_own_worktree() {
 
     let other = Fixture::new();
     let message = expect_error(
-        vcs.commit(&other.repo, &spec.path, &spec.base, "Wrong repo", None)
-            .await,
+        vcs.commit(
+            &WorktreeSpec {
+                repo: other.repo.clone(),
+                ..spec.clone()
+            },
+            "Wrong repo",
+            None,
+        )
+        .await,
         ErrorKind::InvalidInput,
         "a worktree of another repo",
     );
@@ -143,7 +156,11 @@ async fn commit_refuses_what_is_not_its_own_worktree() {
 
     let gone = f.home.join("worktrees/none/00000000");
     expect_error(
-        vcs.diff(&gone, &spec.base).await,
+        vcs.diff(&WorktreeSpec {
+            path: gone,
+            ..spec.clone()
+        })
+        .await,
         ErrorKind::NotFound,
         "diff of a removed worktree",
     );
@@ -170,10 +187,7 @@ async fn identity_falls_back_when_the_config_names_nobody() {
     git(&f.repo, &["config", "user.email", ""]);
     let spec = fresh_worktree(&f, "No identity").await;
     write(&spec.path, "x.txt", "x\n");
-    let id = vcs
-        .commit(&f.repo, &spec.path, &spec.base, "Anonymous", None)
-        .await
-        .expect("commit");
+    let id = vcs.commit(&spec, "Anonymous", None).await.expect("commit");
     assert_eq!(
         git(&f.repo, &["log", "-1", "--format=%an <%ae>|%cn <%ce>", &id]).trim(),
         "codehands <codehands@localhost>|codehands <codehands@localhost>"
@@ -194,18 +208,8 @@ async fn an_agent_commit_alone_is_approved_and_squashed_onto_base() {
     write(&spec.path, "b.txt", "b\n");
     git(&spec.path, &["add", "b.txt"]);
     git(&spec.path, &["commit", "-q", "-m", "two"]);
-    assert!(
-        vcs.diff(&spec.path, &spec.base)
-            .await
-            .unwrap()
-            .stat
-            .files_changed
-            == 2
-    );
-    let id = vcs
-        .commit(&f.repo, &spec.path, &spec.base, "Squashed", None)
-        .await
-        .unwrap();
+    assert!(vcs.diff(&spec).await.unwrap().stat.files_changed == 2);
+    let id = vcs.commit(&spec, "Squashed", None).await.unwrap();
     assert_eq!(
         git_rev(&f.repo, &format!("{id}^")),
         spec.base,
@@ -219,8 +223,7 @@ async fn an_agent_commit_alone_is_approved_and_squashed_onto_base() {
     git(&spec.path, &["commit", "-q", "-am", "change"]);
     git(&spec.path, &["revert", "--no-edit", "HEAD"]);
     expect_error(
-        vcs.commit(&f.repo, &spec.path, &spec.base, "Nothing", None)
-            .await,
+        vcs.commit(&spec, "Nothing", None).await,
         ErrorKind::NothingToApprove,
         "commits that cancel out",
     );
@@ -306,7 +309,7 @@ async fn patches_keep_crlf_and_non_utf8_bytes_exactly() {
     write(&spec.path, "windows.txt", "one\r\n2\r\nthree\r\n");
     write(&spec.path, "latin1.txt", b"caf\xe9 cr\xe8me\n".as_slice());
     write(&spec.path, "only-cr-end.txt", "no newline at all");
-    let diff = vcs.diff(&spec.path, &spec.base).await.unwrap();
+    let diff = vcs.diff(&spec).await.unwrap();
     let windows = diff
         .stat
         .files
@@ -337,7 +340,7 @@ async fn a_file_that_becomes_a_symlink_is_a_deletion_and_an_addition() {
     let spec = fresh_worktree(&f, "Type change").await;
     std::fs::remove_file(spec.path.join("CHANGELOG.md")).unwrap();
     std::os::unix::fs::symlink("README.md", spec.path.join("CHANGELOG.md")).unwrap();
-    let diff = vcs.diff(&spec.path, &spec.base).await.unwrap();
+    let diff = vcs.diff(&spec).await.unwrap();
     assert_eq!(diff.stat.files_changed, 1);
     let stat = &diff.stat.files[0];
     assert_eq!(
@@ -406,7 +409,7 @@ async fn works_with_no_git_identity_anywhere() {
     let spec = fresh_worktree(&f, "Nobody").await;
     write(&spec.path, "x.txt", "x\n");
     let id = vcs
-        .commit(&f.repo, &spec.path, &spec.base, "Anonymous", None)
+        .commit(&spec, "Anonymous", None)
         .await
         .expect("commit without any identity");
     assert_eq!(

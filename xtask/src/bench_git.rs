@@ -97,8 +97,25 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "ratios": ratios,
         }));
     }
+    // The journal approve adds around the commit: the session lock and two durable record
+    // writes (`approving` with the commit id, then `approved`), against GitVcs's commit.
+    let journal = journal_cost(&bench_dir.join("journal-home"))?;
+    let commit = median(rows.iter().map(|(o, _)| o[2]).collect());
+    let share = journal.as_secs_f64() / (commit.as_secs_f64() + journal.as_secs_f64());
+    println!(
+        "  journal {:>8.2} ms   approve without it {:>8.1} ms, with it {:>8.1} ms: the journal is \
+         {:.1}% of approve (target: under 10%)",
+        ms(journal),
+        ms(commit),
+        ms(commit + journal),
+        share * 100.0
+    );
     let json = serde_json::json!({
         "bench": "git",
+        "journalMs": ms(journal),
+        "approveWithoutJournalMs": ms(commit),
+        "approveWithJournalMs": ms(commit + journal),
+        "journalShare": share,
         "files": FILES,
         "changedFiles": CHANGED,
         "addedFiles": ADDED,
@@ -117,6 +134,64 @@ pub fn run(args: &[String]) -> Result<(), String> {
     .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("bench git: wrote {}", path.display());
     Ok(())
+}
+
+/// The median time of the journal's own work in one approve: take the session's lock, write
+/// the record as `approving` with the commit id, then as `approved` (atomic, fsynced writes).
+fn journal_cost(home: &Path) -> Result<Duration, String> {
+    let _ = std::fs::remove_dir_all(home);
+    let store = runner_core::SessionStore::on_disk(home.join("sessions"));
+    let id = SessionId::new_random();
+    let now = "2026-01-01T00:00:00Z".to_owned();
+    let record = runner_core::SessionRecord {
+        session_id: id,
+        state: runner_core::SessionState::AwaitingApproval,
+        agent: runner_core::AgentName::parse("fake").map_err(|e| e.to_string())?,
+        repo_path: home.join("repo"),
+        repo_key: "0123456789ab".into(),
+        worktree_path: home.join("worktrees/0123456789ab").join(id.short()),
+        branch: format!("codehands/bench-{}", id.short()),
+        base_commit: "0".repeat(40),
+        prompt: "bench".into(),
+        model: None,
+        budget_usd: None,
+        agent_session_id: None,
+        last_seq: 12,
+        failure: None,
+        commit: None,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    let lock_path = home.join("runs").join(id.to_string()).join("session.lock");
+    let mut samples = Vec::new();
+    for _ in 0..41 {
+        store.remove(&id).map_err(|e| e.to_string())?;
+        store.create(&record).map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        std::fs::create_dir_all(lock_path.parent().unwrap()).map_err(|e| e.to_string())?;
+        let lock = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| e.to_string())?;
+        lock.lock().map_err(|e| e.to_string())?;
+        store
+            .update(&id, |r| {
+                r.move_to(runner_core::SessionState::Approving, "approve")?;
+                r.commit = Some("1".repeat(40));
+                Ok(())
+            })
+            .map_err(|e| e.to_string())?;
+        store
+            .move_to(&id, runner_core::SessionState::Approved, "approve")
+            .map_err(|e| e.to_string())?;
+        drop(lock);
+        samples.push(started.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(home);
+    Ok(median(samples))
 }
 
 /// The timings of one side in one round: create, diff, commit (+ remove), remove.
@@ -176,7 +251,7 @@ async fn paired_round(
     for side in order(ours_first) {
         settle();
         if side {
-            let (t, r) = timed_async(vcs.diff(&first.path, &base)).await;
+            let (t, r) = timed_async(vcs.diff(&first)).await;
             let stat = r.map_err(err)?.stat;
             if stat.files_changed != (CHANGED + ADDED) as u64 {
                 return Err(format!(
@@ -200,8 +275,7 @@ async fn paired_round(
     for side in order(ours_first) {
         settle();
         if side {
-            let (t, r) =
-                timed_async(vcs.commit(repo, &first.path, &base, "bench commit", None)).await;
+            let (t, r) = timed_async(vcs.commit(&first, "bench commit", None)).await;
             r.map_err(err)?;
             ours[2] = t;
         } else {

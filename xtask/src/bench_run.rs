@@ -46,7 +46,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     runtime.block_on(bench(&claude, &codehands, rounds))
 }
 
-fn build_codehands() -> Result<PathBuf, String> {
+pub(crate) fn build_codehands() -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = Command::new(cargo)
         .args(["build", "--release", "--quiet", "-p", "codehands"])
@@ -323,9 +323,7 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
         .map_err(|e| e.to_string())?;
     let worktree = t.elapsed();
     let t = Instant::now();
-    vcs.diff(&spec.path, &base)
-        .await
-        .map_err(|e| e.to_string())?;
+    vcs.diff(&spec).await.map_err(|e| e.to_string())?;
     let diff = t.elapsed();
     vcs.remove_worktree(repo, &spec.path)
         .await
@@ -428,7 +426,7 @@ fn reject_all(codehands: &Path, home: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn make_repo(repo: &Path) -> Result<(), String> {
+pub(crate) fn make_repo(repo: &Path) -> Result<(), String> {
     runner_fake::demo_repo::write(repo).map_err(|e| e.to_string())?;
     for args in [
         &["init", "--quiet", "--initial-branch=main"][..],

@@ -5,6 +5,7 @@
 
 mod agents;
 mod bench_git;
+mod bench_many;
 mod bench_parse;
 mod bench_run;
 mod bench_sandbox;
@@ -31,6 +32,7 @@ tasks:
   record demo           record the fake agent's demo run from the real Claude Code, through the runner
   bench git [--rounds N]  GitVcs against the git program on a 20,000-file repo
   bench run [--rounds N] `codehands run` with the real Claude Code against the bare `claude -p`
+  bench many [--rounds N] 32 fake runs started together on one repo against 32 one by one
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         "record" => record::run(rest),
         "bench" if rest.first().map(String::as_str) == Some("run") => bench_run::run(&rest[1..]),
         "bench" if rest.first().map(String::as_str) == Some("git") => bench_git::run(&rest[1..]),
+        "bench" if rest.first().map(String::as_str) == Some("many") => bench_many::run(&rest[1..]),
         "bench" if rest.first().map(String::as_str) == Some("parse") => {
             bench_parse::run(&rest[1..])
         }

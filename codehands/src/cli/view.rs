@@ -230,7 +230,9 @@ pub fn stat_table(stat: &DiffStat) -> String {
         .unwrap_or(0);
     let mut out = String::new();
     for f in &stat.files {
-        let counts = if f.binary {
+        let counts = if f.too_large {
+            "too large to show".to_owned()
+        } else if f.binary {
             "binary".to_owned()
         } else {
             format!("+{} -{}", f.insertions, f.deletions)

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses part of it
 
+pub mod plugins;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -90,7 +92,14 @@ impl World {
         settings: RunnerSettings,
         change: impl FnOnce(&mut Setup),
     ) -> LocalRunner {
-        let mut setup = Setup {
+        let mut setup = self.setup(settings);
+        change(&mut setup);
+        codehands::build_runner(setup).unwrap()
+    }
+
+    /// The facade's setup over this world's home, with `settings`.
+    pub fn setup(&self, settings: RunnerSettings) -> Setup {
+        Setup {
             home: self.home.clone(),
             settings,
             claude_bin: "claude".into(),
@@ -100,9 +109,7 @@ impl World {
                 ..FakeAgentSetup::default()
             },
             sandbox_images: codehands::SandboxImages::Local,
-        };
-        change(&mut setup);
-        codehands::build_runner(setup).unwrap()
+        }
     }
 
     /// `git <args>` in the repo, its stdout.

@@ -2,7 +2,7 @@
 //! unless the agent committed to it.
 
 use super::Shared;
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::session::SessionRecord;
 
 /// What [`discard_failed`] did with the branch.
@@ -16,16 +16,39 @@ pub(super) enum BranchFate {
     Absent,
 }
 
+/// Removes a session's worktree (one already gone is fine). A folder under the home that git
+/// no longer lists (its registration was swept after a start died) is codehands' own: it goes
+/// too. Then the repository forgets registrations whose folders are gone.
+pub(super) async fn remove_session_worktree(shared: &Shared, record: &SessionRecord) -> Result<()> {
+    let vcs = &shared.vcs;
+    let path = &record.worktree_path;
+    if std::fs::symlink_metadata(path).is_ok() {
+        match vcs.remove_worktree(&record.repo_path, path).await {
+            Ok(()) => {}
+            Err(e)
+                if e.kind() == ErrorKind::InvalidInput
+                    && path.starts_with(shared.home.worktrees_dir())
+                    && !path
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir) =>
+            {
+                std::fs::remove_dir_all(path).map_err(|io| {
+                    Error::io(
+                        format!("cannot remove the worktree {}", path.display()),
+                        &io,
+                    )
+                })?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    vcs.prune(&record.repo_path).await
+}
+
 /// Removes a failed session's worktree, and its branch unless it has commits beyond base.
 pub(super) async fn discard_failed(shared: &Shared, record: &SessionRecord) -> Result<BranchFate> {
     let vcs = &shared.vcs;
-    if record.worktree_path.exists() {
-        vcs.remove_worktree(&record.repo_path, &record.worktree_path)
-            .await?;
-    } else {
-        // The folder is gone but git may still list it.
-        vcs.prune(&record.repo_path).await?;
-    }
+    remove_session_worktree(shared, record).await?;
     if !vcs.branch_exists(&record.repo_path, &record.branch).await? {
         return Ok(BranchFate::Absent);
     }

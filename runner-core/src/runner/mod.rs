@@ -8,6 +8,7 @@
 
 mod cleanup;
 mod control;
+mod journal;
 mod notes;
 mod recover;
 mod run;
@@ -288,6 +289,11 @@ impl Runner for LocalRunner {
             updated_at: now,
         };
         shared.store.create(&record)?;
+        // Claimed before the worktree is made, so a recover in another process leaves a start
+        // under way alone (and takes over one whose process died).
+        if let Some(me) = crate::process::tree::ProcessIdentity::current() {
+            let _ = run_files.set_runner(&me);
+        }
         let spec = WorktreeSpec {
             repo: repo_path,
             base,
@@ -297,6 +303,7 @@ impl Runner for LocalRunner {
         if let Err(e) = shared.vcs.create_worktree(&spec).await {
             // Nothing was started: leave no record (or empty run folder) behind either.
             let _ = shared.store.remove(&id);
+            run_files.clear_runner();
             let _ = std::fs::remove_dir(run_files.dir());
             return Err(e);
         }
@@ -318,16 +325,15 @@ impl Runner for LocalRunner {
                 ),
             ));
         }
-        self.shared
-            .vcs
-            .diff(&record.worktree_path, &record.base_commit)
-            .await
+        self.shared.vcs.diff(&record.worktree_spec()).await
     }
 
     async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult> {
         let shared = &self.shared;
-        let record = shared.store.get(session_id)?;
-        if !record.state.can_move_to(SessionState::Approved) {
+        shared.store.get(session_id)?;
+        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        if !record.state.can_move_to(SessionState::Approving) {
             return Err(Error::illegal_move(
                 record.state,
                 SessionState::Approved,
@@ -339,50 +345,24 @@ impl Runner for LocalRunner {
         } else {
             message.to_owned()
         };
-        let commit = shared
-            .vcs
-            .commit(
-                &record.repo_path,
-                &record.worktree_path,
-                &record.base_commit,
-                &message,
-                None,
-            )
-            .await?;
-        let committed = commit.clone();
-        shared.store.update(session_id, move |r| {
-            r.move_to(SessionState::Approved, "approve")?;
-            r.commit = Some(committed);
-            Ok(())
-        })?;
+        let approved = journal::approve(shared, &record, &message).await?;
         remember_outcome(shared, &record, SessionState::Approved).await;
-        Ok(ApproveResult {
-            branch: record.branch,
-            commit,
-        })
+        Ok(approved)
     }
 
     async fn reject(&self, session_id: &SessionId) -> Result<()> {
         let shared = &self.shared;
-        let record = shared.store.get(session_id)?;
-        if !record.state.can_move_to(SessionState::Rejected) {
+        shared.store.get(session_id)?;
+        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        if !record.state.can_move_to(SessionState::Rejecting) {
             return Err(Error::illegal_move(
                 record.state,
                 SessionState::Rejected,
                 "reject",
             ));
         }
-        shared
-            .vcs
-            .remove_worktree(&record.repo_path, &record.worktree_path)
-            .await?;
-        shared
-            .vcs
-            .delete_branch(&record.repo_path, &record.branch)
-            .await?;
-        shared
-            .store
-            .move_to(session_id, SessionState::Rejected, "reject")?;
+        journal::reject(shared, &record).await?;
         remember_outcome(shared, &record, SessionState::Rejected).await;
         Ok(())
     }

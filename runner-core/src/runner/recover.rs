@@ -5,15 +5,20 @@
 //!   branches deleted unless the agent committed to them.
 //! - `awaiting_approval` and `stopped` sessions, and runs another live process
 //!   supervises, are left alone.
-//! - Worktree folders under `worktrees/` that belong to no live session are removed.
+//! - `approving` and `rejecting` sessions (an approve or reject cut short) are settled, as the
+//!   next approve or reject would settle them (`journal.rs`), unless another process is at it.
+//! - Worktree folders under `worktrees/` that belong to no live session are removed, except
+//!   those a record that cannot be read may own: a worktree whose owner is unknown is kept.
+//! - Temp files of record writes cut short (`sessions/.tmp-*.partial`), older than a minute,
+//!   are removed.
 //! - What cannot be cleaned or read is reported, and tried again next time.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::Shared;
 use super::cleanup::{BranchFate, discard_failed};
 use super::control::RunFiles;
+use super::{Shared, journal};
 use crate::error::Result;
 use crate::ids::SessionId;
 use crate::options::{CleanupError, RecoveryReport};
@@ -26,14 +31,38 @@ const INTERRUPTED: &str =
 pub(super) async fn recover(shared: &Shared, live_here: &[SessionId]) -> Result<RecoveryReport> {
     let mut report = RecoveryReport::default();
     let listing = shared.store.list()?;
+    // The worktree folders (`<id8>`) an unreadable record may own; `None`: any of them.
+    let mut unknown_owners: Option<HashSet<String>> = Some(HashSet::new());
     for (path, error) in listing.unreadable {
+        let id = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| SessionId::parse(s).ok());
+        match (&mut unknown_owners, id) {
+            (Some(owners), Some(id)) => {
+                owners.insert(id.short());
+            }
+            _ => unknown_owners = None,
+        }
         report.unreadable.push(CleanupError {
-            session_id: None,
+            session_id: id,
             path,
-            message: error.to_string(),
+            message: format!(
+                "{error}; its worktree and branch are kept until the record is fixed or moved away"
+            ),
         });
     }
+    shared
+        .store
+        .remove_stale_temp_files(std::time::Duration::from_secs(60));
     for record in &listing.records {
+        if matches!(
+            record.state,
+            SessionState::Approving | SessionState::Rejecting
+        ) {
+            settle_cut_short(shared, record, &mut report).await;
+            continue;
+        }
         let interrupted = matches!(record.state, SessionState::Queued | SessionState::Running)
             && !live_here.contains(&record.session_id)
             && !supervised_elsewhere(shared, &record.session_id);
@@ -45,8 +74,29 @@ pub(super) async fn recover(shared: &Shared, live_here: &[SessionId]) -> Result<
         }
     }
     let records = shared.store.list()?.records;
-    remove_orphan_worktrees(shared, &records, &mut report).await;
+    remove_orphan_worktrees(shared, &records, unknown_owners.as_ref(), &mut report).await;
     Ok(report)
+}
+
+/// Finishes or takes back an approve or reject cut short, unless a live process holds the
+/// session's lock (it is at it now).
+async fn settle_cut_short(shared: &Shared, record: &SessionRecord, report: &mut RecoveryReport) {
+    let settled = match journal::SessionLock::try_acquire(shared, &record.session_id) {
+        Ok(None) => return,
+        Ok(Some(_lock)) => match shared.store.get(&record.session_id) {
+            Ok(now) => journal::settle(shared, now).await,
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    };
+    match settled {
+        Ok(_) => report.settled.push(record.session_id),
+        Err(e) => report.cleanup_errors.push(CleanupError {
+            session_id: Some(record.session_id),
+            path: record.worktree_path.clone(),
+            message: e.to_string(),
+        }),
+    }
 }
 
 fn supervised_elsewhere(shared: &Shared, id: &SessionId) -> bool {
@@ -105,8 +155,17 @@ async fn clean_failed(shared: &Shared, record: &SessionRecord, report: &mut Reco
 async fn remove_orphan_worktrees(
     shared: &Shared,
     records: &[SessionRecord],
+    unknown_owners: Option<&HashSet<String>>,
     report: &mut RecoveryReport,
 ) {
+    // A worktree that a record we cannot read may own is not provably abandoned.
+    let owner_unknown = |path: &Path| match unknown_owners {
+        None => true,
+        Some(owners) => path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| owners.contains(n)),
+    };
     let kept: HashSet<PathBuf> = records
         .iter()
         .filter(|r| !r.state.is_final())
@@ -125,6 +184,12 @@ async fn remove_orphan_worktrees(
             if kept.contains(&wt.path) {
                 continue;
             }
+            if owner_unknown(&wt.path) {
+                if !report.kept_worktrees.contains(&wt.path) {
+                    report.kept_worktrees.push(wt.path);
+                }
+                continue;
+            }
             match shared.vcs.remove_worktree(repo, &wt.path).await {
                 Ok(()) => report.removed_worktrees.push(wt.path),
                 Err(e) => report.cleanup_errors.push(CleanupError {
@@ -139,6 +204,12 @@ async fn remove_orphan_worktrees(
     // Folders left on disk that no repo lists any more.
     for folder in session_folders(&root) {
         if kept.contains(&folder) || report.removed_worktrees.contains(&folder) {
+            continue;
+        }
+        if owner_unknown(&folder) {
+            if !report.kept_worktrees.contains(&folder) {
+                report.kept_worktrees.push(folder);
+            }
             continue;
         }
         match std::fs::remove_dir_all(&folder) {

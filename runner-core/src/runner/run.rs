@@ -336,12 +336,7 @@ impl Supervisor {
     }
 
     async fn finished(&mut self, mut finished: TaskFinished, raw: Option<String>) {
-        let diff = match self
-            .shared
-            .vcs
-            .diff(&self.record.worktree_path, &self.record.base_commit)
-            .await
-        {
+        let diff = match self.shared.vcs.diff(&self.record.worktree_spec()).await {
             Ok(diff) => diff,
             Err(e) => {
                 let message = format!("the agent finished but its change could not be read: {e}");

@@ -95,6 +95,7 @@ pub fn sample_run() -> RunSummary {
             insertions: 3,
             deletions: 1,
             binary: false,
+            too_large: false,
         }]),
         finished_at: crate::now_rfc3339(),
     }
@@ -177,6 +178,7 @@ pub async fn hostile_runs_leave_short_plain_notes(store: &dyn MemoryStore) {
             insertions: 1,
             deletions: 0,
             binary: false,
+            too_large: false,
         })
         .collect();
     let run = RunSummary {

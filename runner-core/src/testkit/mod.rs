@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod agents;
+pub mod cargo;
 pub mod memory;
 pub mod runner;
 pub mod sandbox;

@@ -30,6 +30,15 @@ pub struct Signature {
     pub email: String,
 }
 
+/// A commit written by [`Vcs::prepare_commit`] and not yet on its branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedCommit {
+    /// The new commit.
+    pub commit: String,
+    /// The branch tip it replaces (the base, or the agent's own commits).
+    pub replaces: String,
+}
+
 /// A worktree this tool made, as the repository lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolWorktree {
@@ -56,25 +65,64 @@ pub trait Vcs: Send + Sync {
     /// Makes the worktree on a new branch. On any error nothing is left behind.
     async fn create_worktree(&self, spec: &WorktreeSpec) -> Result<()>;
 
-    /// Everything that changed in `worktree` since `base`, untracked files included.
-    async fn diff(&self, worktree: &Path, base: &str) -> Result<DiffResult>;
+    /// Everything that changed in the session's worktree since its base, untracked files
+    /// included. The worktree is opened through what codehands recorded (`worktree.repo`,
+    /// `worktree.path`), never through anything written inside it.
+    async fn diff(&self, worktree: &WorktreeSpec) -> Result<DiffResult>;
 
-    /// Commits everything not ignored as one commit on the worktree's branch on top
-    /// of `base`, removes the worktree and keeps the branch; returns the commit id.
-    /// Refuses with `NothingToApprove` when nothing changed.
-    async fn commit(
+    /// Writes the commit approve makes (everything not ignored, as one commit on top of
+    /// `worktree.base`) without moving any branch, and returns it with the tip of
+    /// `worktree.branch` it is to replace. Refuses with `NothingToApprove` when nothing changed.
+    async fn prepare_commit(
         &self,
-        repo: &Path,
-        worktree: &Path,
-        base: &str,
+        worktree: &WorktreeSpec,
         message: &str,
         author: Option<&Signature>,
-    ) -> Result<String>;
+    ) -> Result<PreparedCommit>;
+
+    /// Moves `worktree.branch` from `prepared.replaces` to `prepared.commit`, only if it still
+    /// points at `prepared.replaces` (a branch already at `prepared.commit` is fine). The
+    /// caller holds the session's lock, so a lock file left on the session's branch by an
+    /// earlier call that was killed is stale and cleared.
+    async fn publish_commit(
+        &self,
+        worktree: &WorktreeSpec,
+        prepared: &PreparedCommit,
+    ) -> Result<()>;
+
+    /// Commits the worktree on its branch ([`Vcs::prepare_commit`], [`Vcs::publish_commit`]),
+    /// removes the worktree and keeps the branch; returns the commit id.
+    async fn commit(
+        &self,
+        worktree: &WorktreeSpec,
+        message: &str,
+        author: Option<&Signature>,
+    ) -> Result<String> {
+        let prepared = self.prepare_commit(worktree, message, author).await?;
+        self.publish_commit(worktree, &prepared).await?;
+        self.remove_worktree(&worktree.repo, &worktree.path)
+            .await
+            .map_err(|e| {
+                crate::error::Error::new(
+                    e.kind(),
+                    format!(
+                        "committed {} on {}, but could not remove the worktree: {}; run \
+                         `codehands recover`",
+                        prepared.commit,
+                        worktree.branch,
+                        e.message()
+                    ),
+                )
+            })?;
+        Ok(prepared.commit)
+    }
 
     /// Removes a worktree, even with changes in it. Keeps its branch.
     async fn remove_worktree(&self, repo: &Path, worktree: &Path) -> Result<()>;
 
-    /// Deletes a local branch (not checked out anywhere).
+    /// Deletes a local branch (not checked out anywhere). For a session's branch
+    /// (`codehands/…`, its session's lock held) a stale lock file left by a killed call is
+    /// cleared first.
     async fn delete_branch(&self, repo: &Path, branch: &str) -> Result<()>;
 
     /// The worktrees of `repo` that live under `root` (this tool's worktrees).
@@ -88,4 +136,7 @@ pub trait Vcs: Send + Sync {
 
     /// Whether `branch` exists in `repo`.
     async fn branch_exists(&self, repo: &Path, branch: &str) -> Result<bool>;
+
+    /// The commit `branch` points at, or `None` when there is no such branch.
+    async fn branch_tip(&self, repo: &Path, branch: &str) -> Result<Option<String>>;
 }

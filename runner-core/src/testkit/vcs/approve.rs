@@ -69,13 +69,7 @@ pub async fn commit_makes_one_commit_on_the_branch(vcs: &dyn Vcs) {
         email: "ada@example.com".into(),
     };
     let id = vcs
-        .commit(
-            &f.repo,
-            wt,
-            &spec.base,
-            "Fix the date bug\n\nWith a body.",
-            Some(&reviewer),
-        )
+        .commit(&spec, "Fix the date bug\n\nWith a body.", Some(&reviewer))
         .await
         .expect("commit");
     let branch_ref = format!("refs/heads/{}", spec.branch);
@@ -142,10 +136,7 @@ pub async fn commit_makes_one_commit_on_the_branch(vcs: &dyn Vcs) {
     let (second, _) = f.spec(vcs, "Second").await;
     vcs.create_worktree(&second).await.unwrap();
     write(&second.path, "second.txt", "two\n");
-    let id = vcs
-        .commit(&f.repo, &second.path, &second.base, "Second", None)
-        .await
-        .unwrap();
+    let id = vcs.commit(&second, "Second", None).await.unwrap();
     assert_eq!(
         git(&f.repo, &["log", "-1", "--format=%an <%ae>", &id]).trim(),
         "Repo Owner <owner@example.com>"
@@ -163,8 +154,7 @@ pub async fn nothing_to_approve(vcs: &dyn Vcs) {
     vcs.create_worktree(&spec).await.unwrap();
     for round in ["untouched", "only ignored files"] {
         let message = expect_error(
-            vcs.commit(&f.repo, &spec.path, &spec.base, "Nothing", None)
-                .await,
+            vcs.commit(&spec, "Nothing", None).await,
             ErrorKind::NothingToApprove,
             round,
         );

@@ -59,10 +59,10 @@ pub async fn worktree_leaves_the_checkout_untouched(vcs: &dyn Vcs) {
     );
 
     write(wt, "src/date.rs", "pub fn year() -> u32 {\n    2026\n}\n");
-    let diff = vcs.diff(wt, &spec.base).await.expect("diff");
+    let diff = vcs.diff(&spec).await.expect("diff");
     assert_eq!(diff.stat.files_changed, 1);
     assert_eq!(CheckoutSnapshot::of(&f.repo), before, "after diff");
-    vcs.commit(&f.repo, wt, &spec.base, "Fix the date bug", None)
+    vcs.commit(&spec, "Fix the date bug", None)
         .await
         .expect("commit");
     assert_eq!(CheckoutSnapshot::of(&f.repo), before, "after commit");

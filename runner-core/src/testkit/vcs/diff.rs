@@ -101,14 +101,14 @@ pub async fn diff_covers_every_kind_of_change(vcs: &dyn Vcs) {
     let (spec, _) = f.spec(vcs, "Change everything").await;
     vcs.create_worktree(&spec).await.unwrap();
     let wt = &spec.path;
-    let empty = vcs.diff(wt, &spec.base).await.unwrap();
+    let empty = vcs.diff(&spec).await.unwrap();
     assert!(
         empty.stat.is_empty() && empty.patch.is_empty(),
         "no change, no diff: {empty:?}"
     );
 
     change_everything(wt);
-    let diff = vcs.diff(wt, &spec.base).await.expect("diff");
+    let diff = vcs.diff(&spec).await.expect("diff");
     let paths: Vec<&str> = diff.stat.files.iter().map(|f| f.path.as_str()).collect();
     for expected in [
         "src/lib.rs",
@@ -168,7 +168,7 @@ pub async fn diff_covers_every_kind_of_change(vcs: &dyn Vcs) {
         );
         assert!(diff.patch.contains("new file mode 120000"), "the symlink");
     }
-    let again = vcs.diff(wt, &spec.base).await.unwrap();
+    let again = vcs.diff(&spec).await.unwrap();
     assert_eq!(again, diff, "diff is stable and changes nothing");
 
     assert_patch_rebuilds_worktree(&f, wt, &spec.base, &diff.patch);

@@ -1,0 +1,209 @@
+//! Approve and reject as journaled operations.
+//!
+//! Each takes the session's lock (`runs/<sessionId>/session.lock`, held with `flock`, so a
+//! process that dies lets go of it), writes what it is about to do into the record
+//! (`approving` with the commit id, `rejecting`), does it, and writes the end state. A process
+//! killed at any instant leaves a record that says what was under way; the next approve,
+//! reject or recover [settles](settle) it from what the repository holds:
+//!
+//! - `approving` whose branch points at the recorded commit: the commit is published, so the
+//!   approve is finished (worktree removed, `approved`);
+//! - `approving` whose branch does not: nothing was published, so the session goes back to
+//!   `awaiting_approval`, worktree untouched (the written commit is garbage for git's gc);
+//! - `rejecting`: the reject is finished (worktree and branch removed, `rejected`).
+//!
+//! The record never claims less than the repository holds: a commit on the branch is always
+//! in a record that says `approving` or `approved`, so no reject can delete it.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::Shared;
+use super::cleanup;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::SessionId;
+use crate::options::ApproveResult;
+use crate::session::{SessionRecord, SessionState};
+
+/// The lock that serialises approve, reject and recover of one session across processes.
+pub(super) struct SessionLock {
+    _file: File,
+}
+
+impl SessionLock {
+    /// Waits for the lock of `id`.
+    pub async fn acquire(shared: &Shared, id: &SessionId) -> Result<Self> {
+        let path = shared.home.run_dir(id).join("session.lock");
+        tokio::task::spawn_blocking(move || {
+            let file = open_lock_file(&path)?;
+            file.lock().map_err(|e| {
+                Error::io(
+                    format!("cannot take the session lock {}", path.display()),
+                    &e,
+                )
+            })?;
+            Ok(Self { _file: file })
+        })
+        .await
+        .map_err(|e| Error::internal(format!("the lock task panicked: {e}")))?
+    }
+
+    /// The lock of `id` if nobody holds it now.
+    pub fn try_acquire(shared: &Shared, id: &SessionId) -> Result<Option<Self>> {
+        let path = shared.home.run_dir(id).join("session.lock");
+        let file = open_lock_file(&path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Self { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(
+                format!("cannot take the session lock {}", path.display()),
+                &e,
+            )),
+        }
+    }
+}
+
+/// Opens (making it when it can) the lock file; on a read-only home an existing one is
+/// opened to read, which is enough to lock it.
+fn open_lock_file(path: &Path) -> Result<File> {
+    let made = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+        });
+    match made {
+        Ok(file) => Ok(file),
+        Err(first) => File::open(path).map_err(|_| {
+            Error::io(
+                format!(
+                    "cannot make the session lock {} (is CODEHANDS_HOME writable?)",
+                    path.display()
+                ),
+                &first,
+            )
+        }),
+    }
+}
+
+/// Finishes or takes back a half-done approve or reject of `record` (the lock held), and
+/// returns the record as it is then.
+pub(super) async fn settle(shared: &Shared, record: SessionRecord) -> Result<SessionRecord> {
+    match record.state {
+        SessionState::Approving => settle_approve(shared, record).await,
+        SessionState::Rejecting => finish_reject(shared, &record).await,
+        _ => Ok(record),
+    }
+}
+
+async fn settle_approve(shared: &Shared, record: SessionRecord) -> Result<SessionRecord> {
+    let tip = shared
+        .vcs
+        .branch_tip(&record.repo_path, &record.branch)
+        .await?;
+    let published = record.commit.is_some() && tip == record.commit;
+    if published {
+        finish_approve(shared, &record).await
+    } else {
+        shared
+            .store
+            .update(&record.session_id, |r| {
+                r.commit = None;
+                r.move_to(
+                    SessionState::AwaitingApproval,
+                    "take back an unfinished approve",
+                )
+            })
+            .map(|(_, r)| r)
+    }
+}
+
+/// The approve of `record` (`awaiting_approval`, the lock held): write the commit, journal it,
+/// publish it, remove the worktree, record `approved`.
+pub(super) async fn approve(
+    shared: &Shared,
+    record: &SessionRecord,
+    message: &str,
+) -> Result<ApproveResult> {
+    let spec = record.worktree_spec();
+    let prepared = shared.vcs.prepare_commit(&spec, message, None).await?;
+    let commit = prepared.commit.clone();
+    let (_, journaled) = shared.store.update(&record.session_id, |r| {
+        r.move_to(SessionState::Approving, "approve")?;
+        r.commit = Some(commit);
+        Ok(())
+    })?;
+    if let Err(e) = shared.vcs.publish_commit(&spec, &prepared).await {
+        // Settled from what the branch holds: back to awaiting when the commit did not reach
+        // it, finished when it did after all.
+        let _ = settle_approve(shared, journaled).await;
+        return Err(e);
+    }
+    let done = finish_approve(shared, &journaled).await?;
+    Ok(ApproveResult {
+        branch: done.branch.clone(),
+        commit: done.commit.clone().unwrap_or(prepared.commit),
+    })
+}
+
+/// The commit is on the branch: remove the worktree and record `approved`.
+async fn finish_approve(shared: &Shared, record: &SessionRecord) -> Result<SessionRecord> {
+    cleanup::remove_session_worktree(shared, record)
+        .await
+        .map_err(|e| {
+            Error::new(
+                e.kind(),
+                format!(
+                    "committed {} on {}, but could not remove the worktree: {}; the session \
+                     stays `approving` until `codehands recover` (or the next approve) removes it",
+                    record.commit.as_deref().unwrap_or("?"),
+                    record.branch,
+                    e.message()
+                ),
+            )
+        })?;
+    shared
+        .store
+        .move_to(&record.session_id, SessionState::Approved, "approve")
+}
+
+/// The reject of `record` (`awaiting_approval`, the lock held).
+pub(super) async fn reject(shared: &Shared, record: &SessionRecord) -> Result<()> {
+    let journaled = shared
+        .store
+        .move_to(&record.session_id, SessionState::Rejecting, "reject")?;
+    finish_reject(shared, &journaled).await.map(drop)
+}
+
+async fn finish_reject(shared: &Shared, record: &SessionRecord) -> Result<SessionRecord> {
+    cleanup::remove_session_worktree(shared, record).await?;
+    let tip = shared
+        .vcs
+        .branch_tip(&record.repo_path, &record.branch)
+        .await?;
+    if let Some(tip) = tip {
+        if record.commit.as_ref() == Some(&tip) {
+            // Never reached (a record with its commit on the branch is approving or
+            // approved), but a commit codehands published is never deleted.
+            return Err(Error::new(
+                ErrorKind::IllegalMove,
+                format!(
+                    "branch {} holds the approved commit {tip}: it is not deleted",
+                    record.branch
+                ),
+            ));
+        }
+        shared
+            .vcs
+            .delete_branch(&record.repo_path, &record.branch)
+            .await?;
+    }
+    shared
+        .store
+        .move_to(&record.session_id, SessionState::Rejected, "reject")
+}
