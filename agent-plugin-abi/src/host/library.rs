@@ -161,14 +161,19 @@ impl Library {
         let bytes = unsafe { std::slice::from_raw_parts(answer.ptr, answer.len) }.to_vec();
         // SAFETY: given back once, and not read after.
         unsafe { (self.table.answer_free)(answer) };
-        match serde_json::from_slice::<Reply<T>>(&bytes) {
-            Ok(Reply::Ok(value)) => Ok(value),
-            Ok(Reply::Error(error)) => Err(CallError::Answered(error)),
-            Err(e) => Err(CallError::Garbage(format!(
-                "its answer is not the JSON of plugin ABI version {ABI_VERSION} ({e}): {}",
-                shown(&bytes)
-            ))),
-        }
+        decode(&bytes)
+    }
+}
+
+/// Decodes the bytes of one answer: a value, the plugin's error, or garbage.
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CallError> {
+    match serde_json::from_slice::<Reply<T>>(bytes) {
+        Ok(Reply::Ok(value)) => Ok(value),
+        Ok(Reply::Error(error)) => Err(CallError::Answered(error)),
+        Err(e) => Err(CallError::Garbage(format!(
+            "its answer is not the JSON of plugin ABI version {ABI_VERSION} ({e}): {}",
+            shown(bytes)
+        ))),
     }
 }
 

@@ -125,7 +125,13 @@ impl Profile {
     /// profile found in the home's `agents/` folder (the name inside must match it).
     pub fn read(path: &Path, expected_name: Option<&str>) -> Result<Self> {
         let text = read_small(path)?;
-        let file: ProfileFile = toml::from_str(&text).map_err(|e| {
+        Self::parse(&text, path, expected_name)
+    }
+
+    /// Parses and checks a profile's `text` as read from `path` (which errors name): what
+    /// [`Profile::read`] does after reading the file. The fuzz targets (fuzz/) call it.
+    pub fn parse(text: &str, path: &Path, expected_name: Option<&str>) -> Result<Self> {
+        let file: ProfileFile = toml::from_str(text).map_err(|e| {
             refuse(
                 path,
                 &format!(

@@ -1,0 +1,126 @@
+//! Seed inputs for each target: the agents' recorded output (the fixtures of
+//! agent-claude, agent-codex and agent-mini-swe) and well-formed files of each kind read
+//! from disk, so the fuzzer starts from real shapes.
+
+use std::path::Path;
+
+/// The fixture folders holding agents' recorded output, relative to the repo root.
+const FIXTURE_DIRS: &[&str] = &[
+    "agent-claude/tests/fixtures",
+    "agent-codex/tests/fixtures",
+    "third-party/agent-mini-swe/tests/fixtures",
+];
+
+/// The seeds of the target `name`, each with a file name, read from the repo at `repo`.
+/// Empty for an unknown name.
+pub fn seeds(name: &str, repo: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    Ok(match name {
+        "agent_output" => agent_output(repo)?,
+        "records" => vec![
+            ("session-record.json".to_owned(), session_record()),
+            ("repo-profile.json".to_owned(), repo_profile()),
+            ("notes.md".to_owned(), NOTES.as_bytes().to_vec()),
+        ],
+        "profiles_and_plugins" => vec![
+            ("profile.toml".to_owned(), PROFILE.as_bytes().to_vec()),
+            ("describe.json".to_owned(), DESCRIBE.as_bytes().to_vec()),
+            ("invocation.json".to_owned(), INVOCATION.as_bytes().to_vec()),
+            ("events.json".to_owned(), EVENTS.as_bytes().to_vec()),
+            ("error.json".to_owned(), ERROR.as_bytes().to_vec()),
+        ],
+        _ => Vec::new(),
+    })
+}
+
+/// Every recorded output, behind a first byte that picks the chunk sizes (see
+/// `agent_output`): one seed framed whole, one in small chunks under a small line cap.
+fn agent_output(repo: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let mut seeds = Vec::new();
+    for dir in FIXTURE_DIRS {
+        let mut files: Vec<_> = std::fs::read_dir(repo.join(dir))?
+            .collect::<std::io::Result<Vec<_>>>()?
+            .into_iter()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+            .collect();
+        files.sort();
+        let agent = dir.split('/').rev().nth(2).unwrap_or(dir);
+        for path in files {
+            let output = std::fs::read(&path)?;
+            let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+            for knob in [0u8, 0x85] {
+                let mut seed = vec![knob];
+                seed.extend_from_slice(&output);
+                seeds.push((format!("{agent}-{stem}-{knob:02x}"), seed));
+            }
+        }
+    }
+    Ok(seeds)
+}
+
+/// A session record as the store writes it.
+pub(crate) fn session_record() -> Vec<u8> {
+    br#"{
+  "sessionId": "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42",
+  "state": "awaiting_approval",
+  "agent": "claude-code",
+  "repoPath": "/home/someone/project",
+  "repoKey": "project-5d41402abc4b2a76",
+  "worktreePath": "/home/someone/.codehands/worktrees/project-5d41402abc4b2a76/3f2a9c1e",
+  "branch": "codehands/fix-the-tests-3f2a9c1e",
+  "baseCommit": "0123456789abcdef0123456789abcdef01234567",
+  "prompt": "fix the failing test",
+  "model": "sonnet",
+  "budgetUsd": 0.5,
+  "agentSessionId": "d2b1f0c4-1111-4222-8333-944455556666",
+  "lastSeq": 42,
+  "failure": null,
+  "commit": null,
+  "createdAt": "2026-12-03T11:00:00Z",
+  "updatedAt": "2026-12-03T11:05:00Z"
+}
+"#
+    .to_vec()
+}
+
+/// A repo profile as memory-fs writes it.
+fn repo_profile() -> Vec<u8> {
+    br#"{
+  "language": "node",
+  "packageManager": "npm",
+  "testCommand": "npm test",
+  "nodeVersion": "22",
+  "needsInstall": true
+}
+"#
+    .to_vec()
+}
+
+/// Repo notes as memory-fs writes them.
+const NOTES: &str = "## 2026-12-03T11:00:00Z\n\
+The tests need `npm ci` first.\n\
+\n\
+## 2026-12-03T11:05:00Z run 3f2a9c1e on codehands/fix-the-tests-3f2a9c1e (outcome: pending)\n\
+Prompt: fix the failing test\n\
+Result: fixed the off-by-one in sum()\n";
+
+/// An agent profile, as in ARCHITECTURE.md "Adding an agent".
+const PROFILE: &str = r#"name = "ruff-fix"
+description = "Ruff's safe fixes, as an agent"
+program = "ruff"
+args = ["check", "--fix", "--exit-zero", "--no-cache", "{worktree}"]
+parser = "text"
+version-args = ["--version"]
+"#;
+
+/// A plugin's answer to `describe`.
+const DESCRIBE: &str = r#"{"ok":[{"name":"mini-swe-agent","capabilities":{"resume":false,"budget":true},"providerEnv":["OPENAI_API_KEY"],"versionProbe":{"program":"mini","args":["--version"]}}]}"#;
+
+/// A plugin's answer to `invocation`.
+const INVOCATION: &str = r#"{"ok":{"program":"mini","args":["-t","fix it","--yolo"],"env":[["MSWEA_CONFIGURED","true"]],"stdin":[],"closeStdin":"after-write"}}"#;
+
+/// A plugin's answer to `parse_line`.
+const EVENTS: &str = r#"{"ok":[{"type":"message","payload":{"role":"assistant","text":"done"}},{"type":"task.finished","payload":{"result":"done"}}]}"#;
+
+/// A plugin's error answer.
+const ERROR: &str = r#"{"error":{"kind":"panicked","message":"boom"}}"#;
