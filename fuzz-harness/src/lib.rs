@@ -104,7 +104,10 @@ pub fn records(data: &[u8]) {
     if let Ok(profile) = serde_json::from_slice::<RepoProfile>(data) {
         let json = serde_json::to_vec(&profile).expect("an accepted profile writes out");
         let back: RepoProfile = serde_json::from_slice(&json).expect("a profile reads back");
-        assert_eq!(back, profile, "a repo profile changed on its way to disk and back");
+        assert_eq!(
+            back, profile,
+            "a repo profile changed on its way to disk and back"
+        );
     }
 
     // memory-fs refuses notes that are not UTF-8 before anything reads them.

@@ -29,7 +29,11 @@ fn the_profile_and_plugin_seeds_are_accepted() {
     let text = String::from_utf8(seed("profiles_and_plugins", "profile.toml")).unwrap();
     codehands::profile::Profile::parse(&text, Path::new("/agents/ruff-fix.toml"), Some("ruff-fix"))
         .unwrap();
-    for (name, which) in [("describe.json", 0), ("invocation.json", 1), ("events.json", 2)] {
+    for (name, which) in [
+        ("describe.json", 0),
+        ("invocation.json", 1),
+        ("events.json", 2),
+    ] {
         let answers = agent_plugin_abi::host::read_answers(&seed("profiles_and_plugins", name));
         assert!(answers[which].is_ok(), "{name}: {answers:?}");
     }

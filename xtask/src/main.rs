@@ -10,6 +10,7 @@ mod bench_parse;
 mod bench_run;
 mod bench_sandbox;
 mod codegen;
+mod fuzz;
 mod images;
 mod record;
 mod record_demo;
@@ -34,6 +35,8 @@ tasks:
   bench run [--rounds N] `codehands run` with the real Claude Code against the bare `claude -p`
   bench many [--rounds N] 32 fake runs started together on one repo against 32 one by one
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
+  fuzz [TARGET] [--seconds N]  run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60);
+                        crashes are kept under fuzz/regressions/
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
 ";
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         "bench" if rest.first().map(String::as_str) == Some("parse") => {
             bench_parse::run(&rest[1..])
         }
+        "fuzz" => fuzz::run(rest),
         "install" => test::install(rest),
         "test" => test::run(rest),
         "-h" | "--help" | "help" => {

@@ -175,16 +175,22 @@ impl AgentParser for PluginParser {
 /// is involved, so the fuzz targets (fuzz/) can feed it any bytes.
 pub fn read_answers(bytes: &[u8]) -> Vec<std::result::Result<String, String>> {
     let describe = library::decode::<Vec<AgentInfo>>(bytes).map(|infos| {
-        let probes = infos.into_iter().map(|info| info.version_probe.map(VersionProbe::from));
+        let probes = infos
+            .into_iter()
+            .map(|info| info.version_probe.map(VersionProbe::from));
         format!("{} agents", probes.count())
     });
     let invocation = library::decode::<InvocationWire>(bytes)
         .map(|wire| format!("{:?}", Invocation::from(wire).program));
     let events = library::decode::<Vec<EventBody>>(bytes).map(|events| format!("{events:?}"));
-    [(describe, "describe"), (invocation, "invocation"), (events, "parse_line")]
-        .into_iter()
-        .map(|(outcome, what)| outcome.map_err(|e| explain(&e, what)))
-        .collect()
+    [
+        (describe, "describe"),
+        (invocation, "invocation"),
+        (events, "parse_line"),
+    ]
+    .into_iter()
+    .map(|(outcome, what)| outcome.map_err(|e| explain(&e, what)))
+    .collect()
 }
 
 /// A failed call in words: "it panicked in …", "answered … with garbage: …".
