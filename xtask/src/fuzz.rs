@@ -41,6 +41,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
         None => fuzz_harness::TARGETS.to_vec(),
     };
+    ensure_nightly()?;
     let tools = install_cargo_fuzz()?;
     let fuzz_dir = workspace_root().join("fuzz");
 
@@ -114,6 +115,26 @@ fn parse_args(args: &[String]) -> Result<(Option<String>, u64), String> {
         }
     }
     Ok((only, seconds))
+}
+
+/// Installs the nightly toolchain (minimal profile) when rustup does not have it:
+/// libFuzzer's instrumentation needs nightly flags.
+fn ensure_nightly() -> Result<(), String> {
+    let have = Command::new("rustup")
+        .args(["run", "nightly", "rustc", "--version"])
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if have {
+        return Ok(());
+    }
+    println!("fuzz: installing the nightly toolchain (rustup, minimal profile)");
+    let status = Command::new("rustup")
+        .args(["toolchain", "install", "nightly", "--profile", "minimal"])
+        .status();
+    check_status(status, "rustup toolchain install nightly").map_err(|e| {
+        format!("{e}: cargo-fuzz needs the nightly toolchain and rustup (https://rustup.rs)")
+    })
 }
 
 /// `$CODEHANDS_CACHE/tools`, with cargo-fuzz in its `bin/` (installed when missing).
