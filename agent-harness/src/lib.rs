@@ -15,6 +15,7 @@
 //!   with `-- --record <scenario>|all` it records again from the real program
 //!   (`cargo xtask record <agent> <scenario>` runs exactly that).
 
+pub mod files;
 mod fixtures;
 mod record;
 mod repo;

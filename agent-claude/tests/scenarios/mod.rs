@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_claude::ClaudeCode;
+use agent_harness::files::{BASE_FILES, NPM_FAILING, NPM_PASSING};
 use agent_harness::{Fixtures, Recorder, Scenario};
 use runner_core::Agent;
 use runner_fake::model_server::{Block, HttpError, ModelServer, Reply, Script, Turn, Usage};
@@ -48,31 +49,6 @@ pub fn recorder() -> Recorder {
 
 /// Retries Claude Code makes on an API error: one, so error runs stay short.
 const ONE_RETRY: &[(&str, &str)] = &[("CLAUDE_CODE_MAX_RETRIES", "1")];
-
-const DATE_JS: &str = "export function formatDate(date) {\n  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n}\n";
-
-const PACKAGE_JSON: &str = "{\n  \"name\": \"fixture\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node --test\" }\n}\n";
-
-const PASSING_TEST: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => assert.strictEqual(1 + 1, 2));\n";
-
-const FAILING_TEST: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => assert.strictEqual(1 + 1, 2));\ntest('months start at one', () => assert.strictEqual(new Date(2026, 0, 5).getMonth(), 1));\n";
-
-const BASE_FILES: &[(&str, &str)] = &[
-    ("src/date.js", DATE_JS),
-    ("README.md", "# fixture\n\nA small repo for recordings.\n"),
-];
-
-const NPM_PASSING: &[(&str, &str)] = &[
-    ("src/date.js", DATE_JS),
-    ("package.json", PACKAGE_JSON),
-    ("test/date.test.js", PASSING_TEST),
-];
-
-const NPM_FAILING: &[(&str, &str)] = &[
-    ("src/date.js", DATE_JS),
-    ("package.json", PACKAGE_JSON),
-    ("test/date.test.js", FAILING_TEST),
-];
 
 fn path(repo: &Path, file: &str) -> String {
     repo.join(file).display().to_string()

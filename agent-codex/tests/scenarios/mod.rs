@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_codex::Codex;
+use agent_harness::files::{BASE_FILES, NPM_FAILING};
 use agent_harness::{Fixtures, Recorder, Scenario};
 use runner_core::Agent;
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
@@ -45,23 +46,6 @@ pub fn recorder() -> Recorder {
         provider_env,
     }
 }
-
-const DATE_JS: &str = "export function formatDate(date) {\n  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n}\n";
-
-const PACKAGE_JSON: &str = "{\n  \"name\": \"fixture\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node --test\" }\n}\n";
-
-const FAILING_TEST: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => assert.strictEqual(1 + 1, 2));\ntest('months start at one', () => assert.strictEqual(new Date(2026, 0, 5).getMonth(), 1));\n";
-
-const BASE_FILES: &[(&str, &str)] = &[
-    ("src/date.js", DATE_JS),
-    ("README.md", "# fixture\n\nA small repo for recordings.\n"),
-];
-
-const NPM_FAILING: &[(&str, &str)] = &[
-    ("src/date.js", DATE_JS),
-    ("package.json", PACKAGE_JSON),
-    ("test/date.test.js", FAILING_TEST),
-];
 
 /// The patch that fixes the month and adds a file, in Codex's apply_patch format.
 const FIX_PATCH: &str = "*** Begin Patch\n*** Update File: src/date.js\n@@\n-  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n+  return `${date.getFullYear()}-${date.getMonth() + 1}-${date.getDate()}`;\n*** Add File: src/hello.js\n+export const hello = () => 'hello';\n*** End Patch\n";

@@ -105,7 +105,11 @@ fn session_id(text: &str) -> std::result::Result<SessionId, String> {
 
 /// The builder every command starts from: the environment, plus `--agent-file` and `--plugin`.
 fn builder() -> Result<codehands::RunnerBuilder> {
-    let mut builder = codehands::RunnerBuilder::new(codehands::Setup::from_env()?);
+    builder_for(codehands::Setup::from_env()?)
+}
+
+fn builder_for(setup: codehands::Setup) -> Result<codehands::RunnerBuilder> {
+    let mut builder = codehands::RunnerBuilder::new(setup);
     let sources = SOURCES.get().cloned().unwrap_or_default();
     for path in &sources.agent_files {
         builder = builder.agent_file(path);
@@ -125,7 +129,7 @@ fn runner() -> Result<runner_core::LocalRunner> {
 /// that name, a built-in left out of this build, or the names that are known).
 fn runner_for(agent: &runner_core::AgentName) -> Result<runner_core::LocalRunner> {
     let setup = codehands::Setup::from_env()?;
-    let (registry, problems) = builder()?.agents()?;
+    let (registry, problems) = builder_for(setup.clone())?.agents()?;
     if !registry.contains(agent) {
         return Err(codehands::unknown_agent(&registry, &problems, agent));
     }

@@ -51,26 +51,6 @@ fn built() -> (PathBuf, PathBuf) {
     )
 }
 
-/// A git repo of `files`, one commit on `main`.
-fn make_repo(root: &Path, files: &[(&str, &str)]) -> PathBuf {
-    let repo = root.join("repo");
-    for (file, text) in files {
-        let path = repo.join(file);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["add", "-A"]);
-    git(
-        &repo,
-        &["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-            .into_iter()
-            .chain(["commit", "-q", "-m", "base"])
-            .collect::<Vec<_>>(),
-    );
-    repo
-}
-
 fn git(repo: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .arg("-C")
@@ -157,7 +137,7 @@ async fn codehands_run_through_the_plugin_fixes_and_approves() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let repo = make_repo(dir.path(), runner_fake::demo_repo::FILES);
+    let repo = agent_harness::make_repo(dir.path(), runner_fake::demo_repo::FILES).unwrap();
     let server = ModelServer::start(Script::new([
         Turn::blocks([Block::tool_use(
             "call_1",

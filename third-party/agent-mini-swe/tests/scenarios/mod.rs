@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use agent_harness::files::{BASE_FILES, NPM_FAILING};
 use agent_harness::{Fixtures, Recorder, Scenario};
 use agent_mini_swe::{MiniSweAgent, install};
 use runner_core::Agent;
@@ -56,23 +57,6 @@ pub fn recorder() -> Recorder {
         provider_env,
     }
 }
-
-const DATE_JS: &str = "export function formatDate(date) {\n  return `${date.getFullYear()}-${date.getMonth()}-${date.getDate()}`;\n}\n";
-
-const PACKAGE_JSON: &str = "{\n  \"name\": \"fixture\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node --test\" }\n}\n";
-
-const FAILING_TEST: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => assert.strictEqual(1 + 1, 2));\ntest('months start at one', () => assert.strictEqual(new Date(2026, 0, 5).getMonth(), 1));\n";
-
-const BASE_FILES: &[(&str, &str)] = &[
-    ("src/date.js", DATE_JS),
-    ("README.md", "# fixture\n\nA small repo for recordings.\n"),
-];
-
-const NPM_FAILING: &[(&str, &str)] = &[
-    ("src/date.js", DATE_JS),
-    ("package.json", PACKAGE_JSON),
-    ("test/date.test.js", FAILING_TEST),
-];
 
 /// The edit that fixes the month, as mini's prompt teaches (`sed -i`).
 pub const FIX_MONTH: &str = "sed -i 's/getMonth()}/getMonth() + 1}/' src/date.js";
