@@ -160,12 +160,12 @@ fn sse_body(reply: &Reply, id: &str, model: &str) -> String {
         let (start, deltas) = match block {
             Block::Text(text) => (
                 json!({ "type": "text", "text": "" }),
-                halves(text)
+                super::halves(text)
                     .map(|t| json!({ "type": "text_delta", "text": t }))
                     .collect::<Vec<_>>(),
             ),
             Block::Thinking(text) => {
-                let mut deltas: Vec<Value> = halves(text)
+                let mut deltas: Vec<Value> = super::halves(text)
                     .map(|t| json!({ "type": "thinking_delta", "thinking": t }))
                     .collect();
                 deltas.push(json!({ "type": "signature_delta", "signature": "scripted" }));
@@ -176,7 +176,7 @@ fn sse_body(reply: &Reply, id: &str, model: &str) -> String {
             }
             Block::ToolUse { id, name, input } => (
                 json!({ "type": "tool_use", "id": id, "name": name, "input": {} }),
-                halves(&input.to_string())
+                super::halves(&input.to_string())
                     .map(|j| json!({ "type": "input_json_delta", "partial_json": j }))
                     .collect(),
             ),
@@ -204,16 +204,6 @@ fn sse_body(reply: &Reply, id: &str, model: &str) -> String {
     );
     event("message_stop", json!({ "type": "message_stop" }));
     out
-}
-
-/// A text in two pieces (split on a char boundary), so the agent must join deltas.
-fn halves(text: &str) -> impl Iterator<Item = &str> {
-    let mut mid = text.len() / 2;
-    while !text.is_char_boundary(mid) {
-        mid -= 1;
-    }
-    let (a, b) = text.split_at(mid);
-    [a, b].into_iter().filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]

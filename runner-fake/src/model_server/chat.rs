@@ -168,12 +168,12 @@ fn sse_body(reply: &Reply, id: &str, model: &str, with_usage: bool) -> String {
     let delta = |delta: Value| json!([{ "index": 0, "delta": delta, "finish_reason": null }]);
     chunk(delta(json!({ "role": "assistant", "content": "" })), None);
     if let Some(reasoning) = reasoning(reply) {
-        for piece in halves(&reasoning) {
+        for piece in super::halves(&reasoning) {
             chunk(delta(json!({ "reasoning_content": piece })), None);
         }
     }
     if let Some(text) = text(reply) {
-        for piece in halves(&text) {
+        for piece in super::halves(&text) {
             chunk(delta(json!({ "content": piece })), None);
         }
     }
@@ -186,7 +186,7 @@ fn sse_body(reply: &Reply, id: &str, model: &str, with_usage: bool) -> String {
             None,
         );
         let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
-        for piece in halves(arguments) {
+        for piece in super::halves(arguments) {
             chunk(
                 delta(
                     json!({ "tool_calls": [{ "index": index, "function": { "arguments": piece } }] }),
@@ -204,16 +204,6 @@ fn sse_body(reply: &Reply, id: &str, model: &str, with_usage: bool) -> String {
     }
     out.push_str("data: [DONE]\n\n");
     out
-}
-
-/// A text in two pieces (split on a char boundary), so the client must join deltas.
-fn halves(text: &str) -> impl Iterator<Item = &str> {
-    let mut mid = text.len() / 2;
-    while !text.is_char_boundary(mid) {
-        mid -= 1;
-    }
-    let (a, b) = text.split_at(mid);
-    [a, b].into_iter().filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]

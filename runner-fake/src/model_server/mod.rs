@@ -72,6 +72,17 @@ struct State {
 
 type Shared = Arc<Mutex<State>>;
 
+/// A text in two pieces (split on a char boundary), so the client must join deltas: every
+/// API's stream sends text this way.
+fn halves(text: &str) -> impl Iterator<Item = &str> {
+    let mut mid = text.len() / 2;
+    while !text.is_char_boundary(mid) {
+        mid -= 1;
+    }
+    let (a, b) = text.split_at(mid);
+    [a, b].into_iter().filter(|s| !s.is_empty())
+}
+
 fn lock(state: &Shared) -> MutexGuard<'_, State> {
     // A panic in one handler must not hide the requests from the test that reads them.
     state

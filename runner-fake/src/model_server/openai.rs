@@ -168,7 +168,7 @@ fn sse_body(request: &Value, reply: &Reply, response_number: usize) -> String {
             json!({ "type": "response.output_item.added", "output_index": index, "item": added }),
         );
         if let Some(text) = item["content"][0]["text"].as_str() {
-            for delta in halves(text) {
+            for delta in super::halves(text) {
                 event(json!({
                     "type": "response.output_text.delta", "item_id": item["id"],
                     "output_index": index, "content_index": 0, "delta": delta,
@@ -188,16 +188,6 @@ fn sse_body(request: &Value, reply: &Reply, response_number: usize) -> String {
     });
     event(json!({ "type": "response.completed", "response": completed }));
     out
-}
-
-/// A text in two pieces (split on a char boundary), so the agent must join deltas.
-fn halves(text: &str) -> impl Iterator<Item = &str> {
-    let mut mid = text.len() / 2;
-    while !text.is_char_boundary(mid) {
-        mid -= 1;
-    }
-    let (a, b) = text.split_at(mid);
-    [a, b].into_iter().filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]
