@@ -45,7 +45,7 @@ pub use options::{ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport,
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
 pub use runner::{LocalRunner, RunnerSettings, Watchdog};
 pub use sequence::EventSequence;
-pub use session::{SessionRecord, SessionState};
+pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT, Invocation,

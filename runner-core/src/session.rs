@@ -145,10 +145,37 @@ pub struct SessionRecord {
     /// The approve's commit: once written while `approving`, and once approved.
     #[serde(default)]
     pub commit: Option<String>,
+    /// What the agent's runs of this session cost in US dollars, summed over its turns, as
+    /// the agent reported it (`None`: it reported nothing).
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// The tokens the agent's runs of this session used, summed over its turns.
+    #[serde(default)]
+    pub tokens: Option<TokenCounts>,
     /// When the session was created (RFC 3339).
     pub created_at: String,
     /// When the record last changed (RFC 3339).
     pub updated_at: String,
+}
+
+/// Tokens used, as the agent reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TokenCounts {
+    /// Input tokens, cached reads and writes included.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+}
+
+impl TokenCounts {
+    /// Both counts added.
+    pub fn add(self, other: TokenCounts) -> TokenCounts {
+        TokenCounts {
+            input: self.input.saturating_add(other.input),
+            output: self.output.saturating_add(other.output),
+        }
+    }
 }
 
 impl SessionRecord {

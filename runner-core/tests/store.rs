@@ -23,6 +23,8 @@ fn record(id: SessionId) -> SessionRecord {
         last_seq: 0,
         failure: None,
         commit: None,
+        cost_usd: None,
+        tokens: None,
         created_at: now.clone(),
         updated_at: now,
     }

@@ -212,6 +212,8 @@ impl Runner for FakeRunner {
             last_seq: 0,
             failure: None,
             commit: None,
+            cost_usd: None,
+            tokens: None,
             created_at: now.clone(),
             updated_at: now,
         };

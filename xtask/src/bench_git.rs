@@ -159,6 +159,8 @@ fn journal_cost(home: &Path) -> Result<Duration, String> {
         last_seq: 12,
         failure: None,
         commit: None,
+        cost_usd: None,
+        tokens: None,
         created_at: now.clone(),
         updated_at: now,
     };
