@@ -43,7 +43,7 @@ pub use home::Home;
 pub use ids::SessionId;
 pub use options::{ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions};
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
-pub use runner::{LocalRunner, RunnerSettings, Watchdog};
+pub use runner::{LocalRunner, RunnerSettings, SupervisorCommand, Watchdog};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;

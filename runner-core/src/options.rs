@@ -146,8 +146,15 @@ pub struct CleanupError {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecoveryReport {
-    /// Sessions that were queued or running and are now failed.
+    /// Sessions that were queued or running with nothing to finish from (a start cut short
+    /// before its agent could run), now failed.
     pub failed: Vec<SessionId>,
+    /// Running sessions whose agent was alive with nobody supervising it: supervised again.
+    #[serde(default)]
+    pub adopted: Vec<SessionId>,
+    /// Running sessions whose agent ended while nobody watched: finished from its output.
+    #[serde(default)]
+    pub finished: Vec<SessionId>,
     /// Branches kept because the agent had committed to them.
     #[serde(default)]
     pub kept_branches: Vec<String>,

@@ -38,7 +38,12 @@ pub struct FakeRunner {
     options: FakeRunnerOptions,
     /// Running sessions: where to send a stop request (answered once stopped).
     live: Arc<Mutex<HashMap<SessionId, mpsc::Sender<oneshot::Sender<()>>>>>,
+    /// Every event played, per session: the fake's event log, for `events`.
+    played: Played,
 }
+
+/// The events played so far, per session.
+type Played = Arc<Mutex<HashMap<SessionId, Vec<Event>>>>;
 
 impl FakeRunner {
     /// A fake runner with `options`.
@@ -47,6 +52,7 @@ impl FakeRunner {
             store: Arc::new(SessionStore::in_memory()),
             options,
             live: Arc::default(),
+            played: Arc::default(),
         }
     }
 
@@ -60,6 +66,7 @@ impl FakeRunner {
         let player = Player {
             store: self.store.clone(),
             live: self.live.clone(),
+            played: self.played.clone(),
             seq: EventSequence::continuing(record.session_id, record.last_seq),
             branch: record.branch.clone(),
             delay: self.options.delay,
@@ -83,6 +90,7 @@ impl Default for FakeRunner {
 struct Player {
     store: Arc<SessionStore>,
     live: Arc<Mutex<HashMap<SessionId, mpsc::Sender<oneshot::Sender<()>>>>>,
+    played: Played,
     seq: EventSequence,
     branch: String,
     delay: Duration,
@@ -109,6 +117,7 @@ impl Player {
             }
             // Hand the event over, unless a stop arrives while the reader is busy:
             // then the event still goes out first, so seq stays contiguous.
+            self.keep(&event);
             let send = self.events.send(event.clone());
             tokio::select! {
                 _ = send => {}
@@ -144,6 +153,8 @@ impl Player {
         });
         self.forget();
         if saved.is_ok() {
+            self.keep(&done);
+            self.keep(&approval);
             let _ = self.events.send(done).await;
             let _ = self.events.send(approval).await;
         }
@@ -161,11 +172,22 @@ impl Player {
         self.forget();
         let _ = ack.send(());
         if saved.is_ok() {
+            self.keep(&stopped);
             if let Some(event) = pending {
                 let _ = self.events.send(event).await;
             }
             let _ = self.events.send(stopped).await;
         }
+    }
+
+    /// Keeps `event` in the fake's log (before anyone receives it, as the real runner does).
+    fn keep(&self, event: &Event) {
+        self.played
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(event.session_id)
+            .or_default()
+            .push(event.clone());
     }
 
     fn forget(&self) {
@@ -297,5 +319,38 @@ impl Runner for FakeRunner {
 
     async fn sessions(&self) -> Result<Vec<SessionRecord>> {
         Ok(self.store.list()?.records)
+    }
+
+    async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {
+        self.store.get(session_id)?;
+        let state = (
+            self.store.clone(),
+            self.played.clone(),
+            *session_id,
+            after_seq,
+        );
+        Ok(Box::pin(futures::stream::unfold(
+            state,
+            |(store, played, id, after)| async move {
+                loop {
+                    let next = played
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get(&id)
+                        .and_then(|events| events.iter().find(|e| e.seq > after).cloned());
+                    if let Some(event) = next {
+                        let seq = event.seq;
+                        return Some((event, (store, played, id, seq)));
+                    }
+                    let running = store
+                        .get(&id)
+                        .is_ok_and(|r| r.state == SessionState::Running);
+                    if !running {
+                        return None;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+        )))
     }
 }

@@ -4,6 +4,7 @@ mod agents;
 mod decide;
 mod demo;
 mod doctor;
+mod events;
 mod fake;
 mod output;
 mod probe;
@@ -75,6 +76,11 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// List the agents: built in, from profile files and from plugins.
     Agents(agents::AgentsArgs),
+    /// Print a session's events from its log (`--follow`: and then as they come).
+    Events(events::EventsArgs),
+    /// Supervise one run (what a run's detached supervisor process runs).
+    #[command(name = "__supervise", hide = true)]
+    Supervise(events::SuperviseArgs),
 }
 
 /// Runs one parsed command line.
@@ -95,6 +101,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Schema(args) => schema::run(args),
         Command::Doctor(args) => doctor::run(args).await,
         Command::Agents(args) => agents::run(args).await,
+        Command::Events(args) => events::run(args).await,
+        Command::Supervise(args) => events::supervise(args).await,
     }
 }
 
@@ -103,12 +111,53 @@ fn session_id(text: &str) -> std::result::Result<SessionId, String> {
     SessionId::parse(text).map_err(|e| e.to_string())
 }
 
-/// The builder every command starts from: the environment, plus `--agent-file` and `--plugin`.
+/// The builder every command starts from: the environment, plus `--agent-file` and `--plugin`;
+/// each run it starts or takes over gets a detached supervisor process of its own
+/// (`codehands __supervise ID`), so a run outlives the command that started it.
 fn builder() -> Result<codehands::RunnerBuilder> {
     builder_for(codehands::Setup::from_env()?)
 }
 
-fn builder_for(setup: codehands::Setup) -> Result<codehands::RunnerBuilder> {
+/// The builder of a supervisor process: runs are supervised in this very process.
+fn builder_in_process() -> Result<codehands::RunnerBuilder> {
+    let mut setup = codehands::Setup::from_env()?;
+    setup.settings.supervisor = None;
+    builder_with_sources(setup)
+}
+
+fn builder_for(mut setup: codehands::Setup) -> Result<codehands::RunnerBuilder> {
+    setup.settings.supervisor = Some(supervisor_command()?);
+    builder_with_sources(setup)
+}
+
+/// `codehands [--agent-file …] [--plugin …] __supervise`, the session id follows.
+fn supervisor_command() -> Result<runner_core::SupervisorCommand> {
+    let program = std::env::current_exe().map_err(|e| {
+        runner_core::Error::io("cannot find the codehands program to supervise the run", &e)
+    })?;
+    let sources = SOURCES.get().cloned().unwrap_or_default();
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    for path in &sources.agent_files {
+        args.push("--agent-file".into());
+        args.push(
+            std::path::absolute(path)
+                .unwrap_or_else(|_| path.clone())
+                .into(),
+        );
+    }
+    for path in &sources.plugins {
+        args.push("--plugin".into());
+        args.push(
+            std::path::absolute(path)
+                .unwrap_or_else(|_| path.clone())
+                .into(),
+        );
+    }
+    args.push("__supervise".into());
+    Ok(runner_core::SupervisorCommand { program, args })
+}
+
+fn builder_with_sources(setup: codehands::Setup) -> Result<codehands::RunnerBuilder> {
     let mut builder = codehands::RunnerBuilder::new(setup);
     let sources = SOURCES.get().cloned().unwrap_or_default();
     for path in &sources.agent_files {
@@ -128,8 +177,9 @@ fn runner() -> Result<runner_core::LocalRunner> {
 /// The runner, once `agent` is known to it; the error says why not (a broken profile of
 /// that name, a built-in left out of this build, or the names that are known).
 fn runner_for(agent: &runner_core::AgentName) -> Result<runner_core::LocalRunner> {
-    let setup = codehands::Setup::from_env()?;
-    let (registry, problems) = builder_for(setup.clone())?.agents()?;
+    let mut setup = codehands::Setup::from_env()?;
+    setup.settings.supervisor = Some(supervisor_command()?);
+    let (registry, problems) = builder_with_sources(setup.clone())?.agents()?;
     if !registry.contains(agent) {
         return Err(codehands::unknown_agent(&registry, &problems, agent));
     }

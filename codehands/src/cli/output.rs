@@ -7,21 +7,27 @@ use serde::Serialize;
 
 /// Prints `value` as one line of JSON and flushes, so a reader sees each event as it happens.
 pub fn json_line<T: Serialize>(value: &T) -> Result<()> {
+    write_json_line(value).map_err(|e| Error::io("cannot write to stdout", &e))
+}
+
+/// [`json_line`], with the I/O error as it is (a closed stdout is `BrokenPipe`).
+pub fn write_json_line<T: Serialize>(value: &T) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, value)
-        .map_err(|e| Error::internal(format!("cannot encode JSON: {e}")))?;
-    out.write_all(b"\n")
-        .and_then(|()| out.flush())
-        .map_err(|e| Error::io("cannot write to stdout", &e))
+    serde_json::to_writer(&mut out, value)?;
+    out.write_all(b"\n").and_then(|()| out.flush())
 }
 
 /// Prints one line of text and flushes.
 pub fn line(text: &str) -> Result<()> {
+    write_line(text).map_err(|e| Error::io("cannot write to stdout", &e))
+}
+
+/// [`line`], with the I/O error as it is (a closed stdout is `BrokenPipe`).
+pub fn write_line(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush())
-        .map_err(|e| Error::io("cannot write to stdout", &e))
 }
 
 /// Colour only on a terminal, and never under `NO_COLOR`.

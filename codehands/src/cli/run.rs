@@ -40,6 +40,10 @@ pub struct RunArgs {
     /// Run the repo's tests in the Docker sandbox after the agent finishes.
     #[arg(long)]
     pub verify: bool,
+    /// Print the session id (with `--json`, `{"sessionId": …}`) once the agent runs, and
+    /// return; the run goes on (`codehands events ID --follow` watches it).
+    #[arg(long)]
+    pub detach: bool,
     #[command(flatten)]
     pub decide: DecideArgs,
 }
@@ -81,7 +85,34 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.budget_usd = args.budget_usd;
     options.verify = args.verify;
     let events = runner.start(options).await?;
+    if args.detach {
+        return detached(&runner, id, args.decide.json).await;
+    }
     watch_and_decide(&runner, id, events, &args.decide).await
+}
+
+/// `run --detach`: waits until the agent runs, then says which session it is.
+async fn detached(
+    runner: &runner_core::LocalRunner,
+    id: SessionId,
+    json: bool,
+) -> Result<ExitCode> {
+    let record = runner
+        .wait_for_agent(&id, std::time::Duration::from_secs(60))
+        .await?;
+    if record.state == runner_core::SessionState::Failed {
+        let why = record.failure.unwrap_or_default();
+        return Err(runner_core::Error::new(
+            runner_core::ErrorKind::AgentUnavailable,
+            format!("session {id} failed before its agent ran: {why}"),
+        ));
+    }
+    if json {
+        output::json_line(&serde_json::json!({ "sessionId": id }))?;
+    } else {
+        output::line(&id.to_string())?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `codehands resume`.
@@ -98,7 +129,13 @@ pub async fn watch_and_decide(
     events: EventStream,
     decide: &DecideArgs,
 ) -> Result<ExitCode> {
-    let last = watch(runner, id, events, decide.json).await?;
+    let Some(last) = watch(runner, id, events, decide.json).await? else {
+        // Nobody reads what we print any more; the run goes on without us.
+        eprintln!(
+            "codehands: stdout closed; session {id} goes on: `codehands events {id} --follow` watches it"
+        );
+        return Ok(ExitCode::SUCCESS);
+    };
     match last.as_ref().map(|e| &e.body) {
         Some(EventBody::ApprovalRequested(_)) => decide::after_approval(runner, id, decide).await,
         Some(EventBody::TaskStopped(_)) => {
@@ -111,13 +148,14 @@ pub async fn watch_and_decide(
     }
 }
 
-/// Prints every event (JSON or the human view) and returns the last.
+/// Prints every event (JSON or the human view) and returns the last; `None` when stdout
+/// closed before the end (a reader such as `head -1` went away).
 async fn watch(
     runner: &dyn Runner,
     id: SessionId,
     mut events: EventStream,
     json: bool,
-) -> Result<Option<Event>> {
+) -> Result<Option<Option<Event>>> {
     let mut view = HumanView::new(output::colour());
     let mut last = None;
     let mut ticker = tokio::time::interval(HumanView::TICK);
@@ -128,7 +166,15 @@ async fn watch(
         tokio::select! {
             event = events.next() => {
                 let Some(event) = event else { break };
-                if json { output::json_line(&event)?; } else { view.print(&event); }
+                let printed = if json { output::write_json_line(&event) } else { view.print(&event) };
+                match printed {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                        view.clear_spinner();
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(runner_core::Error::io("cannot write to stdout", &e)),
+                }
                 last = Some(event);
             }
             _ = ticker.tick(), if !json => view.tick(),
@@ -143,5 +189,5 @@ async fn watch(
         }
     }
     view.clear_spinner();
-    Ok(last)
+    Ok(Some(last))
 }

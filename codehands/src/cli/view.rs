@@ -58,12 +58,10 @@ impl HumanView {
     }
 
     /// Prints an event's line (clearing the spinner first).
-    pub fn print(&mut self, event: &Event) {
+    pub fn print(&mut self, event: &Event) -> std::io::Result<()> {
         self.clear_spinner();
         let line = self.line(event);
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}");
-        let _ = out.flush();
+        super::output::write_line(&line)
     }
 
     /// Redraws the spinner on stderr.

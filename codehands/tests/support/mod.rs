@@ -236,7 +236,11 @@ pub fn agent_argv(home: &Home, id: &SessionId) -> Vec<String> {
     for _ in 0..500 {
         if let Ok(text) = std::fs::read_to_string(&agent) {
             let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-            let pid = value["pid"].as_u64().unwrap();
+            // `process` is null while the agent is being spawned.
+            let Some(pid) = value["process"]["pid"].as_u64() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
             return cmdline
                 .split(|b| *b == 0)

@@ -2,6 +2,7 @@
 //! from scratch and no shell, in its own process group; frame its stdout into
 //! lines; keep the end of its stderr; end its whole tree.
 
+pub mod detached;
 pub mod env;
 pub mod framing;
 pub mod lines;
@@ -183,6 +184,28 @@ fn inherit_only_stdio(command: &mut tokio::process::Command) {
         command.pre_exec(|| {
             // Linux 5.11 and later. An older kernel answers ENOSYS; the spawn goes on, as
             // it did before this existed, rather than failing every run.
+            libc::syscall(
+                libc::SYS_close_range,
+                3_u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            Ok(())
+        });
+    }
+}
+
+/// Like [`inherit_only_stdio`], and the agent leads a session of its own (`setsid`, which
+/// also makes it the leader of its own process group): no signal aimed at the caller's
+/// terminal or process group (Ctrl-C, a closed terminal's SIGHUP) reaches it.
+fn own_session_with_only_stdio(command: &mut tokio::process::Command) {
+    #[allow(unsafe_code)]
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: it makes two raw system calls and allocates
+    // nothing. setsid cannot fail here: a freshly forked child is never a group leader.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
             libc::syscall(
                 libc::SYS_close_range,
                 3_u32,

@@ -45,6 +45,7 @@ impl ProcessIdentity {
 
 struct Stat {
     pgrp: u32,
+    session: u32,
     start_time: u64,
     dead: bool,
 }
@@ -60,8 +61,28 @@ fn read_stat(pid: u32) -> Option<Stat> {
     Some(Stat {
         dead: matches!(*fields.first()?, "Z" | "X" | "x"),
         pgrp: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
         start_time: fields.get(19)?.parse().ok()?,
     })
+}
+
+/// A live process that leads a session of its own and works in `cwd`: how an agent spawned
+/// by a supervisor that died before it could record the pid is found again.
+pub fn find_session_leader_in(cwd: &std::path::Path) -> Option<ProcessIdentity> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find_map(|pid| {
+            let stat = read_stat(pid)?;
+            let leads = stat.session == pid && !stat.dead;
+            (leads && std::fs::read_link(format!("/proc/{pid}/cwd")).ok()? == cwd).then_some(
+                ProcessIdentity {
+                    pid,
+                    start_time: stat.start_time,
+                },
+            )
+        })
 }
 
 /// Whether any live (not zombie) process is still in process group `pgid`.

@@ -1,10 +1,15 @@
-//! The files in `runs/<sessionId>/` that let another process find and stop a run:
-//! who supervises it (`runner.json`), which agent process it runs (`agent.json`),
-//! and whether a stop was asked for (`stop-requested`). Pids live here, never in
-//! the session record, always with their start time. They are replaced atomically
-//! but not fsynced: they describe live processes, which a reboot ends anyway.
+//! The files in `runs/<sessionId>/` that let another process find, follow, adopt and stop
+//! a run: the event log (`events.jsonl`), the turn planned (`turn.json`), the agent's
+//! output (`turn-<n>.stdout`, `turn-<n>.stderr`, written by the agent itself), which
+//! agent process runs it (`agent.json`), how it exited (`exit.json`), who started it
+//! (`runner.json`), the lock of its one supervisor (`supervisor.lock`), and whether a stop
+//! was asked for (`stop-requested`). Pids live here, never in the session record, always
+//! with their start time. They are replaced atomically but not fsynced: they describe live
+//! processes, which a reboot ends anyway.
 
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::home::Home;
@@ -66,14 +71,85 @@ impl RunFiles {
         self.dir.join("transcript.jsonl")
     }
 
+    /// `events.jsonl`: every event of the session, in seq order, as the contract's JSON.
+    pub fn events(&self) -> PathBuf {
+        self.dir.join("events.jsonl")
+    }
+
+    /// What the agent of turn `turn` prints on stdout, written by the agent itself.
+    pub fn agent_stdout(&self, turn: u64) -> PathBuf {
+        self.dir.join(format!("turn-{turn}.stdout"))
+    }
+
+    /// What the agent of turn `turn` prints on stderr.
+    pub fn agent_stderr(&self, turn: u64) -> PathBuf {
+        self.dir.join(format!("turn-{turn}.stderr"))
+    }
+
+    /// Where a supervisor process started for this run writes its own messages.
+    pub fn supervisor_log(&self) -> PathBuf {
+        self.dir.join("supervisor.log")
+    }
+
+    /// The private root the run folder is under.
+    pub fn root(&self) -> &PrivateRoot {
+        &self.root
+    }
+
+    /// Records the turn to run (before anything supervises it).
+    pub fn set_turn(&self, turn: &TurnPlan) -> Result<()> {
+        self.write_json("turn.json", turn)
+    }
+
+    /// The turn planned or under way, if any.
+    pub fn turn(&self) -> Option<TurnPlan> {
+        self.read_json("turn.json")
+    }
+
+    /// Records the agent of a turn, or that it is about to be spawned (`process: None`).
+    pub fn set_agent_run(&self, run: &AgentRun) -> Result<()> {
+        self.write_json("agent.json", run)
+    }
+
+    /// The agent of the current turn, as recorded.
+    pub fn agent_run(&self) -> Option<AgentRun> {
+        self.read_json("agent.json")
+    }
+
+    /// Records how the agent exited (`None`: by a signal).
+    pub fn set_exit(&self, exit: &AgentExit) -> Result<()> {
+        self.write_json("exit.json", exit)
+    }
+
+    /// How the agent of the current turn exited, when its parent saw it.
+    pub fn exit(&self) -> Option<AgentExit> {
+        self.read_json("exit.json")
+    }
+
+    /// Keeps the secret values given to the agent (0600), so whoever adopts the run cuts the
+    /// same values out of its output. Removed when the turn ends.
+    pub fn set_secrets(&self, secrets: &[String]) -> Result<()> {
+        self.write_json("secrets.json", &secrets)
+    }
+
+    /// The secret values given to the agent of the current turn.
+    pub fn secrets(&self) -> Vec<String> {
+        self.read_json("secrets.json").unwrap_or_default()
+    }
+
+    /// Forgets the turn once it has ended: its plan, agent, exit, secrets and raw output
+    /// (the transcript and the event log keep what it printed, redacted).
+    pub fn clear_turn(&self, turn: u64) {
+        for name in ["agent.json", "exit.json", "secrets.json", "turn.json"] {
+            let _ = std::fs::remove_file(self.dir.join(name));
+        }
+        let _ = std::fs::remove_file(self.agent_stdout(turn));
+        let _ = std::fs::remove_file(self.agent_stderr(turn));
+    }
+
     /// Records which process supervises the run.
     pub fn set_runner(&self, who: &ProcessIdentity) -> Result<()> {
         self.write_identity("runner.json", who)
-    }
-
-    /// Records the agent process.
-    pub fn set_agent(&self, who: &ProcessIdentity) -> Result<()> {
-        self.write_identity("agent.json", who)
     }
 
     /// The supervising process, if recorded.
@@ -83,7 +159,7 @@ impl RunFiles {
 
     /// The agent process, if recorded.
     pub fn agent(&self) -> Option<ProcessIdentity> {
-        self.read_identity("agent.json")
+        self.agent_run().and_then(|run| run.process)
     }
 
     /// Forgets the agent process (it exited).
@@ -118,7 +194,98 @@ impl RunFiles {
     }
 
     fn read_identity(&self, name: &str) -> Option<ProcessIdentity> {
+        self.read_json(name)
+    }
+
+    fn write_json<T: Serialize + ?Sized>(&self, name: &str, value: &T) -> Result<()> {
+        let json = serde_json::to_vec(value).map_err(|e| Error::internal(e.to_string()))?;
+        self.root.replace_file(&self.dir.join(name), &json)
+    }
+
+    fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Option<T> {
         let bytes = read_no_follow(&self.dir.join(name)).ok()??;
         serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// A turn of a session to run: written by start, resume (and follow-ups) before anything
+/// supervises it, so whichever supervisor takes the run knows what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TurnPlan {
+    /// The turn's number, unique in its session: one more than `seq_start`.
+    pub turn: u64,
+    /// What the agent is told.
+    pub prompt: String,
+    /// The agent's conversation to continue, for a resume.
+    pub resume_from: Option<String>,
+    /// Run the repo's tests in the sandbox once the agent has finished.
+    pub verify: bool,
+    /// The log's last seq when the turn was planned: every event of the turn comes after.
+    pub seq_start: u64,
+}
+
+/// The agent process of a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentRun {
+    /// Which turn.
+    pub turn: u64,
+    /// The process; `None` while it is being spawned (a supervisor that dies right then
+    /// leaves this, and the next one looks for the process by its session and folder).
+    pub process: Option<ProcessIdentity>,
+    /// The log's last seq before the agent's first event: the events after it, up to the
+    /// end of the turn, follow from the agent's output alone.
+    pub seq_before_agent: u64,
+    /// The transcript's length when the turn started (an adopter rewrites it from there).
+    pub transcript_start: u64,
+}
+
+/// How an agent exited, as its parent saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentExit {
+    /// Which turn.
+    pub turn: u64,
+    /// The exit code (`None`: ended by a signal).
+    pub code: Option<i32>,
+}
+
+/// The lock of a run's one supervisor (`runs/<id>/supervisor.lock`, held with `flock`): a
+/// process that dies lets go of it, so the next one can adopt the run.
+#[derive(Debug)]
+pub struct SupervisorLock {
+    _file: std::fs::File,
+}
+
+impl SupervisorLock {
+    /// The lock of the run in `files` if nobody holds it now.
+    pub fn try_acquire(files: &RunFiles) -> Result<Option<Self>> {
+        let path = files.dir().join("supervisor.lock");
+        let file = files.root().open(
+            &path,
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Self { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(
+                format!("cannot take the supervisor lock {}", path.display()),
+                &e,
+            )),
+        }
+    }
+
+    /// Whether some supervisor holds the lock of the run in `files` now.
+    pub fn is_held(files: &RunFiles) -> bool {
+        let path = files.dir().join("supervisor.lock");
+        let Ok(file) = std::fs::File::open(&path) else {
+            return false;
+        };
+        matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
     }
 }

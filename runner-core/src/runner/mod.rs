@@ -1,27 +1,33 @@
 //! `LocalRunner`: the real runner, over the four traits.
 //!
 //! start() checks the input, finds the base commit, makes the worktree and
-//! branch, saves the session, reads the repo's notes and profile, and hands the
-//! run to a supervisor task that spawns the agent through [`crate::process`] and
-//! streams its events. The session record is the truth about state; everything a
-//! second process needs to stop a run lives in `runs/<sessionId>/`.
+//! branch, saves the session, plans the turn and hands it to a supervisor (a task of
+//! this runner, or a detached supervisor program) that spawns the agent detached through
+//! [`crate::process`] and appends its events to the session's log; the caller follows
+//! the log. The session record is the truth about state; everything another process needs
+//! to follow, adopt or stop a run lives in `runs/<sessionId>/`.
 
 mod cleanup;
 mod control;
+mod follow;
+mod heal;
 mod journal;
+mod log;
 mod notes;
 mod recover;
 mod run;
 
-use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use crate::agent_name::AgentName;
 use crate::error::{Error, ErrorKind, Result};
+use crate::event::Event;
 use crate::home::Home;
 use crate::ids::SessionId;
 use crate::options::{ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, StartOptions};
@@ -34,7 +40,7 @@ use crate::traits::runner::{EventStream, Runner};
 use crate::traits::sandbox::Sandbox;
 use crate::traits::vcs::{Vcs, WorktreeSpec};
 
-pub use control::RunFiles;
+pub use control::{RunFiles, TurnPlan};
 
 /// The longest prompt accepted, in bytes.
 pub const MAX_PROMPT_BYTES: usize = 8 << 20;
@@ -73,6 +79,20 @@ pub struct RunnerSettings {
     /// The caller environment the agent's is built from (filtered by name); the
     /// process's own by default.
     pub caller_env: Vec<(String, String)>,
+    /// A program that supervises one run when given its session id (the `codehands` binary's
+    /// hidden `__supervise`): runs are then supervised by a detached process of their own
+    /// that outlives this one. `None` (the default): by a task of this runner, and a runner
+    /// built later adopts what is left running (`recover`).
+    pub supervisor: Option<SupervisorCommand>,
+}
+
+/// How to start the supervisor of one run: `program args… <sessionId>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorCommand {
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments before the session id.
+    pub args: Vec<OsString>,
 }
 
 impl Default for RunnerSettings {
@@ -83,12 +103,10 @@ impl Default for RunnerSettings {
             fail_fast_on_auth: true,
             extra_env: Vec::new(),
             caller_env: std::env::vars().collect(),
+            supervisor: None,
         }
     }
 }
-
-/// A stop request to an in-process run: answered once the session is stopped.
-type StopRequest = oneshot::Sender<()>;
 
 /// What every run of a `LocalRunner` shares.
 struct Shared {
@@ -99,7 +117,9 @@ struct Shared {
     sandbox: Option<Arc<dyn Sandbox>>,
     agents: AgentRegistry,
     settings: RunnerSettings,
-    live: Mutex<HashMap<SessionId, mpsc::Sender<StopRequest>>>,
+    /// The supervisor tasks of this runner, ended when it is dropped (their agents go on,
+    /// for the next runner to adopt).
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 /// The real runner: agents in private worktrees, records under `$CODEHANDS_HOME`.
@@ -126,7 +146,7 @@ impl LocalRunner {
                 sandbox: None,
                 agents: AgentRegistry::new(),
                 settings,
-                live: Mutex::default(),
+                tasks: Mutex::default(),
             }),
         }
     }
@@ -186,60 +206,117 @@ impl LocalRunner {
         self.agent(&options.agent)
     }
 
-    fn spawn_run(
-        &self,
-        record: SessionRecord,
-        request: AgentRequest,
-        agent: Arc<dyn Agent>,
-        verify: bool,
-    ) -> EventStream {
-        let (events_tx, events_rx) = mpsc::channel(256);
-        let (stop_tx, stop_rx) = mpsc::channel(1);
-        self.shared
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(record.session_id, stop_tx);
-        let supervisor = run::Supervisor::new(
-            self.shared.clone(),
-            record,
-            agent,
-            request,
-            verify,
-            events_tx,
-            stop_rx,
-        );
-        tokio::spawn(supervisor.run());
-        Box::pin(futures::stream::unfold(events_rx, |mut rx| async move {
-            rx.recv().await.map(|e| (e, rx))
-        }))
-    }
-
-    fn request_for(
+    /// Plans a turn of a running session and hands it to a supervisor; the stream follows
+    /// the log from the turn's first event.
+    fn begin_turn(
         &self,
         record: &SessionRecord,
         prompt: String,
-        resume: Option<ResumeFrom>,
-    ) -> AgentRequest {
-        AgentRequest {
-            session_id: record.session_id,
-            worktree: record.worktree_path.clone(),
+        resume_from: Option<String>,
+        verify: bool,
+    ) -> Result<EventStream> {
+        let shared = &self.shared;
+        let id = record.session_id;
+        let files = RunFiles::in_home(&shared.home, &id);
+        let logged = log::read_all(&files.events())?;
+        let seq_start = logged.last().map_or(0, |e| e.seq).max(record.last_seq);
+        let plan = TurnPlan {
+            turn: seq_start + 1,
             prompt,
-            model: record.model.clone(),
-            budget_usd: record.budget_usd.unwrap_or(DEFAULT_BUDGET_USD),
-            notes: None,
-            notes_file: None,
-            test_command: None,
-            resume,
-            provider_env: Vec::new(),
+            resume_from,
+            verify,
+            seq_start,
+        };
+        files.clear_stop();
+        files.set_turn(&plan)?;
+        files.clear_runner();
+        heal::launch(shared, id)?;
+        Ok(follow::follow(shared.clone(), id, seq_start, true))
+    }
+
+    /// Supervises session `id`'s current turn here until it ends (what the `codehands`
+    /// binary's `__supervise` does); returns at once when another supervisor has it.
+    pub async fn supervise(&self, id: &SessionId) -> Result<()> {
+        run::supervise(self.shared.clone(), *id).await
+    }
+
+    /// The events of session `id` after seq `after` that its log holds now (no following).
+    pub fn logged_events(&self, id: &SessionId, after: u64) -> Result<Vec<Event>> {
+        self.shared.store.get(id)?;
+        let files = RunFiles::in_home(&self.shared.home, id);
+        Ok(log::read_all(&files.events())?
+            .into_iter()
+            .filter(|e| e.seq > after)
+            .collect())
+    }
+
+    /// Waits until the agent of session `id`'s current turn has been spawned (or the turn has
+    /// ended), at most `limit`; returns the record then.
+    pub async fn wait_for_agent(&self, id: &SessionId, limit: Duration) -> Result<SessionRecord> {
+        let files = RunFiles::in_home(&self.shared.home, id);
+        let deadline = Instant::now() + limit;
+        loop {
+            let record = self.shared.store.get(id)?;
+            let spawned = files.agent_run().is_some_and(|run| {
+                run.process.is_some() && files.turn().is_some_and(|t| t.turn == run.turn)
+            });
+            if spawned || record.state != SessionState::Running || Instant::now() >= deadline {
+                return Ok(record);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+
+    /// Heals `record` when it says running but nobody supervises it; returns it as it is then.
+    async fn healed(&self, record: SessionRecord) -> Result<SessionRecord> {
+        match heal::heal(&self.shared, &record).await? {
+            heal::Healed::Nothing | heal::Healed::Adopted => Ok(record),
+            heal::Healed::Finished | heal::Healed::Failed => {
+                self.shared.store.get(&record.session_id)
+            }
+        }
+    }
+}
+
+impl Drop for LocalRunner {
+    /// A runner that goes away takes its supervisor tasks with it, as a process that ends
+    /// would; the agents go on, and the next runner adopts them.
+    fn drop(&mut self) {
+        for task in self
+            .shared
+            .tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            task.abort();
+        }
+    }
+}
+
+/// What the agent of a turn is asked to do, built once from the record and the plan.
+pub(super) fn request_for(record: &SessionRecord, plan: &TurnPlan) -> AgentRequest {
+    AgentRequest {
+        session_id: record.session_id,
+        worktree: record.worktree_path.clone(),
+        prompt: plan.prompt.clone(),
+        model: record.model.clone(),
+        budget_usd: record.budget_usd.unwrap_or(DEFAULT_BUDGET_USD),
+        notes: None,
+        notes_file: None,
+        test_command: None,
+        resume: plan
+            .resume_from
+            .clone()
+            .map(|agent_session_id| ResumeFrom { agent_session_id }),
+        provider_env: Vec::new(),
     }
 }
 
 #[async_trait]
 impl Runner for LocalRunner {
     async fn start(&self, options: StartOptions) -> Result<EventStream> {
-        let agent = self.check(&options).await?;
+        self.check(&options).await?;
         let shared = &self.shared;
         let id = options.session_id;
         if shared.store.get(&id).is_ok() {
@@ -312,12 +389,19 @@ impl Runner for LocalRunner {
         let record = shared
             .store
             .move_to(&id, SessionState::Running, "start the session")?;
-        let request = self.request_for(&record, options.prompt, None);
-        Ok(self.spawn_run(record, request, agent, options.verify))
+        match self.begin_turn(&record, options.prompt, None, options.verify) {
+            Ok(stream) => Ok(stream),
+            Err(e) => {
+                // Nothing runs: fail the session so nothing is left behind.
+                run_files.clear_runner();
+                let _ = heal::fail_unplanned(shared, &record).await;
+                Err(e)
+            }
+        }
     }
 
     async fn diff(&self, session_id: &SessionId) -> Result<DiffResult> {
-        let record = self.shared.store.get(session_id)?;
+        let record = self.healed(self.shared.store.get(session_id)?).await?;
         if !record.worktree_path.exists() {
             return Err(Error::new(
                 ErrorKind::NotFound,
@@ -332,7 +416,7 @@ impl Runner for LocalRunner {
 
     async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult> {
         let shared = &self.shared;
-        shared.store.get(session_id)?;
+        self.healed(shared.store.get(session_id)?).await?;
         let _lock = journal::SessionLock::acquire(shared, session_id).await?;
         let record = journal::settle(shared, shared.store.get(session_id)?).await?;
         if !record.state.can_move_to(SessionState::Approving) {
@@ -354,7 +438,7 @@ impl Runner for LocalRunner {
 
     async fn reject(&self, session_id: &SessionId) -> Result<()> {
         let shared = &self.shared;
-        shared.store.get(session_id)?;
+        self.healed(shared.store.get(session_id)?).await?;
         let _lock = journal::SessionLock::acquire(shared, session_id).await?;
         let record = journal::settle(shared, shared.store.get(session_id)?).await?;
         if !record.state.can_move_to(SessionState::Rejecting) {
@@ -370,7 +454,8 @@ impl Runner for LocalRunner {
     }
 
     async fn stop(&self, session_id: &SessionId) -> Result<()> {
-        let record = self.shared.store.get(session_id)?;
+        let shared = &self.shared;
+        let record = shared.store.get(session_id)?;
         if !record.state.can_move_to(SessionState::Stopped) {
             return Err(Error::illegal_move(
                 record.state,
@@ -378,22 +463,33 @@ impl Runner for LocalRunner {
                 "stop",
             ));
         }
-        let control = self
-            .shared
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(session_id)
-            .cloned();
-        if let Some(control) = control {
-            let (ack_tx, ack_rx) = oneshot::channel();
-            if control.send(ack_tx).await.is_ok() && ack_rx.await.is_ok() {
-                return Ok(());
-            }
-            let now = self.shared.store.get(session_id)?.state;
-            return Err(Error::illegal_move(now, SessionState::Stopped, "stop"));
+        let files = RunFiles::in_home(&shared.home, session_id);
+        files.request_stop()?;
+        let grace = shared.settings.stop_grace;
+        if let Some(agent) = files.agent() {
+            crate::process::tree::end_group(&agent, grace).await;
         }
-        run::stop_from_elsewhere(&self.shared, &record).await
+        // Whoever supervises the run sees the agent exit and the request, and saves
+        // `stopped`; with nobody at it, the turn is ended here.
+        if !control::SupervisorLock::is_held(&files) {
+            run::supervise(shared.clone(), *session_id).await?;
+        }
+        let deadline = Instant::now() + grace + run::SETTLE_WAIT;
+        loop {
+            let state = shared.store.get(session_id)?.state;
+            match state {
+                SessionState::Running if Instant::now() < deadline => {}
+                SessionState::Stopped => return Ok(()),
+                SessionState::Running => {
+                    return Err(Error::internal(format!(
+                        "session {session_id} did not stop within {}: its supervisor may hang; try again or run `codehands recover`",
+                        run::human(grace + run::SETTLE_WAIT)
+                    )));
+                }
+                other => return Err(Error::illegal_move(other, SessionState::Stopped, "stop")),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream> {
@@ -423,37 +519,52 @@ impl Runner for LocalRunner {
         let record = shared
             .store
             .move_to(session_id, SessionState::Running, "resume")?;
-        let resume = ResumeFrom {
-            agent_session_id: record
-                .agent_session_id
-                .clone()
-                .unwrap_or_else(|| session_id.to_string()),
-        };
+        let resume_from = record
+            .agent_session_id
+            .clone()
+            .unwrap_or_else(|| session_id.to_string());
         let prompt = prompt
             .filter(|p| !p.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_RESUME_PROMPT.into());
-        let request = self.request_for(&record, prompt, Some(resume));
-        Ok(self.spawn_run(record, request, agent, false))
+        match self.begin_turn(&record, prompt, Some(resume_from), false) {
+            Ok(stream) => Ok(stream),
+            Err(e) => {
+                // Back to stopped: nothing runs.
+                let _ = shared.store.update(session_id, |r| {
+                    r.move_to(SessionState::Stopped, "take the resume back")
+                });
+                Err(e)
+            }
+        }
     }
 
     async fn recover(&self) -> Result<RecoveryReport> {
-        let live: Vec<SessionId> = self
-            .shared
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .copied()
-            .collect();
-        recover::recover(&self.shared, &live).await
+        recover::recover(&self.shared).await
     }
 
     async fn session(&self, session_id: &SessionId) -> Result<SessionRecord> {
-        self.shared.store.get(session_id)
+        self.healed(self.shared.store.get(session_id)?).await
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRecord>> {
-        Ok(self.shared.store.list()?.records)
+        let mut records = self.shared.store.list()?.records;
+        for record in &mut records {
+            if matches!(record.state, SessionState::Running | SessionState::Queued) {
+                *record = self.healed(record.clone()).await?;
+            }
+        }
+        Ok(records)
+    }
+
+    async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {
+        let record = self.shared.store.get(session_id)?;
+        self.healed(record).await?;
+        Ok(follow::follow(
+            self.shared.clone(),
+            *session_id,
+            after_seq,
+            true,
+        ))
     }
 }
 

@@ -1,10 +1,11 @@
 //! recover(): cleaning up after a restart (seed 000's rules, and more).
 //!
-//! - Sessions still `queued` or `running` with no live runner become `failed`;
-//!   their agent process groups are ended, their worktrees removed, and their
-//!   branches deleted unless the agent committed to them.
-//! - `awaiting_approval` and `stopped` sessions, and runs another live process
-//!   supervises, are left alone.
+//! - Sessions still `queued` or `running` that nobody supervises are healed (`heal.rs`): a
+//!   live agent is adopted, a turn whose agent ended while nobody watched is finished from
+//!   its output, and only a start cut short before its turn was planned fails (its
+//!   worktree removed, its branch deleted unless the agent committed to it).
+//! - `awaiting_approval` and `stopped` sessions, and runs a live supervisor holds, are left
+//!   alone.
 //! - `approving` and `rejecting` sessions (an approve or reject cut short) are settled, as the
 //!   next approve or reject would settle them (`journal.rs`), unless another process is at it.
 //! - Worktree folders under `worktrees/` that belong to no live session are removed, except
@@ -16,19 +17,17 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use super::cleanup::{BranchFate, discard_failed};
-use super::control::RunFiles;
+use super::heal::{self, Healed};
 use super::{Shared, journal};
 use crate::error::Result;
 use crate::ids::SessionId;
 use crate::options::{CleanupError, RecoveryReport};
-use crate::process::tree;
 use crate::session::{SessionRecord, SessionState};
 
-const INTERRUPTED: &str =
-    "interrupted: the runner stopped while the session ran; start a new session";
-
-pub(super) async fn recover(shared: &Shared, live_here: &[SessionId]) -> Result<RecoveryReport> {
+pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
     let mut report = RecoveryReport::default();
     let listing = shared.store.list()?;
     // The worktree folders (`<id8>`) an unreadable record may own; `None`: any of them.
@@ -63,11 +62,25 @@ pub(super) async fn recover(shared: &Shared, live_here: &[SessionId]) -> Result<
             settle_cut_short(shared, record, &mut report).await;
             continue;
         }
-        let interrupted = matches!(record.state, SessionState::Queued | SessionState::Running)
-            && !live_here.contains(&record.session_id)
-            && !supervised_elsewhere(shared, &record.session_id);
-        if interrupted {
-            fail_interrupted(shared, record, &mut report).await;
+        if matches!(record.state, SessionState::Queued | SessionState::Running) {
+            match heal::heal(shared, record).await {
+                Ok(Healed::Nothing) => {}
+                Ok(Healed::Adopted) => report.adopted.push(record.session_id),
+                Ok(Healed::Finished) => report.finished.push(record.session_id),
+                Ok(Healed::Failed) => {
+                    report.failed.push(record.session_id);
+                    if let Ok(now) = shared.store.get(&record.session_id)
+                        && let Ok(BranchFate::Kept) = branch_fate(shared, &now).await
+                    {
+                        report.kept_branches.push(now.branch.clone());
+                    }
+                }
+                Err(e) => report.cleanup_errors.push(CleanupError {
+                    session_id: Some(record.session_id),
+                    path: record.worktree_path.clone(),
+                    message: e.to_string(),
+                }),
+            }
         } else if record.state == SessionState::Failed && record.worktree_path.exists() {
             // An earlier cleanup failed: try again.
             clean_failed(shared, record, &mut report).await;
@@ -99,44 +112,16 @@ async fn settle_cut_short(shared: &Shared, record: &SessionRecord, report: &mut 
     }
 }
 
-fn supervised_elsewhere(shared: &Shared, id: &SessionId) -> bool {
-    RunFiles::new(shared.home.run_dir(id))
-        .runner()
-        .is_some_and(|r| r.is_alive() && Some(r) != tree::ProcessIdentity::current())
-}
-
-async fn fail_interrupted(shared: &Shared, record: &SessionRecord, report: &mut RecoveryReport) {
-    let id = record.session_id;
-    let files = RunFiles::new(shared.home.run_dir(&id));
-    if let Some(agent) = files.agent()
-        && (agent.is_alive() || tree::group_alive(agent.pid))
+/// What happened to a failed session's branch: kept when the agent committed to it.
+async fn branch_fate(shared: &Shared, record: &SessionRecord) -> Result<BranchFate> {
+    if !shared
+        .vcs
+        .branch_exists(&record.repo_path, &record.branch)
+        .await?
     {
-        tree::end_group(&agent, shared.settings.stop_grace).await;
-        report.killed_processes.push(agent.pid);
+        return Ok(BranchFate::Absent);
     }
-    files.clear_agent();
-    files.clear_runner();
-    files.clear_stop();
-    let moved = shared.store.update(&id, |r| {
-        r.failure = Some(INTERRUPTED.into());
-        r.move_to(SessionState::Failed, "recover the session")
-    });
-    match moved {
-        Ok(_) => report.failed.push(id),
-        Err(e) => {
-            report.cleanup_errors.push(CleanupError {
-                session_id: Some(id),
-                path: shared
-                    .store
-                    .dir()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default(),
-                message: e.to_string(),
-            });
-            return;
-        }
-    }
-    clean_failed(shared, record, report).await;
+    Ok(BranchFate::Kept)
 }
 
 async fn clean_failed(shared: &Shared, record: &SessionRecord, report: &mut RecoveryReport) {

@@ -1,48 +1,205 @@
-//! The supervisor of one run: spawns the agent, frames and parses its output,
-//! watches it, and ends the run with exactly one terminal event.
+//! The supervisor of one turn: spawns the agent detached (or adopts one a supervisor that
+//! went away left running), turns its output file into events appended to the log, runs the
+//! watchdogs, and ends the turn with exactly one terminal event.
+//!
+//! One supervisor at a time, by `supervisor.lock`. Whoever takes a turn over replays the
+//! agent's output from its first byte through a fresh parser: every event after the agent
+//! started follows from that output alone (and the exit code, kept in `exit.json`), so the
+//! events the log already holds are recomputed and skipped, and the rest are appended. No
+//! event is lost and none is written twice.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::control::RunFiles;
-use super::{Shared, StopRequest, cleanup};
-use crate::error::{Error, ErrorKind, Result};
+use super::control::{AgentExit, AgentRun, RunFiles, SupervisorLock, TurnPlan};
+use super::log::{self, EventLog};
+use super::{Shared, cleanup};
+use crate::error::{ErrorKind, Result};
 use crate::event::{
     ApprovalRequested, Event, EventBody, FailureKind, Message, MessageRole, ProviderState,
     TaskFailed, TaskFinished, TaskStopped, TestResult,
 };
-use crate::process::AgentProcess;
-use crate::process::lines::Line;
+use crate::ids::SessionId;
+use crate::process::detached::{AgentOutput, DetachedAgent};
+use crate::process::framing::{DEFAULT_MAX_LINE, Frame, JsonlDecoder};
 use crate::process::tree::{self, ProcessIdentity};
 use crate::redact::Redactor;
 use crate::sequence::EventSequence;
 use crate::session::{SessionRecord, SessionState};
-use crate::traits::agent::{Agent, AgentRequest, StdinClose};
+use crate::traits::agent::{Agent, AgentParser, AgentRequest, StdinClose};
 use crate::traits::memory::{RepoProfile, RunSummary};
 use crate::traits::sandbox::{BoxLimits, SandboxRequest};
 
+/// How long a caller waits for a supervisor to act on a stop (beyond the stop grace), and for
+/// a turn's end to reach the record once its last event is in the log.
+pub(super) const SETTLE_WAIT: Duration = Duration::from_secs(15);
+
+/// The shortest and longest pause between looks at an output file that has nothing new.
+const POLL_MIN: Duration = Duration::from_millis(1);
+const POLL_MAX: Duration = Duration::from_millis(8);
+
 /// Why the read loop ended before the agent's output did.
 enum Interruption {
-    Stop(Option<StopRequest>),
+    Stop,
     Idle,
     Linger,
     AuthFailed(String),
 }
 
-/// One run, from spawn to its terminal event.
-pub(super) struct Supervisor {
+/// The terminal event an output line gave, held back until the agent has exited (so
+/// `task.finished` carries the diff), with how long the agent may take to exit.
+struct Held {
+    body: EventBody,
+    raw: Option<String>,
+    linger_until: Instant,
+}
+
+/// The agent a supervisor watches: its own child, or one adopted from a supervisor that
+/// went away (not our child: its exit code is known only if its parent kept it).
+enum Watched {
+    Child(DetachedAgent),
+    Adopted(ProcessIdentity),
+}
+
+impl Watched {
+    fn identity(&self) -> ProcessIdentity {
+        match self {
+            Self::Child(child) => child.identity(),
+            Self::Adopted(identity) => *identity,
+        }
+    }
+
+    /// `Some(exit code)` once the agent has exited.
+    fn exited(&mut self) -> Option<Option<i32>> {
+        match self {
+            Self::Child(child) => child.try_exit().map(|status| status.code()),
+            Self::Adopted(identity) => (!identity.is_alive()).then_some(None),
+        }
+    }
+
+    async fn end_tree(&mut self, grace: Duration) {
+        match self {
+            Self::Child(child) => child.end_tree(grace).await,
+            Self::Adopted(identity) => {
+                tree::end_group(identity, grace).await;
+            }
+        }
+    }
+
+    fn close_stdin(&mut self) {
+        if let Self::Child(child) = self {
+            child.close_stdin();
+        }
+    }
+
+    /// Waits up to `limit` for the exit; `None` when the agent is still running then.
+    async fn wait_exit(&mut self, limit: Duration) -> Option<Option<i32>> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(code) = self.exited() {
+                return Some(code);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(POLL_MAX).await;
+        }
+    }
+}
+
+/// Supervises the current turn of session `id` to its end, unless another supervisor holds
+/// the run (then it returns at once).
+pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> {
+    let files = RunFiles::in_home(&shared.home, &id);
+    let Some(lock) = SupervisorLock::try_acquire(&files)? else {
+        return Ok(());
+    };
+    let record = shared.store.get(&id)?;
+    if record.state != SessionState::Running {
+        return Ok(());
+    }
+    let logged = log::read_all(&files.events())?;
+    let last_seq = logged.last().map_or(0, |e| e.seq).max(record.last_seq);
+    let Some(plan) = files.turn() else {
+        drop(lock);
+        return super::heal::fail_unplanned(&shared, &record).await;
+    };
+    let mut log = EventLog::open(files.root(), &files.events())?;
+    if logged
+        .iter()
+        .any(|e| e.seq > plan.seq_start && ends_turn(&e.body))
+    {
+        // The turn's end is in the log but did not reach the record: settle from the log.
+        let mut ending = TurnEnd::from_log(&record, &plan, &logged);
+        return ending
+            .settle(&shared, &files, &mut log, &plan)
+            .await
+            .map(drop);
+    }
+    let agent = match shared.agents.get(&record.agent) {
+        Ok(agent) => agent,
+        Err(e) => {
+            let mut seq = EventSequence::continuing(id, last_seq);
+            let failed = TaskFailed {
+                reason: FailureKind::AgentUnavailable,
+                message: e.to_string(),
+                stderr: None,
+                exit_code: None,
+                cost_usd: None,
+            };
+            log.append(&[seq.next(EventBody::TaskFailed(failed.clone()), None)])?;
+            let mut ending = TurnEnd::new(&record, &plan);
+            ending.failed = Some(failed.message);
+            return ending
+                .settle(&shared, &files, &mut log, &plan)
+                .await
+                .map(drop);
+        }
+    };
+    let supervisor = Supervisor::new(shared, record, agent, plan, files, log, last_seq);
+    supervisor.run(lock).await;
+    Ok(())
+}
+
+/// Whether `body` is one of a turn's closing events: `task.finished` (then
+/// `approval.requested`), `task.failed` or `task.stopped`.
+pub(super) fn ends_turn(body: &EventBody) -> bool {
+    matches!(
+        body,
+        EventBody::TaskFinished(_)
+            | EventBody::ApprovalRequested(_)
+            | EventBody::TaskFailed(_)
+            | EventBody::TaskStopped(_)
+    )
+}
+
+/// Whether `body` is the last event of a turn's stream.
+pub(super) fn closes_stream(body: &EventBody) -> bool {
+    matches!(
+        body,
+        EventBody::ApprovalRequested(_) | EventBody::TaskFailed(_) | EventBody::TaskStopped(_)
+    )
+}
+
+/// One turn, from spawn (or adoption) to its terminal event.
+struct Supervisor {
     shared: Arc<Shared>,
     record: SessionRecord,
     agent: Arc<dyn Agent>,
+    plan: TurnPlan,
     request: AgentRequest,
-    verify: bool,
     seq: EventSequence,
-    events: mpsc::Sender<Event>,
-    stops: mpsc::Receiver<StopRequest>,
+    log: EventLog,
+    /// Events made so far that are not yet in the log (written one line's worth at a time).
+    pending: Vec<Event>,
+    /// How many of the next events the log already holds (from a supervisor that went away).
+    skip: u64,
+    /// Whether the supervisor that went away had begun to end the turn (then it already ran
+    /// the sandbox: its results are in the log).
+    took_over_ending: bool,
     files: RunFiles,
     transcript: Option<std::io::BufWriter<std::fs::File>>,
     profile: RepoProfile,
@@ -52,25 +209,27 @@ pub(super) struct Supervisor {
 }
 
 impl Supervisor {
-    pub(super) fn new(
+    fn new(
         shared: Arc<Shared>,
         record: SessionRecord,
         agent: Arc<dyn Agent>,
-        request: AgentRequest,
-        verify: bool,
-        events: mpsc::Sender<Event>,
-        stops: mpsc::Receiver<StopRequest>,
+        plan: TurnPlan,
+        files: RunFiles,
+        log: EventLog,
+        last_seq: u64,
     ) -> Self {
-        let files = RunFiles::in_home(&shared.home, &record.session_id);
+        let request = super::request_for(&record, &plan);
         Self {
-            seq: EventSequence::continuing(record.session_id, record.last_seq),
+            seq: EventSequence::continuing(record.session_id, last_seq),
             shared,
             record,
             agent,
+            plan,
             request,
-            verify,
-            events,
-            stops,
+            log,
+            pending: Vec::new(),
+            skip: 0,
+            took_over_ending: false,
             files,
             transcript: None,
             profile: RepoProfile::default(),
@@ -78,39 +237,67 @@ impl Supervisor {
         }
     }
 
-    pub(super) async fn run(mut self) {
-        self.files.clear_stop();
-        if let Some(me) = ProcessIdentity::current()
-            && let Err(e) = self.files.set_runner(&me)
-        {
-            self.note(format!("cannot write the run's control files: {e}"))
-                .await;
-        }
-        self.prepare().await;
-        match self.spawn().await {
-            Ok((process, close_policy)) => {
+    async fn run(mut self, lock: SupervisorLock) {
+        let recorded = self
+            .files
+            .agent_run()
+            .filter(|run| run.turn == self.plan.turn);
+        let watched = match recorded {
+            Some(run) => {
+                let found = run
+                    .process
+                    .or_else(|| tree::find_session_leader_in(&self.record.worktree_path));
+                self.resume_after(run);
+                match found {
+                    Some(process) => Some(Watched::Adopted(process)),
+                    // Recorded as being spawned, and no such process: it never started.
+                    None => {
+                        // Its notes went to the log before it was recorded: not again.
+                        let _ = self.prepare_request().await;
+                        self.spawn(run.seq_before_agent).await
+                    }
+                }
+            }
+            None => {
+                self.prepare().await;
                 self.save_profile().await;
-                self.supervise(process, close_policy).await
+                let seq_before_agent = self.seq.last_seq();
+                self.spawn(seq_before_agent).await
             }
-            Err(e) => {
-                let reason = if e.kind() == ErrorKind::InvalidInput {
-                    FailureKind::InvalidInput
-                } else {
-                    FailureKind::AgentUnavailable
-                };
-                self.fail(reason, e.to_string(), None, None, None).await;
-            }
+        };
+        if let Some(watched) = watched {
+            self.watch(watched).await;
         }
-        self.files.clear_runner();
-        self.shared
-            .live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.record.session_id);
+        drop(lock);
     }
 
-    /// Reads the repo's notes and profile; a memory error never fails a run.
+    /// Takes over a turn whose agent a supervisor that went away started: the log holds
+    /// every event up to its last seq, and the agent's output is read again from its start.
+    fn resume_after(&mut self, run: AgentRun) {
+        let last = self.seq.last_seq();
+        self.seq = EventSequence::continuing(self.record.session_id, run.seq_before_agent);
+        self.skip = last.saturating_sub(run.seq_before_agent);
+        self.redactor = Redactor::new(self.files.secrets());
+        self.profile = self
+            .shared
+            .memory
+            .detect_profile(&self.record.worktree_path);
+        self.open_transcript(Some(run.transcript_start));
+    }
+
+    /// Reads the repo's notes and profile into the request, and opens the transcript; a
+    /// memory error never fails a run: it becomes a note.
     async fn prepare(&mut self) {
+        for note in self.prepare_request().await {
+            self.note(note);
+        }
+        self.open_transcript(None);
+        self.flush_events();
+    }
+
+    /// Fills what the agent is given from the repo's memory; returns the notes to tell.
+    async fn prepare_request(&mut self) -> Vec<String> {
+        let mut notes_to_tell = Vec::new();
         let memory = self.shared.memory.clone();
         let key = self.record.repo_key.clone();
         self.profile = memory.detect_profile(&self.record.worktree_path);
@@ -125,19 +312,13 @@ impl Supervisor {
                         self.request.notes = Some(framed);
                         self.request.notes_file = Some(path);
                     }
-                    Err(e) => {
-                        self.note(format!(
-                            "repo memory: cannot write the notes for the agent ({e}); it runs without them"
-                        ))
-                        .await
-                    }
+                    Err(e) => notes_to_tell.push(format!(
+                        "repo memory: cannot write the notes for the agent ({e}); it runs without them"
+                    )),
                 }
             }
             Ok(_) => {}
-            Err(e) => {
-                self.note(format!("repo memory: cannot read the notes: {e}"))
-                    .await
-            }
+            Err(e) => notes_to_tell.push(format!("repo memory: cannot read the notes: {e}")),
         }
         self.request.test_command = self.profile.test_command.clone();
         self.request.provider_env = self
@@ -154,13 +335,25 @@ impl Supervisor {
                 Some(value.clone())
             })
             .collect();
+        notes_to_tell
+    }
+
+    /// Opens the transcript for appending; when a turn is taken over, first cut it back to
+    /// where the turn began, since the turn's lines are written again.
+    fn open_transcript(&mut self, cut_to: Option<u64>) {
         match self.files.open_transcript() {
-            Ok(file) => self.transcript = Some(std::io::BufWriter::new(file)),
-            Err(e) => self.note(format!("cannot open the transcript: {e}")).await,
+            Ok(file) => {
+                if let Some(len) = cut_to {
+                    let _ = file.set_len(len);
+                }
+                self.transcript = Some(std::io::BufWriter::new(file));
+            }
+            Err(e) => self.note(format!("cannot open the transcript: {e}")),
         }
     }
 
-    /// Saves the repo profile when it changed; after the spawn, so the agent is not kept waiting.
+    /// Saves the repo profile when it changed; before the spawn, so that every event after
+    /// the agent starts follows from its output alone.
     async fn save_profile(&mut self) {
         let memory = self.shared.memory.clone();
         let key = self.record.repo_key.clone();
@@ -168,12 +361,33 @@ impl Supervisor {
             return;
         }
         if let Err(e) = memory.save_profile(&key, &self.profile).await {
-            self.note(format!("repo memory: cannot save the profile: {e}"))
-                .await;
+            self.note(format!("repo memory: cannot save the profile: {e}"));
+            self.flush_events();
         }
     }
 
-    async fn spawn(&mut self) -> Result<(AgentProcess, StdinClose)> {
+    /// Starts the agent, recording it first as being spawned and then with its pid; a stop
+    /// asked for before it started ends the turn without it.
+    async fn spawn(&mut self, seq_before_agent: u64) -> Option<Watched> {
+        if self.files.stop_requested() {
+            self.stopped().await;
+            return None;
+        }
+        match self.try_spawn(seq_before_agent).await {
+            Ok(agent) => Some(Watched::Child(agent)),
+            Err(e) => {
+                let reason = if e.kind() == ErrorKind::InvalidInput {
+                    FailureKind::InvalidInput
+                } else {
+                    FailureKind::AgentUnavailable
+                };
+                self.fail(reason, e.to_string(), None, None, None).await;
+                None
+            }
+        }
+    }
+
+    async fn try_spawn(&mut self, seq_before_agent: u64) -> Result<DetachedAgent> {
         let invocation = self.agent.invocation(&self.request)?;
         let env = crate::process::env::agent_env(
             self.shared.settings.caller_env.iter().cloned(),
@@ -181,120 +395,296 @@ impl Supervisor {
             &self.shared.settings.extra_env,
             &invocation.env,
         );
-        self.redactor = Redactor::new(secret_values(&env));
-        let process = AgentProcess::spawn(&invocation, &self.record.worktree_path, &env)?;
-        if let Err(e) = self.files.set_agent(&process.identity()) {
-            self.note(format!("cannot record the agent's pid: {e}"))
-                .await;
+        let secrets = secret_values(&env);
+        self.files.set_secrets(&secrets)?;
+        self.redactor = Redactor::new(secrets);
+        let transcript_start = self
+            .transcript
+            .as_mut()
+            .and_then(|t| {
+                t.flush().ok()?;
+                t.get_ref().metadata().ok()
+            })
+            .map_or(0, |m| m.len());
+        let mut run = AgentRun {
+            turn: self.plan.turn,
+            process: None,
+            seq_before_agent,
+            transcript_start,
+        };
+        self.files.set_agent_run(&run)?;
+        let (stdout, stderr) = (
+            self.files.agent_stdout(self.plan.turn),
+            self.files.agent_stderr(self.plan.turn),
+        );
+        let stdin = self
+            .files
+            .dir()
+            .join(format!("turn-{}.stdin", self.plan.turn));
+        let output = AgentOutput {
+            root: self.files.root(),
+            stdout: &stdout,
+            stderr: &stderr,
+            stdin: &stdin,
+        };
+        let mut agent =
+            DetachedAgent::spawn(&invocation, &self.record.worktree_path, &env, &output)?;
+        run.process = Some(agent.identity());
+        if let Err(e) = self.files.set_agent_run(&run) {
+            // Without the record no other process could stop or adopt it: do not run it.
+            let grace = self.shared.settings.stop_grace;
+            agent.end_tree(grace).await;
+            return Err(e);
         }
-        Ok((process, invocation.close_stdin))
+        if invocation.close_stdin == StdinClose::AfterWrite {
+            agent.close_stdin();
+        }
+        Ok(agent)
     }
 
-    async fn supervise(&mut self, mut process: AgentProcess, close_policy: StdinClose) {
+    /// Reads the agent's output file as it grows until the agent has exited and every byte
+    /// is read (or a watchdog, a stop or an auth failure ends it), then ends the turn.
+    async fn watch(&mut self, mut watched: Watched) {
         let mut parser = self.agent.parser();
         let watchdog = self.shared.settings.watchdog;
-        let mut held: Option<(EventBody, Option<String>)> = None;
-        let mut linger_until: Option<Instant> = None;
+        let stdout_path = self.files.agent_stdout(self.plan.turn);
+        let mut stdout = match crate::private::open_no_follow(
+            &stdout_path,
+            std::fs::OpenOptions::new().read(true),
+        ) {
+            Ok(file) => Some(file),
+            Err(e) => {
+                self.note(format!("cannot read the agent's output: {e}"));
+                None
+            }
+        };
+        let mut decoder = JsonlDecoder::with_max_line(DEFAULT_MAX_LINE);
+        let mut frames = Vec::new();
+        let mut chunk = vec![0u8; 64 << 10];
+        let mut held: Option<Held> = None;
         let mut interruption = None;
         let mut idle_until = Instant::now() + watchdog.idle;
+        let mut pause = POLL_MIN;
+        let mut exit: Option<Option<i32>> = None;
         loop {
-            let linger = async {
-                match linger_until {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
+            let n = match stdout.as_mut().map(|f| f.read(&mut chunk)) {
+                Some(Ok(n)) => n,
+                Some(Err(_)) | None => 0,
             };
-            tokio::select! {
-                line = process.stdout.next_line() => {
-                    idle_until = Instant::now() + watchdog.idle;
-                    let line = match line {
-                        Ok(Some(line)) => line,
-                        Ok(None) | Err(_) => break,
-                    };
-                    let text = match line {
-                        Line::Text(text) => text,
-                        Line::Oversized { bytes } => {
-                            self.note(format!("the agent printed a line of {bytes} bytes, over the limit; it was skipped")).await;
-                            continue;
-                        }
-                    };
-                    // The agent may print its own key (a test script dumping its environment),
-                    // escaped, encoded or cut short: cut here, before the line is decoded, it
-                    // never reaches the transcript, an event's payload or its raw line.
-                    let text = self.redactor.redact_string(text);
-                    self.write_transcript(&text);
-                    for body in parser.parse_line(&text) {
-                        if let Some(why) = self.auth_failure(&body) {
-                            interruption.get_or_insert(Interruption::AuthFailed(why));
-                        }
-                        if body.is_terminal() {
-                            if held.is_none() {
-                                held = Some((body, Some(text.clone())));
-                                linger_until = Some(Instant::now() + watchdog.linger);
-                                if close_policy == StdinClose::AfterResult {
-                                    process.close_stdin();
-                                }
-                            }
-                        } else {
-                            self.emit(body, Some(text.clone())).await;
-                        }
-                    }
-                    if interruption.is_some() {
-                        break;
-                    }
+            if n > 0 {
+                decoder.push(&chunk[..n], &mut frames);
+                for frame in frames.drain(..) {
+                    self.on_frame(
+                        frame,
+                        &mut *parser,
+                        &mut held,
+                        &mut interruption,
+                        &mut watched,
+                    );
                 }
-                Some(ack) = self.stops.recv() => { interruption = Some(Interruption::Stop(Some(ack))); break; }
-                () = tokio::time::sleep_until(idle_until) => { interruption = Some(Interruption::Idle); break; }
-                () = linger => { interruption = Some(Interruption::Linger); break; }
+                self.flush_events();
+                idle_until = Instant::now() + watchdog.idle;
+                pause = POLL_MIN;
+                if interruption.is_some() {
+                    break;
+                }
+                continue;
             }
+            if let Some(code) = exit {
+                // Exited, and everything it wrote before is read: the unterminated last line too.
+                decoder.finish(&mut frames);
+                for frame in frames.drain(..) {
+                    self.on_frame(
+                        frame,
+                        &mut *parser,
+                        &mut held,
+                        &mut interruption,
+                        &mut watched,
+                    );
+                }
+                self.flush_events();
+                exit = Some(code);
+                break;
+            }
+            if let Some(code) = watched.exited() {
+                // One more read: what it wrote just before exiting.
+                exit = Some(code);
+                continue;
+            }
+            if self.files.stop_requested() {
+                interruption = Some(Interruption::Stop);
+                break;
+            }
+            let now = Instant::now();
+            if now >= idle_until {
+                interruption = Some(Interruption::Idle);
+                break;
+            }
+            if held.as_ref().is_some_and(|h| now >= h.linger_until) {
+                interruption = Some(Interruption::Linger);
+                break;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(POLL_MAX);
         }
         let grace = self.shared.settings.stop_grace;
         if interruption.is_some() {
-            process.end_tree(grace).await;
+            watched.end_tree(grace).await;
         }
-        // Output ended: wait for the exit, but not forever (a child may hold the pipe or the process may hang).
-        let exit = match tokio::time::timeout(watchdog.linger, process.wait()).await {
-            Ok(status) => status.ok(),
-            Err(_) => {
+        let exit = match exit {
+            Some(code) => Some(code),
+            None => watched.wait_exit(watchdog.linger).await,
+        };
+        let exit = match exit {
+            Some(code) => code,
+            None => {
                 interruption.get_or_insert(Interruption::Linger);
-                process.end_tree(grace).await;
+                watched.end_tree(grace).await;
                 None
             }
         };
         // Children the agent left behind die with the run.
-        if tree::group_alive(process.identity().pid) {
-            process.end_tree(grace).await;
+        if tree::group_alive(watched.identity().pid) {
+            watched.end_tree(grace).await;
         }
-        self.files.clear_agent();
-        let exit_code = exit.and_then(|s| s.code());
+        let exit_code = self.exit_code(&watched, exit);
         for body in parser.finish(exit_code) {
             if !body.is_terminal() {
-                self.emit(body, None).await;
+                self.emit(body, None);
             } else if held.is_none() {
                 // An agent with no result line of its own ends the run at its exit.
-                held = Some((body, None));
+                held = Some(Held {
+                    body,
+                    raw: None,
+                    linger_until: Instant::now(),
+                });
             }
         }
-        let stderr = self.redactor.redact_string(process.stderr_tail().await);
-        if self.files.stop_requested() && !matches!(interruption, Some(Interruption::Stop(_))) {
-            interruption = Some(Interruption::Stop(None));
+        self.flush_events();
+        let stderr = self.redactor.redact_string(self.stderr_tail());
+        if self.files.stop_requested() && !matches!(interruption, Some(Interruption::Stop)) {
+            interruption = Some(Interruption::Stop);
         }
-        self.flush_transcript();
+        if let Some(out) = &mut self.transcript {
+            let _ = out.flush();
+        }
         self.conclude(interruption, held, exit_code, stderr).await;
+    }
+
+    /// The exit code: from our own child, else as its parent recorded it (`None` when the
+    /// agent ended while no supervisor was its parent).
+    fn exit_code(&self, watched: &Watched, seen: Option<i32>) -> Option<i32> {
+        match watched {
+            Watched::Child(_) => {
+                let exit = AgentExit {
+                    turn: self.plan.turn,
+                    code: seen,
+                };
+                if let Err(e) = self.files.set_exit(&exit) {
+                    tracing::warn!(session = %self.record.session_id, "cannot record the agent's exit: {e}");
+                }
+                seen
+            }
+            Watched::Adopted(_) => self
+                .files
+                .exit()
+                .filter(|e| e.turn == self.plan.turn)
+                .and_then(|e| e.code),
+        }
+    }
+
+    /// One framed output line: redacted, kept in the transcript, parsed into events.
+    fn on_frame(
+        &mut self,
+        frame: Frame,
+        parser: &mut dyn AgentParser,
+        held: &mut Option<Held>,
+        interruption: &mut Option<Interruption>,
+        watched: &mut Watched,
+    ) {
+        let text = match frame {
+            Frame::Line(text) | Frame::NotUtf8(text) => strip_cr(text),
+            Frame::TooLong { bytes } => {
+                self.note(format!(
+                    "the agent printed a line of {bytes} bytes, over the limit; it was skipped"
+                ));
+                return;
+            }
+        };
+        if text.is_empty() {
+            return;
+        }
+        // The agent may print its own key (a test script dumping its environment), escaped,
+        // encoded or cut short: cut here, before the line is decoded, it never reaches the
+        // transcript, an event's payload or its raw line.
+        let text = self.redactor.redact_string(text);
+        if let Some(out) = &mut self.transcript
+            && out
+                .write_all(text.as_bytes())
+                .and_then(|()| out.write_all(b"\n"))
+                .is_err()
+        {
+            self.transcript = None;
+        }
+        for body in parser.parse_line(&text) {
+            if let Some(why) = self.auth_failure(&body) {
+                interruption.get_or_insert(Interruption::AuthFailed(why));
+            }
+            if body.is_terminal() {
+                if held.is_none() {
+                    *held = Some(Held {
+                        body,
+                        raw: Some(text.clone()),
+                        linger_until: Instant::now() + self.shared.settings.watchdog.linger,
+                    });
+                    watched.close_stdin();
+                }
+            } else {
+                self.emit(body, Some(text.clone()));
+            }
+        }
+    }
+
+    /// The end of what the agent wrote to stderr.
+    fn stderr_tail(&self) -> String {
+        let path = self.files.agent_stderr(self.plan.turn);
+        let Ok(mut file) =
+            crate::private::open_no_follow(&path, std::fs::OpenOptions::new().read(true))
+        else {
+            return String::new();
+        };
+        let len = file.metadata().map_or(0, |m| m.len());
+        let start = len.saturating_sub(crate::process::STDERR_TAIL as u64);
+        let mut tail = Vec::new();
+        use std::io::Seek;
+        if file.seek(std::io::SeekFrom::Start(start)).is_err()
+            || file.read_to_end(&mut tail).is_err()
+        {
+            return String::new();
+        }
+        String::from_utf8_lossy(&tail).into_owned()
     }
 
     /// The run's end: exactly one terminal event, and the state to match.
     async fn conclude(
         &mut self,
         interruption: Option<Interruption>,
-        held: Option<(EventBody, Option<String>)>,
+        held: Option<Held>,
         exit_code: Option<i32>,
         stderr: String,
     ) {
         let stderr = (!stderr.trim().is_empty()).then_some(stderr);
         let watchdog = self.shared.settings.watchdog;
-        match (interruption, held) {
-            (Some(Interruption::Stop(ack)), _) => self.stopped(ack).await,
+        if self.skip > 0 {
+            // The supervisor that went away had begun to end the turn (what it said then
+            // depends on more than the agent's output): go on after its last event.
+            self.took_over_ending = true;
+            let last = self.seq.last_seq() + self.skip;
+            self.seq = EventSequence::continuing(self.record.session_id, last);
+            self.skip = 0;
+        }
+        match (interruption, held.map(|h| (h.body, h.raw))) {
+            (Some(Interruption::Stop), _) => self.stopped().await,
             (Some(Interruption::AuthFailed(why)), _) => {
                 self.fail(FailureKind::AuthFailed, why, stderr, exit_code, None)
                     .await;
@@ -345,7 +735,7 @@ impl Supervisor {
                     .await;
             }
         };
-        if self.verify {
+        if self.plan.verify && !self.took_over_ending {
             self.verify_in_sandbox().await;
         }
         let summary = RunSummary {
@@ -365,26 +755,18 @@ impl Supervisor {
             .record_run(&self.record.repo_key, &summary)
             .await
         {
-            self.note(format!("repo memory: cannot add this run's note: {e}"))
-                .await;
+            self.note(format!("repo memory: cannot add this run's note: {e}"));
         }
         finished.diff_stat = Some(diff.stat.clone());
-        let done = self.seq.next(EventBody::TaskFinished(finished), raw);
-        let approval = self.seq.next(
+        self.emit(EventBody::TaskFinished(finished), raw);
+        self.emit(
             EventBody::ApprovalRequested(ApprovalRequested {
                 branch: self.record.branch.clone(),
                 diff_stat: diff.stat,
             }),
             None,
         );
-        if self
-            .save_end(SessionState::AwaitingApproval, None)
-            .await
-            .is_ok()
-        {
-            self.send(done).await;
-            self.send(approval).await;
-        }
+        self.end(None).await;
     }
 
     async fn verify_in_sandbox(&mut self) {
@@ -402,7 +784,7 @@ impl Supervisor {
         };
         let result = sandbox.run_tests(&request).await;
         if let Some(error) = &result.error {
-            self.note(format!("sandbox: {}", error.message)).await;
+            self.note(format!("sandbox: {}", error.message));
         }
         let summary = if result.timed_out {
             Some("timed out".to_owned())
@@ -419,21 +801,13 @@ impl Supervisor {
             summary,
             tool_use_id: None,
         });
-        self.emit(body, None).await;
+        self.emit(body, None);
+        self.flush_events();
     }
 
-    async fn stopped(&mut self, ack: Option<StopRequest>) {
-        let event = self
-            .seq
-            .next(EventBody::TaskStopped(TaskStopped::default()), None);
-        let saved = self.save_end(SessionState::Stopped, None).await;
-        self.files.clear_stop();
-        if let Some(ack) = ack {
-            let _ = ack.send(());
-        }
-        if saved.is_ok() {
-            self.send(event).await;
-        }
+    async fn stopped(&mut self) {
+        self.emit(EventBody::TaskStopped(TaskStopped::default()), None);
+        self.end(None).await;
     }
 
     async fn fail(
@@ -459,42 +833,20 @@ impl Supervisor {
 
     async fn fail_with(&mut self, failed: TaskFailed, raw: Option<String>) {
         let message = failed.message.clone();
-        let event = self.seq.next(EventBody::TaskFailed(failed), raw);
-        let saved = self.save_end(SessionState::Failed, Some(message)).await;
-        // Failed is final and nothing else would remove the worktree: clean up now
-        // (keeping the branch if the agent committed to it).
-        if let Err(e) = cleanup::discard_failed(&self.shared, &self.record).await {
-            tracing::warn!(session = %self.record.session_id, "cleanup after a failure: {e}");
-        }
-        if saved.is_ok() {
-            self.send(event).await;
-        }
+        self.emit(EventBody::TaskFailed(failed), raw);
+        self.end(Some(message)).await;
     }
 
-    /// Saves the final state with the last seq, before the final events go out.
-    async fn save_end(&mut self, state: SessionState, failure: Option<String>) -> Result<()> {
-        let last = self.seq.last_seq();
-        let agent_session = self.record.agent_session_id.clone();
-        let saved = self.shared.store.update(&self.record.session_id, |r| {
-            r.last_seq = last;
-            r.agent_session_id = r.agent_session_id.take().or(agent_session);
-            r.failure = failure;
-            r.move_to(state, "end the run")
-        });
-        if let Err(e) = &saved {
+    /// Writes the turn's last events, then settles the record from them.
+    async fn end(&mut self, failure: Option<String>) {
+        self.flush_events();
+        let mut ending = TurnEnd::new(&self.record, &self.plan);
+        ending.failed = failure;
+        ending.agent_session_id = self.record.agent_session_id.clone();
+        let (shared, files, plan) = (self.shared.clone(), self.files.clone(), self.plan.clone());
+        if let Err(e) = ending.settle(&shared, &files, &mut self.log, &plan).await {
             tracing::error!(session = %self.record.session_id, "cannot save the end of the run: {e}");
-            // Still tell the reader how it ended, or it would wait forever.
-            let body = EventBody::TaskFailed(TaskFailed {
-                reason: FailureKind::Internal,
-                message: format!("the session record could not be saved: {e}"),
-                stderr: None,
-                exit_code: None,
-                cost_usd: None,
-            });
-            let event = self.seq.next(body, None);
-            self.send(event).await;
         }
-        saved.map(drop)
     }
 
     fn auth_failure(&mut self, body: &EventBody) -> Option<String> {
@@ -518,19 +870,36 @@ impl Supervisor {
         }
     }
 
-    async fn note(&mut self, text: String) {
+    fn note(&mut self, text: String) {
         let body = EventBody::Message(Message {
             text,
             role: MessageRole::System,
             ..Message::default()
         });
-        self.emit(body, None).await;
+        self.emit(body, None);
     }
 
-    async fn emit(&mut self, body: EventBody, raw: Option<String>) {
+    /// Numbers an event; it goes to the log with the next flush, unless the log already
+    /// holds it (from a supervisor that went away).
+    fn emit(&mut self, body: EventBody, raw: Option<String>) {
         let body = self.normalise(body);
         let event = self.seq.next(body, raw);
-        self.send(event).await;
+        if self.skip > 0 {
+            self.skip -= 1;
+        } else {
+            self.pending.push(event);
+        }
+    }
+
+    /// Appends the events made since the last flush, in one write.
+    fn flush_events(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        if let Err(e) = self.log.append(&self.pending) {
+            tracing::error!(session = %self.record.session_id, "cannot append to the event log: {e}");
+        }
+        self.pending.clear();
     }
 
     /// What only the runner knows: whether this run is a resume, and the worktree
@@ -552,29 +921,156 @@ impl Supervisor {
             _ => path.to_owned(),
         }
     }
+}
 
-    async fn send(&self, event: Event) {
-        // A reader that went away does not stop the run: it still ends and is saved.
-        let _ = self.events.send(event).await;
+/// How a turn ended, to be saved on the record once its last events are in the log.
+pub(super) struct TurnEnd {
+    session_id: SessionId,
+    /// Where the turn's events begin in the log.
+    seq_start: u64,
+    /// `Some(message)` when the turn failed.
+    pub failed: Option<String>,
+    /// The agent's own id of the conversation, when the turn printed one.
+    pub agent_session_id: Option<String>,
+}
+
+impl TurnEnd {
+    pub(super) fn new(record: &SessionRecord, plan: &TurnPlan) -> Self {
+        Self {
+            session_id: record.session_id,
+            seq_start: plan.seq_start,
+            failed: None,
+            agent_session_id: None,
+        }
     }
 
-    fn write_transcript(&mut self, line: &str) {
-        if let Some(out) = &mut self.transcript {
-            let ok = out
-                .write_all(line.as_bytes())
-                .and_then(|()| out.write_all(b"\n"))
-                .and_then(|()| out.flush());
-            if ok.is_err() {
-                self.transcript = None;
+    /// The end of a turn whose terminal events a supervisor that went away wrote to the log.
+    fn from_log(record: &SessionRecord, plan: &TurnPlan, logged: &[Event]) -> Self {
+        let mut ending = Self::new(record, plan);
+        let turn = || logged.iter().filter(|e| e.seq > plan.seq_start);
+        ending.failed = turn().find_map(|e| match &e.body {
+            EventBody::TaskFailed(failed) => Some(failed.message.clone()),
+            _ => None,
+        });
+        ending.agent_session_id = turn().find_map(|e| match &e.body {
+            EventBody::TaskStarted(started) => started.agent_session_id.clone(),
+            _ => None,
+        });
+        ending
+    }
+
+    /// Completes the turn's events (an `approval.requested` owed after a logged
+    /// `task.finished`), then moves the record to the state they say, with the seq, the cost
+    /// and tokens; a failed turn's worktree goes (its branch stays if the agent committed).
+    pub(super) async fn settle(
+        &mut self,
+        shared: &Shared,
+        files: &RunFiles,
+        log: &mut EventLog,
+        plan: &TurnPlan,
+    ) -> Result<SessionRecord> {
+        let logged = log::read_all(&files.events())?;
+        let turn: Vec<Event> = logged
+            .iter()
+            .filter(|e| e.seq > self.seq_start)
+            .cloned()
+            .collect();
+        let record = shared.store.get(&self.session_id)?;
+        let mut last_seq = logged.last().map_or(0, |e| e.seq);
+        let state = match turn
+            .iter()
+            .rev()
+            .find(|e| ends_turn(&e.body))
+            .map(|e| &e.body)
+        {
+            Some(EventBody::TaskFailed(_)) => SessionState::Failed,
+            Some(EventBody::TaskStopped(_)) => SessionState::Stopped,
+            Some(EventBody::ApprovalRequested(_)) => SessionState::AwaitingApproval,
+            Some(EventBody::TaskFinished(finished)) => {
+                // Cut short between the two: the approval it owed follows from the result.
+                let mut seq = EventSequence::continuing(self.session_id, last_seq);
+                let approval = seq.next(
+                    EventBody::ApprovalRequested(ApprovalRequested {
+                        branch: record.branch.clone(),
+                        diff_stat: finished.diff_stat.clone().unwrap_or_default(),
+                    }),
+                    None,
+                );
+                log.append(&[approval])?;
+                last_seq = seq.last_seq();
+                SessionState::AwaitingApproval
             }
+            _ => {
+                return Err(crate::error::Error::internal(format!(
+                    "session {}: the turn has no end in the event log to settle from",
+                    self.session_id
+                )));
+            }
+        };
+        if state == SessionState::Failed
+            && let Err(e) = cleanup::discard_failed(shared, &record).await
+        {
+            // Failed is final and nothing else would remove the worktree; recover tries again.
+            // Done before the record says failed, so whoever sees `failed` finds it clean.
+            tracing::warn!(session = %record.session_id, "cleanup after a failure: {e}");
         }
+        let (cost, tokens) = turn_cost(&turn);
+        let failure = self.failed.clone();
+        let agent_session = self.agent_session_id.clone();
+        let saved = shared.store.update(&self.session_id, |r| {
+            if !matches!(r.state, SessionState::Running | SessionState::Queued) {
+                return Ok(());
+            }
+            r.last_seq = last_seq;
+            r.agent_session_id = r.agent_session_id.take().or(agent_session);
+            r.failure = failure;
+            if let Some(cost) = cost {
+                r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
+            }
+            if let Some(tokens) = tokens {
+                r.tokens = Some(r.tokens.unwrap_or_default().add(tokens));
+            }
+            r.move_to(state, "end the run")
+        })?;
+        let ((), record) = saved;
+        files.clear_turn(plan.turn);
+        if state == SessionState::Stopped {
+            files.clear_stop();
+        }
+        Ok(record)
     }
+}
 
-    fn flush_transcript(&mut self) {
-        if let Some(out) = &mut self.transcript {
-            let _ = out.flush();
+/// The cost and tokens a turn's agent reported (on its terminal event).
+fn turn_cost(turn: &[Event]) -> (Option<f64>, Option<crate::session::TokenCounts>) {
+    let mut cost = None;
+    let mut tokens = None;
+    for event in turn {
+        let (spent, usage) = match &event.body {
+            EventBody::TaskFinished(f) => (f.cost_usd, f.usage.as_ref()),
+            EventBody::TaskFailed(f) => (f.cost_usd, None),
+            _ => continue,
+        };
+        if let Some(spent) = spent {
+            cost = Some(cost.unwrap_or(0.0) + spent);
+        }
+        if let Some(usage) = usage {
+            let n = |k: &str| {
+                usage
+                    .get(k)
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0)
+            };
+            let counted = crate::session::TokenCounts {
+                input: n("input_tokens")
+                    + n("cache_read_input_tokens")
+                    + n("cache_creation_input_tokens"),
+                output: n("output_tokens"),
+            };
+            tokens = Some(counted.add(tokens.unwrap_or_default()));
         }
     }
+    (cost, tokens)
 }
 
 /// The values of variables whose names say they are secret (keys, tokens, passwords).
@@ -586,52 +1082,13 @@ fn secret_values(env: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
-fn human(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs().max(1))).to_string()
+fn strip_cr(mut text: String) -> String {
+    if text.ends_with('\r') {
+        text.pop();
+    }
+    text
 }
 
-/// stop() for a run supervised by another process (or by none, after a crash).
-pub(super) async fn stop_from_elsewhere(shared: &Shared, record: &SessionRecord) -> Result<()> {
-    let id = record.session_id;
-    let files = RunFiles::in_home(&shared.home, &id);
-    files.request_stop()?;
-    let grace = shared.settings.stop_grace;
-    // Looked at before the agent is ended: once it is, a live supervisor finishes the
-    // stop and goes away, which must not look like an orphaned run.
-    let supervised = files.runner().is_some_and(|r| r.is_alive());
-    if let Some(agent) = files.agent() {
-        tree::end_group(&agent, grace).await;
-    }
-    if supervised {
-        // The supervising process sees the agent exit and the stop request, and saves `stopped`.
-        let deadline = Instant::now() + grace + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            let state = shared.store.get(&id)?.state;
-            if state != SessionState::Running {
-                return if state == SessionState::Stopped {
-                    Ok(())
-                } else {
-                    Err(Error::illegal_move(state, SessionState::Stopped, "stop"))
-                };
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        return Err(Error::internal(format!(
-            "session {id} did not stop within {}: its runner may hang; try again or run `codehands recover`",
-            human(grace + Duration::from_secs(15))
-        )));
-    }
-    // No runner is alive: either its supervisor finished the stop and left between our
-    // two looks (then the record already says stopped), or the run was orphaned: its
-    // agent is ended, so record the stop here.
-    files.clear_stop();
-    files.clear_agent();
-    files.clear_runner();
-    match shared.store.get(&id)?.state {
-        SessionState::Stopped => Ok(()),
-        _ => shared
-            .store
-            .move_to(&id, SessionState::Stopped, "stop")
-            .map(drop),
-    }
+pub(super) fn human(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs().max(1))).to_string()
 }

@@ -38,7 +38,8 @@ pub trait Runner: Send + Sync {
     /// Resumes a stopped session in the same worktree; seq continues.
     async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream>;
 
-    /// Cleans up after a restart: interrupted sessions become failed. Call once at start-up.
+    /// Takes over after a restart: runs nobody supervises are adopted or finished, starts cut
+    /// short fail, leftovers go. Call once at start-up.
     async fn recover(&self) -> Result<RecoveryReport>;
 
     /// One session's record.
@@ -46,4 +47,8 @@ pub trait Runner: Send + Sync {
 
     /// All sessions' records, oldest first.
     async fn sessions(&self) -> Result<Vec<SessionRecord>>;
+
+    /// The session's events after seq `after_seq` (0: all of them), replayed from its log,
+    /// then followed live until the session is no longer running.
+    async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream>;
 }

@@ -1,0 +1,81 @@
+//! `codehands events ID`: a session's events from its log, and the hidden `__supervise ID`
+//! that a run's detached supervisor process runs.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use futures::StreamExt;
+use runner_core::{Result, Runner, SessionId};
+
+use super::output;
+use super::view::HumanView;
+
+/// Arguments of `codehands events`.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// The session.
+    #[arg(value_parser = super::session_id)]
+    id: SessionId,
+    /// Only the events after this seq.
+    #[arg(long, default_value_t = 0)]
+    after: u64,
+    /// Go on printing events as they come, until the session is no longer running.
+    #[arg(long, short)]
+    follow: bool,
+    /// Print every event as contract JSON, one per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `codehands events ID [--after N] [--follow] [--json]`.
+pub async fn run(args: EventsArgs) -> Result<ExitCode> {
+    let runner = super::runner()?;
+    let mut view = HumanView::new(false);
+    let mut print = |event: &runner_core::Event| -> std::io::Result<()> {
+        if args.json {
+            output::write_json_line(event)
+        } else {
+            view.print(event)
+        }
+    };
+    let closed = |e: std::io::Error| -> Result<ExitCode> {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Ok(ExitCode::SUCCESS)
+        } else {
+            Err(runner_core::Error::io("cannot write to stdout", &e))
+        }
+    };
+    if !args.follow {
+        // Reading heals a run nobody watches, as every command that reads a session does.
+        runner.session(&args.id).await?;
+        for event in runner.logged_events(&args.id, args.after)? {
+            if let Err(e) = print(&event) {
+                return closed(e);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut events = runner.events(&args.id, args.after).await?;
+    while let Some(event) = events.next().await {
+        if let Err(e) = print(&event) {
+            return closed(e);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of the hidden `codehands __supervise ID`.
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    /// The session whose run to supervise.
+    #[arg(value_parser = super::session_id)]
+    id: SessionId,
+}
+
+/// `codehands __supervise ID`: supervises the run here, in this detached process, until its
+/// turn ends (nothing when another supervisor has it).
+pub async fn supervise(args: SuperviseArgs) -> Result<ExitCode> {
+    let runner = super::builder_in_process()?.build()?;
+    runner.supervise(&args.id).await?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,188 @@
+//! An agent that outlives the process that started it: it runs in a session of its own (so no
+//! signal aimed at the caller's terminal or process group reaches it), its stdout and stderr go
+//! straight to files of the run (so no pipe ties it to a reader that may die), and its stdin
+//! is a private file that was unlinked once opened (or, for agents that wait for more input,
+//! a pipe that closes when its writer goes away).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Child;
+use tokio::sync::oneshot;
+
+use super::tree::{self, ProcessIdentity};
+use crate::error::{Error, Result};
+use crate::private::PrivateRoot;
+use crate::traits::agent::{Invocation, StdinClose};
+
+/// Where a detached agent's output goes.
+#[derive(Debug, Clone)]
+pub struct AgentOutput<'a> {
+    /// The private root the files are under.
+    pub root: &'a PrivateRoot,
+    /// Its stdout (created, or truncated when it is there).
+    pub stdout: &'a Path,
+    /// Its stderr.
+    pub stderr: &'a Path,
+    /// Where its stdin messages are written before it starts (the file is unlinked once
+    /// the agent has it open, so the prompt stays on disk only as long as it is read).
+    pub stdin: &'a Path,
+}
+
+/// An agent this process started; it keeps running when this value (or this process) goes.
+#[derive(Debug)]
+pub struct DetachedAgent {
+    child: Child,
+    identity: ProcessIdentity,
+    close_stdin: Option<oneshot::Sender<()>>,
+}
+
+impl DetachedAgent {
+    /// Starts `invocation` in `cwd` with exactly `env`: no shell, a session of its own, its
+    /// output into `output`'s files, and no descriptor of ours beyond those three.
+    pub fn spawn(
+        invocation: &Invocation,
+        cwd: &Path,
+        env: &[(String, String)],
+        output: &AgentOutput<'_>,
+    ) -> Result<Self> {
+        let truncate = |path: &Path| {
+            output.root.open(
+                path,
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true),
+            )
+        };
+        let stdout = truncate(output.stdout)?;
+        let stderr = truncate(output.stderr)?;
+        let mut command = tokio::process::Command::new(&invocation.program);
+        command
+            .args(&invocation.args)
+            .current_dir(cwd)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdout(Stdio::from(stdout))
+            .stderr(Stdio::from(stderr));
+        let from_file = invocation.close_stdin == StdinClose::AfterWrite;
+        if from_file {
+            let mut file = truncate(output.stdin)?;
+            for message in &invocation.stdin {
+                file.write_all(message.as_bytes())
+                    .and_then(|()| file.write_all(b"\n"))
+                    .map_err(|e| {
+                        Error::io(format!("cannot write {}", output.stdin.display()), &e)
+                    })?;
+            }
+            drop(file);
+            let reader = crate::private::open_no_follow(
+                output.stdin,
+                std::fs::OpenOptions::new().read(true),
+            )?;
+            command.stdin(Stdio::from(reader));
+        } else {
+            command.stdin(Stdio::piped());
+        }
+        super::own_session_with_only_stdio(&mut command);
+        let spawned = command.spawn();
+        if from_file {
+            // The agent holds it open; nobody else needs the prompt on disk.
+            let _ = std::fs::remove_file(output.stdin);
+        }
+        let mut child = spawned.map_err(|e| super::spawn_error(&invocation.program, &e))?;
+        let pid = child
+            .id()
+            .ok_or_else(|| Error::internal("the agent exited before it could be watched"))?;
+        let identity = ProcessIdentity::of(pid).unwrap_or(ProcessIdentity { pid, start_time: 0 });
+        let (close_tx, close_rx) = oneshot::channel::<()>();
+        if let Some(mut stdin) = child.stdin.take() {
+            let messages = invocation.stdin.clone();
+            tokio::spawn(async move {
+                for message in messages {
+                    let mut line = message.into_bytes();
+                    line.push(b'\n');
+                    if stdin.write_all(&line).await.is_err() {
+                        return;
+                    }
+                }
+                let _ = stdin.flush().await;
+                // Open until the runner says the result has arrived (or goes away).
+                let _ = close_rx.await;
+            });
+        }
+        Ok(Self {
+            child,
+            identity,
+            close_stdin: Some(close_tx),
+        })
+    }
+
+    /// The agent's pid and start time (it leads its session and its process group).
+    pub fn identity(&self) -> ProcessIdentity {
+        self.identity
+    }
+
+    /// Closes a piped stdin (for agents that wait for more input after their result).
+    pub fn close_stdin(&mut self) {
+        if let Some(close) = self.close_stdin.take() {
+            let _ = close.send(());
+        }
+    }
+
+    /// The exit status once the agent has exited (reaping it), `None` while it runs.
+    pub fn try_exit(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Waits for the agent to exit.
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Ends the whole process tree: SIGTERM to the group, SIGKILL after `grace`, reaping
+    /// the leader meanwhile.
+    pub async fn end_tree(&mut self, grace: std::time::Duration) {
+        let leader = self.identity;
+        let ending = tree::end_group(&leader, grace);
+        tokio::pin!(ending);
+        tokio::select! {
+            _ = &mut ending => {}
+            _ = self.child.wait() => { ending.await; }
+        }
+        if self.try_exit().is_none() {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+    }
+}
+
+/// Starts a supervisor program for a run (`program args…`), detached like an agent: a session
+/// of its own, no stdin, its output appended to `log` (0600). It is not waited for: it goes
+/// on when this process ends.
+pub fn spawn_supervisor(
+    program: &Path,
+    args: &[std::ffi::OsString],
+    root: &PrivateRoot,
+    log: &Path,
+) -> Result<()> {
+    let out = root.append(log)?;
+    let err = out
+        .try_clone()
+        .map_err(|e| Error::io(format!("cannot open {}", log.display()), &e))?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err));
+    super::own_session_with_only_stdio(&mut command);
+    command.spawn().map(drop).map_err(|e| {
+        Error::io(
+            format!("cannot start the supervisor {}", program.display()),
+            &e,
+        )
+    })
+}

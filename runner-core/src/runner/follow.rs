@@ -1,0 +1,163 @@
+//! Following a session's event log: replay from any seq, then live until the session leaves
+//! `running`. A stream of [`Runner::start`](crate::Runner::start), `resume` and `events` is
+//! one of these, in this process or any other: the log is the only channel.
+//!
+//! A closing event (`approval.requested`, `task.failed`, `task.stopped`) is handed out only
+//! once the record says the turn is over, so a caller that acts on it (approve right away)
+//! finds the session in the state the event announced. A run that nobody supervises while it
+//! is followed is healed (adopted or finished) as soon as that is seen.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::control::{RunFiles, SupervisorLock};
+use super::log::LogReader;
+use super::{Shared, heal, run};
+use crate::event::Event;
+use crate::ids::SessionId;
+use crate::session::SessionState;
+use crate::traits::runner::EventStream;
+
+/// The shortest and longest pause between looks at a log with nothing new.
+const POLL_MIN: Duration = Duration::from_millis(1);
+const POLL_MAX: Duration = Duration::from_millis(8);
+/// How long a running session may go unsupervised before a follower heals it (a supervisor
+/// just launched needs a moment to take its lock).
+const UNSUPERVISED_GRACE: Duration = Duration::from_millis(750);
+/// After this many heals that brought nothing, the follower supervises the run itself.
+const HEALS_BEFORE_INLINE: u32 = 4;
+
+struct Follower {
+    shared: Arc<Shared>,
+    id: SessionId,
+    reader: LogReader,
+    after: u64,
+    live: bool,
+    queue: VecDeque<Event>,
+    pause: Duration,
+    unsupervised_since: Option<Instant>,
+    heals: u32,
+    done: bool,
+}
+
+/// The events of session `id` after seq `after`: those in the log, then (when `live`) each
+/// one as it is appended, until the session is no longer running.
+pub(super) fn follow(shared: Arc<Shared>, id: SessionId, after: u64, live: bool) -> EventStream {
+    let reader = LogReader::new(RunFiles::in_home(&shared.home, &id).events());
+    let follower = Follower {
+        shared,
+        id,
+        reader,
+        after,
+        live,
+        queue: VecDeque::new(),
+        pause: POLL_MIN,
+        unsupervised_since: None,
+        heals: 0,
+        done: false,
+    };
+    Box::pin(futures::stream::unfold(follower, |mut f| async move {
+        f.next().await.map(|e| (e, f))
+    }))
+}
+
+impl Follower {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                if event.seq <= self.after {
+                    continue;
+                }
+                self.after = event.seq;
+                if self.live && self.queue.is_empty() && run::closes_stream(&event.body) {
+                    self.wait_settled(event.seq).await;
+                }
+                return Some(event);
+            }
+            if self.done {
+                return None;
+            }
+            match self.reader.read_new() {
+                Ok(events) if !events.is_empty() => {
+                    self.queue.extend(events);
+                    self.pause = POLL_MIN;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(session = %self.id, "{e}");
+                    return None;
+                }
+            }
+            if !self.live || !self.still_running().await {
+                // One last look: what was appended just before the record changed.
+                self.done = true;
+                if let Ok(events) = self.reader.read_new() {
+                    self.queue.extend(events);
+                }
+                continue;
+            }
+            tokio::time::sleep(self.pause).await;
+            self.pause = (self.pause * 2).min(POLL_MAX);
+        }
+    }
+
+    /// Whether the session still runs; heals it when nobody has supervised it for a while.
+    async fn still_running(&mut self) -> bool {
+        let Ok(record) = self.shared.store.get(&self.id) else {
+            return false;
+        };
+        if !matches!(record.state, SessionState::Running | SessionState::Queued) {
+            return false;
+        }
+        let files = RunFiles::in_home(&self.shared.home, &self.id);
+        if SupervisorLock::is_held(&files) {
+            self.unsupervised_since = None;
+            return true;
+        }
+        let since = *self.unsupervised_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < UNSUPERVISED_GRACE {
+            return true;
+        }
+        self.unsupervised_since = None;
+        self.heals += 1;
+        let healed = if self.heals > HEALS_BEFORE_INLINE {
+            // Launched supervisors keep going away: supervise here.
+            run::supervise(self.shared.clone(), self.id)
+                .await
+                .map(|()| heal::Healed::Finished)
+        } else {
+            heal::heal(&self.shared, &record).await
+        };
+        if let Err(e) = healed {
+            tracing::warn!(session = %self.id, "cannot take over the run: {e}");
+        }
+        true
+    }
+
+    /// Waits (bounded) until the record has left `running` after the closing event `seq`
+    /// (not for one of an earlier turn: a turn planned after it runs on).
+    async fn wait_settled(&mut self, seq: u64) {
+        let files = RunFiles::in_home(&self.shared.home, &self.id);
+        if files.turn().is_some_and(|plan| plan.seq_start >= seq) {
+            return;
+        }
+        let deadline = Instant::now() + run::SETTLE_WAIT;
+        while Instant::now() < deadline {
+            match self.shared.store.get(&self.id) {
+                Ok(record) if record.state == SessionState::Running => {}
+                _ => return,
+            }
+            if !SupervisorLock::is_held(&files) {
+                // The writer of the event went away before the record: settle it here.
+                if let Err(e) = run::supervise(self.shared.clone(), self.id).await {
+                    tracing::warn!(session = %self.id, "cannot settle the run: {e}");
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}

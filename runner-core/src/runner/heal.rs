@@ -1,0 +1,154 @@
+//! Self-healing status: a `running` session nobody supervises is taken over the moment a
+//! runner looks at it (recover, reading a session, following its events, stopping it).
+//!
+//! - Its agent is alive (pid + start time), or it was never spawned: a supervisor is started
+//!   for it (a detached supervisor process when the runner has one, else a task of this
+//!   runner), which adopts the agent with no lost and no repeated event.
+//! - Its agent ended while nobody watched: the turn is finished here and now from the
+//!   agent's output, exactly as a watched one would have been.
+//! - No turn was ever planned (a start cut short before the agent could run) and its
+//!   starter is gone: the session fails as interrupted, the only case with nothing to
+//!   finish from.
+
+use std::sync::Arc;
+
+use super::Shared;
+use super::control::{RunFiles, SupervisorLock};
+use super::log::{self, EventLog};
+use super::run::{self, TurnEnd};
+use crate::error::Result;
+use crate::event::{EventBody, FailureKind, TaskFailed};
+use crate::ids::SessionId;
+use crate::process::tree::{self, ProcessIdentity};
+use crate::sequence::EventSequence;
+use crate::session::{SessionRecord, SessionState};
+
+/// What [`heal`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Healed {
+    /// Not running, or a supervisor (or a start under way) has it.
+    Nothing,
+    /// A supervisor was started for it.
+    Adopted,
+    /// Its turn was finished from the agent's output.
+    Finished,
+    /// It failed as interrupted.
+    Failed,
+}
+
+/// Heals one session (see the module's documentation).
+pub(super) async fn heal(shared: &Arc<Shared>, record: &SessionRecord) -> Result<Healed> {
+    if !matches!(record.state, SessionState::Running | SessionState::Queued) {
+        return Ok(Healed::Nothing);
+    }
+    let id = record.session_id;
+    let files = RunFiles::in_home(&shared.home, &id);
+    if SupervisorLock::is_held(&files) {
+        return Ok(Healed::Nothing);
+    }
+    let Some(plan) = files.turn() else {
+        let starting = files
+            .runner()
+            .is_some_and(|r| r.is_alive() && Some(r) != ProcessIdentity::current());
+        if starting {
+            return Ok(Healed::Nothing);
+        }
+        fail_unplanned(shared, record).await?;
+        return Ok(Healed::Failed);
+    };
+    if record.state != SessionState::Running {
+        return Ok(Healed::Nothing);
+    }
+    let agent_alive = match files.agent_run().filter(|run| run.turn == plan.turn) {
+        Some(run) => match run.process {
+            Some(process) => process.is_alive(),
+            None => tree::find_session_leader_in(&record.worktree_path).is_some(),
+        },
+        None => {
+            // Never spawned: a stop asked for meanwhile ends it here; otherwise it needs a
+            // supervisor to start it.
+            !files.stop_requested()
+        }
+    };
+    if agent_alive {
+        launch(shared, id)?;
+        Ok(Healed::Adopted)
+    } else {
+        run::supervise(shared.clone(), id).await?;
+        Ok(Healed::Finished)
+    }
+}
+
+/// Starts a supervisor for session `id`: the runner's supervisor program, detached, when it
+/// has one, else a task of this runner. Either one takes the run only if nobody holds it.
+pub(super) fn launch(shared: &Arc<Shared>, id: SessionId) -> Result<()> {
+    match &shared.settings.supervisor {
+        Some(command) => {
+            let files = RunFiles::in_home(&shared.home, &id);
+            let mut args = command.args.clone();
+            args.push(id.to_string().into());
+            crate::process::detached::spawn_supervisor(
+                &command.program,
+                &args,
+                files.root(),
+                &files.supervisor_log(),
+            )
+        }
+        None => {
+            let task = tokio::spawn(run::supervise(shared.clone(), id));
+            let mut tasks = shared.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            tasks.retain(|t| !t.is_finished());
+            tasks.push(task.abort_handle());
+            Ok(())
+        }
+    }
+}
+
+/// The message of a session that failed because its start was cut short.
+const INTERRUPTED: &str = "interrupted: the runner stopped before the agent could start, and there is nothing to finish from; start a new session";
+
+/// Fails a session whose turn was never planned: its start was cut short. Its agent, if one
+/// is recorded, is ended; the failure goes to the log; the worktree goes.
+pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> Result<()> {
+    let id = record.session_id;
+    let files = RunFiles::in_home(&shared.home, &id);
+    let Some(_lock) = SupervisorLock::try_acquire(&files)? else {
+        return Ok(());
+    };
+    if let Some(agent) = files.agent()
+        && (agent.is_alive() || tree::group_alive(agent.pid))
+    {
+        tree::end_group(&agent, shared.settings.stop_grace).await;
+    }
+    let logged = log::read_all(&files.events())?;
+    let last = logged.last().map_or(0, |e| e.seq).max(record.last_seq);
+    let mut seq = EventSequence::continuing(id, last);
+    let failed = seq.next(
+        EventBody::TaskFailed(TaskFailed {
+            reason: FailureKind::Interrupted,
+            message: INTERRUPTED.into(),
+            stderr: None,
+            exit_code: None,
+            cost_usd: None,
+        }),
+        None,
+    );
+    let mut log = EventLog::open(files.root(), &files.events())?;
+    log.append(&[failed])?;
+    files.clear_stop();
+    files.clear_runner();
+    let plan = super::control::TurnPlan {
+        turn: last + 1,
+        prompt: String::new(),
+        resume_from: None,
+        verify: false,
+        seq_start: last,
+    };
+    let mut ending = TurnEnd::new(record, &plan);
+    ending.failed = Some(INTERRUPTED.into());
+    // A queued record moves to failed too (the table allows both).
+    ending
+        .settle(shared, &files, &mut log, &plan)
+        .await
+        .map(drop)
+}

@@ -1,0 +1,212 @@
+//! The event log of a session, `runs/<sessionId>/events.jsonl`: every event, in seq order, as
+//! the contract's JSON, one per line. It is appended to before any caller sees an event, so a
+//! caller can replay from any seq, and a runner that adopts a run knows what was said.
+//!
+//! Only the run's supervisor (who holds `supervisor.lock`) appends. The events of one agent
+//! line go out in one `write`, so a reader sees all of them or none; a supervisor killed in
+//! the middle of a write can leave a last line without its newline, which readers ignore
+//! and the next writer cuts off before it appends.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::private::PrivateRoot;
+
+/// The appending end of a session's event log.
+pub(super) struct EventLog {
+    path: PathBuf,
+    file: File,
+    buffer: Vec<u8>,
+}
+
+impl EventLog {
+    /// Opens the log at `path` for appending (0600, never through a link), cutting off a
+    /// last line left without its newline by a writer that died mid-write.
+    pub fn open(root: &PrivateRoot, path: &Path) -> Result<Self> {
+        let mut file = root.open(
+            path,
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )?;
+        let complete = complete_length(&mut file)
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), &e))?;
+        file.set_len(complete)
+            .and_then(|()| file.seek(SeekFrom::End(0)).map(drop))
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), &e))?;
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            buffer: Vec::new(),
+        })
+    }
+
+    /// Appends `events` in one write.
+    pub fn append(&mut self, events: &[Event]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.buffer.clear();
+        for event in events {
+            serde_json::to_writer(&mut self.buffer, event)
+                .map_err(|e| Error::internal(format!("cannot write an event as JSON: {e}")))?;
+            self.buffer.push(b'\n');
+        }
+        self.file
+            .write_all(&self.buffer)
+            .map_err(|e| Error::io(format!("cannot append to {}", self.path.display()), &e))
+    }
+}
+
+/// The length of `file` up to and including its last newline.
+fn complete_length(file: &mut File) -> std::io::Result<u64> {
+    let len = file.seek(SeekFrom::End(0))?;
+    let mut end = len;
+    let mut chunk = [0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk[..n])?;
+        if let Some(at) = chunk[..n].iter().rposition(|&b| b == b'\n') {
+            return Ok(start + at as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// Reads complete lines of a log as they are appended, from a byte offset.
+pub(super) struct LogReader {
+    path: PathBuf,
+    file: Option<File>,
+    offset: u64,
+    partial: Vec<u8>,
+    line: usize,
+}
+
+impl LogReader {
+    /// A reader of the log at `path` from its start (the file may not exist yet).
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            file: None,
+            offset: 0,
+            partial: Vec::new(),
+            line: 0,
+        }
+    }
+
+    /// The events appended since the last call (only whole lines); an empty list when
+    /// nothing new is there. A line that is not an event is an error naming the file and
+    /// the line: the log is written only by codehands.
+    pub fn read_new(&mut self) -> Result<Vec<Event>> {
+        if self.file.is_none() {
+            match crate::private::open_no_follow(&self.path, std::fs::OpenOptions::new().read(true))
+            {
+                Ok(file) => self.file = Some(file),
+                Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(e),
+            }
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut bytes = Vec::new();
+        file.seek(SeekFrom::Start(self.offset))
+            .and_then(|_| file.read_to_end(&mut bytes))
+            .map_err(|e| Error::io(format!("cannot read {}", self.path.display()), &e))?;
+        self.offset += bytes.len() as u64;
+        self.partial.extend_from_slice(&bytes);
+        let Some(last) = self.partial.iter().rposition(|&b| b == b'\n') else {
+            return Ok(Vec::new());
+        };
+        let rest = self.partial.split_off(last + 1);
+        let whole = std::mem::replace(&mut self.partial, rest);
+        let mut events = Vec::new();
+        for line in whole.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            self.line += 1;
+            let event = serde_json::from_slice(line).map_err(|e| {
+                Error::internal(format!(
+                    "line {} of the event log {} is not an event ({e}): the log is written only by codehands; move the file away to read the session's record without it",
+                    self.line,
+                    self.path.display()
+                ))
+            })?;
+            events.push(event);
+        }
+        Ok(events)
+    }
+}
+
+/// Every whole event of the log at `path` (none when there is no log).
+pub(super) fn read_all(path: &Path) -> Result<Vec<Event>> {
+    LogReader::new(path.to_owned()).read_new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventBody, Message};
+    use crate::ids::SessionId;
+    use crate::sequence::EventSequence;
+
+    fn events(n: usize) -> Vec<Event> {
+        let mut seq = EventSequence::new(SessionId::new_random());
+        (0..n)
+            .map(|i| {
+                seq.next(
+                    EventBody::Message(Message {
+                        text: format!("line {i}"),
+                        ..Message::default()
+                    }),
+                    None,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_line_cut_short_is_not_read_and_is_cut_off_before_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = PrivateRoot::new(dir.path());
+        let path = dir.path().join("events.jsonl");
+        let all = events(3);
+        let mut log = EventLog::open(&root, &path).unwrap();
+        log.append(&all[..2]).unwrap();
+        drop(log);
+        // A writer killed mid-write: half of the third line.
+        let third = serde_json::to_string(&all[2]).unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(&third.as_bytes()[..third.len() / 2])
+            .unwrap();
+        assert_eq!(read_all(&path).unwrap(), all[..2]);
+        let mut log = EventLog::open(&root, &path).unwrap();
+        log.append(&all[2..]).unwrap();
+        assert_eq!(read_all(&path).unwrap(), all);
+    }
+
+    #[test]
+    fn a_reader_sees_only_what_was_appended_since_its_last_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = PrivateRoot::new(dir.path());
+        let path = dir.path().join("events.jsonl");
+        let mut reader = LogReader::new(path.clone());
+        assert!(reader.read_new().unwrap().is_empty(), "no log yet");
+        let all = events(5);
+        let mut log = EventLog::open(&root, &path).unwrap();
+        log.append(&all[..3]).unwrap();
+        assert_eq!(reader.read_new().unwrap(), all[..3]);
+        assert!(reader.read_new().unwrap().is_empty());
+        log.append(&all[3..]).unwrap();
+        assert_eq!(reader.read_new().unwrap(), all[3..]);
+    }
+}
