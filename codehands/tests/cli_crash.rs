@@ -299,7 +299,7 @@ fn reject_killed_at_any_instant_ends_rejected_or_awaiting() {
 }
 
 #[test]
-fn run_killed_at_any_instant_is_cleaned_by_recover() {
+fn run_killed_at_any_instant_ends_settled_after_recover() {
     let world = World::demo();
     let calibration = support::new_id().to_string();
     let window = timed(&world, &run_args(&calibration)).mul_f64(1.1);
@@ -319,6 +319,17 @@ fn run_killed_at_any_instant_is_cleaned_by_recover() {
         println!("{name}");
         kill_after(&world, &run_args(&id), after);
         recover(&world, &name);
+        // A run whose turn was planned goes on without the killed command: follow it to
+        // its end (which also takes it over if its supervisor is gone).
+        if record(&world, &id).is_some() {
+            ok(
+                codehands(&world)
+                    .args(["events", &id, "--follow", "--json"])
+                    .output()
+                    .unwrap(),
+                &format!("{name}: follow it to its end"),
+            );
+        }
         let reject = rng.next().is_multiple_of(2);
         check_settled(&world, &id, &name, reject);
     }
