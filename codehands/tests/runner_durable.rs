@@ -261,3 +261,28 @@ async fn a_run_that_ended_unwatched_without_a_result_fails_from_its_output() {
     assert!(world.worktree_dirs().is_empty(), "the worktree is gone");
     assert_eq!(world.branches(), vec!["main".to_owned()]);
 }
+
+#[tokio::test]
+async fn the_report_of_a_recorded_run_is_built_from_its_log() {
+    let world = World::demo();
+    let runner = world.fake_runner("replay", 0);
+    let id = new_id();
+    suite::collect(runner.start(options(&world, id)).await.unwrap()).await;
+    let report = runner.report(&id).await.unwrap();
+    assert_eq!(report.event_count, runner.logged_events(&id, 0).unwrap().len() as u64);
+    let record = runner.session(&id).await.unwrap();
+    assert_eq!(report.cost_usd, record.cost_usd, "the record's cost is the report's");
+    let json = serde_json::to_string(&report)
+        .unwrap()
+        .replace(&id.to_string(), "[id]")
+        .replace(&id.short(), "[id8]")
+        .replace(&world.dir.path().display().to_string(), "[tmp]");
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    insta::assert_json_snapshot!("report_of_the_date_bug_run", value, {
+        ".startedAt" => "[ts]",
+        ".endedAt" => "[ts]",
+        ".durationMs" => "[ms]",
+        ".agentProgram" => "[program]",
+        ".agentVersion" => "[version]",
+    });
+}

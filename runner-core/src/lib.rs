@@ -4,6 +4,7 @@
 //! - [`session`]: session states, the legal moves, the record on disk; [`store`] keeps records.
 //! - [`options`]: what callers pass in and get back; [`agent_name`]: how an agent is named.
 //! - [`registry`]: the agents a runner knows, by name.
+//! - [`report`]: the final report of a session, built from its record and event log.
 //! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
 //! - [`process`]: spawning agents with a scrubbed environment, framing their output, ending their tree.
 //! - [`runner`]: [`LocalRunner`], the real runner over the four traits.
@@ -24,6 +25,7 @@ pub mod private;
 pub mod process;
 pub mod redact;
 pub mod registry;
+pub mod report;
 pub mod runner;
 pub mod schema;
 pub mod sequence;
@@ -43,6 +45,7 @@ pub use home::Home;
 pub use ids::SessionId;
 pub use options::{ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions};
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
+pub use report::{ReportInput, RunEnding, RunReport};
 pub use runner::{LocalRunner, RunnerSettings, SupervisorCommand, Watchdog};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};

@@ -5,6 +5,7 @@ use schemars::{JsonSchema, Schema, schema_for};
 
 use crate::event::Event;
 use crate::options::{ApproveResult, DiffResult, RecoveryReport, StartOptions};
+use crate::report::RunReport;
 use crate::session::SessionRecord;
 use crate::traits::memory::RepoProfile;
 use crate::traits::sandbox::SandboxResult;
@@ -20,6 +21,7 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         ("recovery-report.schema.json", titled::<RecoveryReport>()),
         ("repo-profile.schema.json", titled::<RepoProfile>()),
         ("sandbox-result.schema.json", titled::<SandboxResult>()),
+        ("run-report.schema.json", titled::<RunReport>()),
     ]
 }
 

@@ -321,6 +321,23 @@ impl Runner for FakeRunner {
         Ok(self.store.list()?.records)
     }
 
+    async fn report(&self, session_id: &SessionId) -> Result<runner_core::RunReport> {
+        let record = self.store.get(session_id)?;
+        let events = self
+            .played
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session_id)
+            .cloned()
+            .unwrap_or_default();
+        Ok(runner_core::report::build(runner_core::ReportInput {
+            record: &record,
+            events: &events,
+            agent_program: None,
+            agent_version: None,
+        }))
+    }
+
     async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {
         self.store.get(session_id)?;
         let state = (

@@ -1,4 +1,5 @@
-//! `codehands events ID`: a session's events from its log, and the hidden `__supervise ID`
+//! `codehands events ID` and `codehands report ID`: a session's events and report from its
+//! log; and the hidden `__supervise ID`
 //! that a run's detached supervisor process runs.
 
 use std::process::ExitCode;
@@ -77,5 +78,28 @@ pub struct SuperviseArgs {
 pub async fn supervise(args: SuperviseArgs) -> Result<ExitCode> {
     let runner = super::builder_in_process()?.build()?;
     runner.supervise(&args.id).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `codehands report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The session.
+    #[arg(value_parser = super::session_id)]
+    id: SessionId,
+    /// Print the RunReport as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `codehands report ID [--json]`: the session's final report, from its event log.
+pub async fn report(args: ReportArgs) -> Result<ExitCode> {
+    let runner = super::runner()?;
+    let report = runner.report(&args.id).await?;
+    if args.json {
+        output::json_line(&report)?;
+    } else {
+        output::line(runner_core::report::render_human(&report).trim_end())?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -78,6 +78,8 @@ enum Command {
     Agents(agents::AgentsArgs),
     /// Print a session's events from its log (`--follow`: and then as they come).
     Events(events::EventsArgs),
+    /// Print a session's final report: how it ended, tools, files, commands, tests, cost.
+    Report(events::ReportArgs),
     /// Supervise one run (what a run's detached supervisor process runs).
     #[command(name = "__supervise", hide = true)]
     Supervise(events::SuperviseArgs),
@@ -102,6 +104,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Doctor(args) => doctor::run(args).await,
         Command::Agents(args) => agents::run(args).await,
         Command::Events(args) => events::run(args).await,
+        Command::Report(args) => events::report(args).await,
         Command::Supervise(args) => events::supervise(args).await,
     }
 }

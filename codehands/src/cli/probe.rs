@@ -36,7 +36,7 @@ pub fn run<S: AsRef<OsStr>>(program: &OsStr, args: &[S], tested: Option<&str>) -
         ),
         Ok(out) => {
             let text = String::from_utf8_lossy(&out.stdout);
-            let version = first_version(&text);
+            let version = VersionProbe::version_in(&text);
             let note = (!out.status.success()).then(|| {
                 String::from_utf8_lossy(&out.stderr)
                     .lines()
@@ -85,10 +85,3 @@ pub fn describe(colour: bool, p: &Probe) -> String {
     format!("{state}{tested}")
 }
 
-/// The first word that looks like a version (`2.47.3`, `20.10.24+dfsg1`).
-fn first_version(text: &str) -> Option<String> {
-    text.split_whitespace()
-        .map(|w| w.trim_start_matches('v').trim_end_matches(','))
-        .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
-        .map(str::to_owned)
-}

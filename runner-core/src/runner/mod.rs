@@ -556,6 +556,23 @@ impl Runner for LocalRunner {
         Ok(records)
     }
 
+    async fn report(&self, session_id: &SessionId) -> Result<crate::report::RunReport> {
+        let record = self.healed(self.shared.store.get(session_id)?).await?;
+        let events = self.logged_events(session_id, 0)?;
+        let probe = self.agent(&record.agent).ok().and_then(|a| a.version_probe());
+        let program = probe.as_ref().map(|p| p.program.display().to_string());
+        let version = match &probe {
+            Some(probe) => probe.ask(Duration::from_secs(10)).await,
+            None => None,
+        };
+        Ok(crate::report::build(crate::report::ReportInput {
+            record: &record,
+            events: &events,
+            agent_program: program.as_deref(),
+            agent_version: version.as_deref(),
+        }))
+    }
+
     async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {
         let record = self.shared.store.get(session_id)?;
         self.healed(record).await?;

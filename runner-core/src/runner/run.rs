@@ -1028,7 +1028,7 @@ impl TurnEnd {
                 r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
             }
             if let Some(tokens) = tokens {
-                r.tokens = Some(r.tokens.unwrap_or_default().add(tokens));
+                r.tokens = Some(r.tokens.unwrap_or_default() + tokens);
             }
             r.move_to(state, "end the run")
         })?;
@@ -1041,36 +1041,9 @@ impl TurnEnd {
     }
 }
 
-/// The cost and tokens a turn's agent reported (on its terminal event).
+/// The cost and tokens a turn's agent reported (the report's one summing rule).
 fn turn_cost(turn: &[Event]) -> (Option<f64>, Option<crate::session::TokenCounts>) {
-    let mut cost = None;
-    let mut tokens = None;
-    for event in turn {
-        let (spent, usage) = match &event.body {
-            EventBody::TaskFinished(f) => (f.cost_usd, f.usage.as_ref()),
-            EventBody::TaskFailed(f) => (f.cost_usd, None),
-            _ => continue,
-        };
-        if let Some(spent) = spent {
-            cost = Some(cost.unwrap_or(0.0) + spent);
-        }
-        if let Some(usage) = usage {
-            let n = |k: &str| {
-                usage
-                    .get(k)
-                    .and_then(serde_json::Value::as_u64)
-                    .unwrap_or(0)
-            };
-            let counted = crate::session::TokenCounts {
-                input: n("input_tokens")
-                    + n("cache_read_input_tokens")
-                    + n("cache_creation_input_tokens"),
-                output: n("output_tokens"),
-            };
-            tokens = Some(counted.add(tokens.unwrap_or_default()));
-        }
-    }
-    (cost, tokens)
+    crate::report::cost_of(turn)
 }
 
 /// The values of variables whose names say they are secret (keys, tokens, passwords).

@@ -39,6 +39,26 @@ pub struct VersionProbe {
 }
 
 impl VersionProbe {
+    /// The first word of `text` that looks like a version (`2.1.332`, `v0.163.0,`).
+    pub fn version_in(text: &str) -> Option<String> {
+        text.split_whitespace()
+            .map(|w| w.trim_start_matches('v').trim_end_matches(','))
+            .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.'))
+            .map(str::to_owned)
+    }
+
+    /// Runs the probe (at most `limit`) and reads the version from what it prints; `None`
+    /// when it cannot be run or prints none.
+    pub async fn ask(&self, limit: std::time::Duration) -> Option<String> {
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let out = tokio::time::timeout(limit, command.output()).await.ok()?.ok()?;
+        Self::version_in(&String::from_utf8_lossy(&out.stdout))
+    }
+
     /// `program --version`, with the version our tests ran.
     pub fn dash_dash_version(program: impl Into<PathBuf>, tested: Option<&str>) -> Self {
         Self {

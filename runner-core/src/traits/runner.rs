@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::event::Event;
 use crate::ids::SessionId;
 use crate::options::{ApproveResult, DiffResult, RecoveryReport, StartOptions};
+use crate::report::RunReport;
 use crate::session::SessionRecord;
 
 /// The events of one run, in seq order; it ends after the run's last event.
@@ -51,4 +52,8 @@ pub trait Runner: Send + Sync {
     /// The session's events after seq `after_seq` (0: all of them), replayed from its log,
     /// then followed live until the session is no longer running.
     async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream>;
+
+    /// The session's final report (seed 003's summary), built from its event log: how it
+    /// ended, times, agent, tools, files, commands, tests, denials, cost and the diff stat.
+    async fn report(&self, session_id: &SessionId) -> Result<RunReport>;
 }
