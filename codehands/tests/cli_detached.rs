@@ -36,7 +36,14 @@ fn json_lines(out: &Output) -> Vec<serde_json::Value> {
 
 fn start(world: &World, id: &str) -> std::process::Child {
     codehands(world)
-        .args(["run", ".", "Fix the failing test.", "--agent", "fake", "--json"])
+        .args([
+            "run",
+            ".",
+            "Fix the failing test.",
+            "--agent",
+            "fake",
+            "--json",
+        ])
         .args(["--then", "keep", "--session-id", id])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -119,7 +126,10 @@ fn sigkill_of_run_and_supervisor_at_random_instants_never_loses_the_work_or_an_e
     let mut child = start(&world, &reference_id);
     assert!(child.wait().unwrap().success());
     let reference = follow(&world, &reference_id);
-    assert_eq!(state(&world, &reference_id).as_deref(), Some("awaiting_approval"));
+    assert_eq!(
+        state(&world, &reference_id).as_deref(),
+        Some("awaiting_approval")
+    );
     assert_contiguous(&reference);
     let expected = shape(&reference, &reference_id);
     let seeds = 50;
@@ -128,7 +138,10 @@ fn sigkill_of_run_and_supervisor_at_random_instants_never_loses_the_work_or_an_e
         let id = session_id(n);
         let mut child = start(&world, &id);
         // Once the turn is planned the run must complete, whatever is killed after.
-        let turn = world.home.run_dir(&runner_core::SessionId::parse(&id).unwrap()).join("turn.json");
+        let turn = world
+            .home
+            .run_dir(&runner_core::SessionId::parse(&id).unwrap())
+            .join("turn.json");
         let deadline = Instant::now() + Duration::from_secs(20);
         while !turn.exists() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
@@ -179,7 +192,14 @@ fn a_reader_that_goes_away_after_one_line_leaves_the_run_to_finish() {
     let id = session_id(0xabc);
     // `codehands run --json | head -1`: read one line, then close the pipe.
     let mut child = codehands(&world)
-        .args(["run", ".", "Fix the failing test.", "--agent", "fake", "--json"])
+        .args([
+            "run",
+            ".",
+            "Fix the failing test.",
+            "--agent",
+            "fake",
+            "--json",
+        ])
         .args(["--session-id", &id])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -193,7 +213,10 @@ fn a_reader_that_goes_away_after_one_line_leaves_the_run_to_finish() {
     let first: serde_json::Value = serde_json::from_str(&first).unwrap();
     assert_eq!(first["seq"], 1);
     let status = child.wait().unwrap();
-    assert!(status.success(), "a closed stdout is not an error of the run");
+    assert!(
+        status.success(),
+        "a closed stdout is not an error of the run"
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     while state(&world, &id).as_deref() == Some("running") && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -209,13 +232,23 @@ fn run_detach_prints_the_id_once_the_agent_runs_and_the_run_goes_on() {
     let out = run(codehands(&world).args([
         "run", ".", "Fix it.", "--agent", "fake", "--detach", "--json",
     ]));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let printed = json_lines(&out);
     let id = printed[0]["sessionId"].as_str().unwrap().to_owned();
-    let agent = world.home.run_dir(&runner_core::SessionId::parse(&id).unwrap()).join("agent.json");
+    let agent = world
+        .home
+        .run_dir(&runner_core::SessionId::parse(&id).unwrap())
+        .join("agent.json");
     let recorded: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&agent).unwrap()).unwrap();
-    assert!(recorded["process"]["pid"].is_u64(), "the agent runs: {recorded}");
+    assert!(
+        recorded["process"]["pid"].is_u64(),
+        "the agent runs: {recorded}"
+    );
     let events = follow(&world, &id);
     assert_contiguous(&events);
     assert_eq!(events.last().unwrap()["type"], "approval.requested");

@@ -22,8 +22,9 @@ fn options(world: &World, id: SessionId) -> StartOptions {
     )
 }
 
-/// The agent's process, once its supervisor has recorded it.
-fn agent_pid(world: &World, id: &SessionId) -> u32 {
+/// The agent's process, once its supervisor has recorded it (waiting without blocking the
+/// runtime the supervisor task runs on).
+async fn agent_pid(world: &World, id: &SessionId) -> u32 {
     let path = world.home.run_dir(id).join("agent.json");
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
@@ -33,20 +34,25 @@ fn agent_pid(world: &World, id: &SessionId) -> u32 {
         {
             return pid as u32;
         }
-        std::thread::sleep(Duration::from_millis(5));
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     panic!("the agent of {id} never started");
 }
 
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }
 
-fn wait_gone(pid: u32) {
+async fn wait_gone(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while alive(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(!alive(pid), "the agent {pid} ended");
 }
@@ -121,7 +127,7 @@ async fn replay_from_seq_n_gives_exactly_the_events_after_n_and_follow_ends_with
     // Following a live run from the middle: it ends when the session leaves running.
     let id = new_id();
     let _stream = runner.start(options(&world, id)).await.unwrap();
-    agent_pid(&world, &id);
+    agent_pid(&world, &id).await;
     let followed = tokio::time::timeout(
         Duration::from_secs(60),
         suite::collect(runner.events(&id, 2).await.unwrap()),
@@ -161,10 +167,13 @@ async fn a_new_runner_adopts_a_run_its_dropped_predecessor_left_and_streams_it_w
         for _ in 0..3 {
             stream.next().await.unwrap();
         }
-        assert!(alive(agent_pid(&world, &id)));
+        assert!(alive(agent_pid(&world, &id).await));
         // The daemon goes away: its runner and the stream with it.
     }
-    let pid = agent_pid(&world, &id);
+    // Its aborted supervisor task (and the lock it held) is gone at the runtime's next turn,
+    // as a process's would be when it ends.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let pid = agent_pid(&world, &id).await;
     assert!(alive(pid), "the agent outlives the runner that started it");
     let runner = world.fake_runner("replay", 80);
     let report = runner.recover().await.unwrap();
@@ -203,9 +212,10 @@ async fn run_unwatched(world: &World, mode: &str) -> SessionId {
     {
         let runner = world.fake_runner(mode, 20);
         let _stream = runner.start(options(world, id)).await.unwrap();
-        agent_pid(world, &id);
+        agent_pid(world, &id).await;
     }
-    wait_gone(agent_pid(world, &id));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    wait_gone(agent_pid(world, &id).await).await;
     let record: serde_json::Value = serde_json::from_slice(
         &std::fs::read(world.home.sessions_dir().join(format!("{id}.json"))).unwrap(),
     )
@@ -220,7 +230,11 @@ async fn a_run_that_ended_unwatched_with_a_result_is_finished_from_its_output() 
     let id = run_unwatched(&world, "replay").await;
     let runner = world.fake_runner("replay", 0);
     let record = runner.session(&id).await.unwrap();
-    assert_eq!(record.state, SessionState::AwaitingApproval, "read heals it");
+    assert_eq!(
+        record.state,
+        SessionState::AwaitingApproval,
+        "read heals it"
+    );
     let events = runner.logged_events(&id, 0).unwrap();
     assert_contiguous(&events);
     let t = types(&events);
@@ -269,9 +283,15 @@ async fn the_report_of_a_recorded_run_is_built_from_its_log() {
     let id = new_id();
     suite::collect(runner.start(options(&world, id)).await.unwrap()).await;
     let report = runner.report(&id).await.unwrap();
-    assert_eq!(report.event_count, runner.logged_events(&id, 0).unwrap().len() as u64);
+    assert_eq!(
+        report.event_count,
+        runner.logged_events(&id, 0).unwrap().len() as u64
+    );
     let record = runner.session(&id).await.unwrap();
-    assert_eq!(report.cost_usd, record.cost_usd, "the record's cost is the report's");
+    assert_eq!(
+        report.cost_usd, record.cost_usd,
+        "the record's cost is the report's"
+    );
     let json = serde_json::to_string(&report)
         .unwrap()
         .replace(&id.to_string(), "[id]")

@@ -20,8 +20,6 @@ pub enum ErrorKind {
     NothingToApprove,
     /// The repository could not be read or changed.
     Vcs,
-    /// The sandbox could not run.
-    Sandbox,
     /// A stored record could not be read: corrupt, unknown fields, bad state.
     CorruptRecord,
     /// The file system or another I/O source failed.

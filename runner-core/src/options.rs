@@ -161,9 +161,6 @@ pub struct RecoveryReport {
     /// Worktrees on disk with no live session, removed.
     #[serde(default)]
     pub removed_worktrees: Vec<PathBuf>,
-    /// Agent processes that outlived their runner, ended.
-    #[serde(default)]
-    pub killed_processes: Vec<u32>,
     /// What could not be cleaned.
     #[serde(default)]
     pub cleanup_errors: Vec<CleanupError>,

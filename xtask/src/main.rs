@@ -4,6 +4,7 @@
 //! they do and exit non-zero with a message when they fail.
 
 mod agents;
+mod bench_events;
 mod bench_git;
 mod bench_many;
 mod bench_parse;
@@ -34,6 +35,7 @@ tasks:
   bench git [--rounds N]  GitVcs against the git program on a 20,000-file repo
   bench run [--rounds N] `codehands run` with the real Claude Code against the bare `claude -p`
   bench many [--rounds N] 32 fake runs started together on one repo against 32 one by one
+  bench events [--rounds N] events/s and latency through `codehands run --json`, the supervisor's memory
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   fuzz [TARGET] [--seconds N]  run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60);
                         crashes are kept under fuzz/regressions/
@@ -63,6 +65,9 @@ fn main() -> ExitCode {
         "record" => record::run(rest),
         "bench" if rest.first().map(String::as_str) == Some("run") => bench_run::run(&rest[1..]),
         "bench" if rest.first().map(String::as_str) == Some("git") => bench_git::run(&rest[1..]),
+        "bench" if rest.first().map(String::as_str) == Some("events") => {
+            bench_events::run(&rest[1..])
+        }
         "bench" if rest.first().map(String::as_str) == Some("many") => bench_many::run(&rest[1..]),
         "bench" if rest.first().map(String::as_str) == Some("parse") => {
             bench_parse::run(&rest[1..])

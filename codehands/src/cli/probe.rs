@@ -84,4 +84,3 @@ pub fn describe(colour: bool, p: &Probe) -> String {
     };
     format!("{state}{tested}")
 }
-

@@ -160,8 +160,15 @@ pub async fn recover(args: ListArgs) -> Result<ExitCode> {
     for path in &report.removed_worktrees {
         output::line(&format!("  removed leftover worktree {}", path.display()))?;
     }
-    for pid in &report.killed_processes {
-        output::line(&format!("  ended agent process group {pid}"))?;
+    for id in &report.adopted {
+        output::line(&format!(
+            "  supervising again {id}: its agent was still running"
+        ))?;
+    }
+    for id in &report.finished {
+        output::line(&format!(
+            "  finished {id} from its agent's output: it ended while nothing watched"
+        ))?;
     }
     for e in report.cleanup_errors.iter().chain(&report.unreadable) {
         output::line(&format!(

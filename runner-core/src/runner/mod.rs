@@ -9,6 +9,7 @@
 
 mod cleanup;
 mod control;
+mod ending;
 mod follow;
 mod heal;
 mod journal;
@@ -16,6 +17,7 @@ mod log;
 mod notes;
 mod recover;
 mod run;
+mod watched;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -559,7 +561,10 @@ impl Runner for LocalRunner {
     async fn report(&self, session_id: &SessionId) -> Result<crate::report::RunReport> {
         let record = self.healed(self.shared.store.get(session_id)?).await?;
         let events = self.logged_events(session_id, 0)?;
-        let probe = self.agent(&record.agent).ok().and_then(|a| a.version_probe());
+        let probe = self
+            .agent(&record.agent)
+            .ok()
+            .and_then(|a| a.version_probe());
         let program = probe.as_ref().map(|p| p.program.display().to_string());
         let version = match &probe {
             Some(probe) => probe.ask(Duration::from_secs(10)).await,

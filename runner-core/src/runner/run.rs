@@ -14,9 +14,11 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::Shared;
 use super::control::{AgentExit, AgentRun, RunFiles, SupervisorLock, TurnPlan};
+pub(super) use super::ending::TurnEnd;
 use super::log::{self, EventLog};
-use super::{Shared, cleanup};
+use super::watched::{POLL_MAX, Watched};
 use crate::error::{ErrorKind, Result};
 use crate::event::{
     ApprovalRequested, Event, EventBody, FailureKind, Message, MessageRole, ProviderState,
@@ -25,7 +27,7 @@ use crate::event::{
 use crate::ids::SessionId;
 use crate::process::detached::{AgentOutput, DetachedAgent};
 use crate::process::framing::{DEFAULT_MAX_LINE, Frame, JsonlDecoder};
-use crate::process::tree::{self, ProcessIdentity};
+use crate::process::tree;
 use crate::redact::Redactor;
 use crate::sequence::EventSequence;
 use crate::session::{SessionRecord, SessionState};
@@ -37,9 +39,8 @@ use crate::traits::sandbox::{BoxLimits, SandboxRequest};
 /// a turn's end to reach the record once its last event is in the log.
 pub(super) const SETTLE_WAIT: Duration = Duration::from_secs(15);
 
-/// The shortest and longest pause between looks at an output file that has nothing new.
+/// The shortest pause between looks at an output file that has nothing new.
 const POLL_MIN: Duration = Duration::from_millis(1);
-const POLL_MAX: Duration = Duration::from_millis(8);
 
 /// Why the read loop ended before the agent's output did.
 enum Interruption {
@@ -55,59 +56,6 @@ struct Held {
     body: EventBody,
     raw: Option<String>,
     linger_until: Instant,
-}
-
-/// The agent a supervisor watches: its own child, or one adopted from a supervisor that
-/// went away (not our child: its exit code is known only if its parent kept it).
-enum Watched {
-    Child(DetachedAgent),
-    Adopted(ProcessIdentity),
-}
-
-impl Watched {
-    fn identity(&self) -> ProcessIdentity {
-        match self {
-            Self::Child(child) => child.identity(),
-            Self::Adopted(identity) => *identity,
-        }
-    }
-
-    /// `Some(exit code)` once the agent has exited.
-    fn exited(&mut self) -> Option<Option<i32>> {
-        match self {
-            Self::Child(child) => child.try_exit().map(|status| status.code()),
-            Self::Adopted(identity) => (!identity.is_alive()).then_some(None),
-        }
-    }
-
-    async fn end_tree(&mut self, grace: Duration) {
-        match self {
-            Self::Child(child) => child.end_tree(grace).await,
-            Self::Adopted(identity) => {
-                tree::end_group(identity, grace).await;
-            }
-        }
-    }
-
-    fn close_stdin(&mut self) {
-        if let Self::Child(child) = self {
-            child.close_stdin();
-        }
-    }
-
-    /// Waits up to `limit` for the exit; `None` when the agent is still running then.
-    async fn wait_exit(&mut self, limit: Duration) -> Option<Option<i32>> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(code) = self.exited() {
-                return Some(code);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(POLL_MAX).await;
-        }
-    }
 }
 
 /// Supervises the current turn of session `id` to its end, unless another supervisor holds
@@ -370,11 +318,17 @@ impl Supervisor {
     /// asked for before it started ends the turn without it.
     async fn spawn(&mut self, seq_before_agent: u64) -> Option<Watched> {
         if self.files.stop_requested() {
-            self.stopped().await;
+            self.emit(
+                EventBody::TaskStopped(TaskStopped {
+                    reason: Some("stopped before the agent started".into()),
+                }),
+                None,
+            );
+            self.end(None).await;
             return None;
         }
         match self.try_spawn(seq_before_agent).await {
-            Ok(agent) => Some(Watched::Child(agent)),
+            Ok(agent) => Some(Watched::Child(Box::new(agent))),
             Err(e) => {
                 let reason = if e.kind() == ErrorKind::InvalidInput {
                     FailureKind::InvalidInput
@@ -921,129 +875,6 @@ impl Supervisor {
             _ => path.to_owned(),
         }
     }
-}
-
-/// How a turn ended, to be saved on the record once its last events are in the log.
-pub(super) struct TurnEnd {
-    session_id: SessionId,
-    /// Where the turn's events begin in the log.
-    seq_start: u64,
-    /// `Some(message)` when the turn failed.
-    pub failed: Option<String>,
-    /// The agent's own id of the conversation, when the turn printed one.
-    pub agent_session_id: Option<String>,
-}
-
-impl TurnEnd {
-    pub(super) fn new(record: &SessionRecord, plan: &TurnPlan) -> Self {
-        Self {
-            session_id: record.session_id,
-            seq_start: plan.seq_start,
-            failed: None,
-            agent_session_id: None,
-        }
-    }
-
-    /// The end of a turn whose terminal events a supervisor that went away wrote to the log.
-    fn from_log(record: &SessionRecord, plan: &TurnPlan, logged: &[Event]) -> Self {
-        let mut ending = Self::new(record, plan);
-        let turn = || logged.iter().filter(|e| e.seq > plan.seq_start);
-        ending.failed = turn().find_map(|e| match &e.body {
-            EventBody::TaskFailed(failed) => Some(failed.message.clone()),
-            _ => None,
-        });
-        ending.agent_session_id = turn().find_map(|e| match &e.body {
-            EventBody::TaskStarted(started) => started.agent_session_id.clone(),
-            _ => None,
-        });
-        ending
-    }
-
-    /// Completes the turn's events (an `approval.requested` owed after a logged
-    /// `task.finished`), then moves the record to the state they say, with the seq, the cost
-    /// and tokens; a failed turn's worktree goes (its branch stays if the agent committed).
-    pub(super) async fn settle(
-        &mut self,
-        shared: &Shared,
-        files: &RunFiles,
-        log: &mut EventLog,
-        plan: &TurnPlan,
-    ) -> Result<SessionRecord> {
-        let logged = log::read_all(&files.events())?;
-        let turn: Vec<Event> = logged
-            .iter()
-            .filter(|e| e.seq > self.seq_start)
-            .cloned()
-            .collect();
-        let record = shared.store.get(&self.session_id)?;
-        let mut last_seq = logged.last().map_or(0, |e| e.seq);
-        let state = match turn
-            .iter()
-            .rev()
-            .find(|e| ends_turn(&e.body))
-            .map(|e| &e.body)
-        {
-            Some(EventBody::TaskFailed(_)) => SessionState::Failed,
-            Some(EventBody::TaskStopped(_)) => SessionState::Stopped,
-            Some(EventBody::ApprovalRequested(_)) => SessionState::AwaitingApproval,
-            Some(EventBody::TaskFinished(finished)) => {
-                // Cut short between the two: the approval it owed follows from the result.
-                let mut seq = EventSequence::continuing(self.session_id, last_seq);
-                let approval = seq.next(
-                    EventBody::ApprovalRequested(ApprovalRequested {
-                        branch: record.branch.clone(),
-                        diff_stat: finished.diff_stat.clone().unwrap_or_default(),
-                    }),
-                    None,
-                );
-                log.append(&[approval])?;
-                last_seq = seq.last_seq();
-                SessionState::AwaitingApproval
-            }
-            _ => {
-                return Err(crate::error::Error::internal(format!(
-                    "session {}: the turn has no end in the event log to settle from",
-                    self.session_id
-                )));
-            }
-        };
-        if state == SessionState::Failed
-            && let Err(e) = cleanup::discard_failed(shared, &record).await
-        {
-            // Failed is final and nothing else would remove the worktree; recover tries again.
-            // Done before the record says failed, so whoever sees `failed` finds it clean.
-            tracing::warn!(session = %record.session_id, "cleanup after a failure: {e}");
-        }
-        let (cost, tokens) = turn_cost(&turn);
-        let failure = self.failed.clone();
-        let agent_session = self.agent_session_id.clone();
-        let saved = shared.store.update(&self.session_id, |r| {
-            if !matches!(r.state, SessionState::Running | SessionState::Queued) {
-                return Ok(());
-            }
-            r.last_seq = last_seq;
-            r.agent_session_id = r.agent_session_id.take().or(agent_session);
-            r.failure = failure;
-            if let Some(cost) = cost {
-                r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
-            }
-            if let Some(tokens) = tokens {
-                r.tokens = Some(r.tokens.unwrap_or_default() + tokens);
-            }
-            r.move_to(state, "end the run")
-        })?;
-        let ((), record) = saved;
-        files.clear_turn(plan.turn);
-        if state == SessionState::Stopped {
-            files.clear_stop();
-        }
-        Ok(record)
-    }
-}
-
-/// The cost and tokens a turn's agent reported (the report's one summing rule).
-fn turn_cost(turn: &[Event]) -> (Option<f64>, Option<crate::session::TokenCounts>) {
-    crate::report::cost_of(turn)
 }
 
 /// The values of variables whose names say they are secret (keys, tokens, passwords).

@@ -55,7 +55,10 @@ impl VersionProbe {
             .args(&self.args)
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true);
-        let out = tokio::time::timeout(limit, command.output()).await.ok()?.ok()?;
+        let out = tokio::time::timeout(limit, command.output())
+            .await
+            .ok()?
+            .ok()?;
         Self::version_in(&String::from_utf8_lossy(&out.stdout))
     }
 

@@ -1,0 +1,136 @@
+//! The end of a turn: its closing events completed, then the record moved to match, with
+//! the seq, the cost and the tokens; a failed turn's worktree removed first.
+
+use super::Shared;
+use super::cleanup;
+use super::control::{RunFiles, TurnPlan};
+use super::log::{self, EventLog};
+use super::run::ends_turn;
+use crate::error::Result;
+use crate::event::{ApprovalRequested, Event, EventBody};
+use crate::ids::SessionId;
+use crate::sequence::EventSequence;
+use crate::session::{SessionRecord, SessionState};
+
+/// How a turn ended, to be saved on the record once its last events are in the log.
+pub(super) struct TurnEnd {
+    session_id: SessionId,
+    /// Where the turn's events begin in the log.
+    seq_start: u64,
+    /// `Some(message)` when the turn failed.
+    pub failed: Option<String>,
+    /// The agent's own id of the conversation, when the turn printed one.
+    pub agent_session_id: Option<String>,
+}
+
+impl TurnEnd {
+    pub(super) fn new(record: &SessionRecord, plan: &TurnPlan) -> Self {
+        Self {
+            session_id: record.session_id,
+            seq_start: plan.seq_start,
+            failed: None,
+            agent_session_id: None,
+        }
+    }
+
+    /// The end of a turn whose terminal events a supervisor that went away wrote to the log.
+    pub(super) fn from_log(record: &SessionRecord, plan: &TurnPlan, logged: &[Event]) -> Self {
+        let mut ending = Self::new(record, plan);
+        let turn = || logged.iter().filter(|e| e.seq > plan.seq_start);
+        ending.failed = turn().find_map(|e| match &e.body {
+            EventBody::TaskFailed(failed) => Some(failed.message.clone()),
+            _ => None,
+        });
+        ending.agent_session_id = turn().find_map(|e| match &e.body {
+            EventBody::TaskStarted(started) => started.agent_session_id.clone(),
+            _ => None,
+        });
+        ending
+    }
+
+    /// Completes the turn's events (an `approval.requested` owed after a logged
+    /// `task.finished`), then moves the record to the state they say, with the seq, the cost
+    /// and tokens; a failed turn's worktree goes (its branch stays if the agent committed).
+    pub(super) async fn settle(
+        &mut self,
+        shared: &Shared,
+        files: &RunFiles,
+        log: &mut EventLog,
+        plan: &TurnPlan,
+    ) -> Result<SessionRecord> {
+        let logged = log::read_all(&files.events())?;
+        let turn: Vec<Event> = logged
+            .iter()
+            .filter(|e| e.seq > self.seq_start)
+            .cloned()
+            .collect();
+        let record = shared.store.get(&self.session_id)?;
+        let mut last_seq = logged.last().map_or(0, |e| e.seq);
+        let state = match turn
+            .iter()
+            .rev()
+            .find(|e| ends_turn(&e.body))
+            .map(|e| &e.body)
+        {
+            Some(EventBody::TaskFailed(_)) => SessionState::Failed,
+            Some(EventBody::TaskStopped(_)) => SessionState::Stopped,
+            Some(EventBody::ApprovalRequested(_)) => SessionState::AwaitingApproval,
+            Some(EventBody::TaskFinished(finished)) => {
+                // Cut short between the two: the approval it owed follows from the result.
+                let mut seq = EventSequence::continuing(self.session_id, last_seq);
+                let approval = seq.next(
+                    EventBody::ApprovalRequested(ApprovalRequested {
+                        branch: record.branch.clone(),
+                        diff_stat: finished.diff_stat.clone().unwrap_or_default(),
+                    }),
+                    None,
+                );
+                log.append(&[approval])?;
+                last_seq = seq.last_seq();
+                SessionState::AwaitingApproval
+            }
+            _ => {
+                return Err(crate::error::Error::internal(format!(
+                    "session {}: the turn has no end in the event log to settle from",
+                    self.session_id
+                )));
+            }
+        };
+        if state == SessionState::Failed
+            && let Err(e) = cleanup::discard_failed(shared, &record).await
+        {
+            // Failed is final and nothing else would remove the worktree; recover tries again.
+            // Done before the record says failed, so whoever sees `failed` finds it clean.
+            tracing::warn!(session = %record.session_id, "cleanup after a failure: {e}");
+        }
+        let (cost, tokens) = turn_cost(&turn);
+        let failure = self.failed.clone();
+        let agent_session = self.agent_session_id.clone();
+        let saved = shared.store.update(&self.session_id, |r| {
+            if !matches!(r.state, SessionState::Running | SessionState::Queued) {
+                return Ok(());
+            }
+            r.last_seq = last_seq;
+            r.agent_session_id = r.agent_session_id.take().or(agent_session);
+            r.failure = failure;
+            if let Some(cost) = cost {
+                r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
+            }
+            if let Some(tokens) = tokens {
+                r.tokens = Some(r.tokens.unwrap_or_default() + tokens);
+            }
+            r.move_to(state, "end the run")
+        })?;
+        let ((), record) = saved;
+        files.clear_turn(plan.turn);
+        if state == SessionState::Stopped {
+            files.clear_stop();
+        }
+        Ok(record)
+    }
+}
+
+/// The cost and tokens a turn's agent reported (the report's one summing rule).
+fn turn_cost(turn: &[Event]) -> (Option<f64>, Option<crate::session::TokenCounts>) {
+    crate::report::cost_of(turn)
+}

@@ -1,0 +1,66 @@
+//! The agent a supervisor watches: the child it spawned, or one it adopted.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::process::detached::DetachedAgent;
+use crate::process::tree::{self, ProcessIdentity};
+
+/// The longest pause between looks at an agent or an output file that has nothing new.
+pub(super) const POLL_MAX: Duration = Duration::from_millis(8);
+
+/// The agent a supervisor watches: its own child, or one adopted from a supervisor that
+/// went away (not our child: its exit code is known only if its parent kept it).
+pub(super) enum Watched {
+    /// Spawned by this supervisor.
+    Child(Box<DetachedAgent>),
+    /// Left running by a supervisor that went away.
+    Adopted(ProcessIdentity),
+}
+
+impl Watched {
+    pub(super) fn identity(&self) -> ProcessIdentity {
+        match self {
+            Self::Child(child) => child.identity(),
+            Self::Adopted(identity) => *identity,
+        }
+    }
+
+    /// `Some(exit code)` once the agent has exited.
+    pub(super) fn exited(&mut self) -> Option<Option<i32>> {
+        match self {
+            Self::Child(child) => child.try_exit().map(|status| status.code()),
+            Self::Adopted(identity) => (!identity.is_alive()).then_some(None),
+        }
+    }
+
+    pub(super) async fn end_tree(&mut self, grace: Duration) {
+        match self {
+            Self::Child(child) => child.end_tree(grace).await,
+            Self::Adopted(identity) => {
+                tree::end_group(identity, grace).await;
+            }
+        }
+    }
+
+    pub(super) fn close_stdin(&mut self) {
+        if let Self::Child(child) = self {
+            child.close_stdin();
+        }
+    }
+
+    /// Waits up to `limit` for the exit; `None` when the agent is still running then.
+    pub(super) async fn wait_exit(&mut self, limit: Duration) -> Option<Option<i32>> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(code) = self.exited() {
+                return Some(code);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(POLL_MAX).await;
+        }
+    }
+}
