@@ -6,6 +6,7 @@
 //! do not control to one boundary of codehands and panics only when that boundary breaks a
 //! promise (it panicked itself, or a checked invariant failed).
 
+pub mod patch;
 mod seeds;
 
 use std::path::Path;
@@ -15,11 +16,12 @@ use runner_core::process::framing::{Frame, JsonlDecoder};
 use runner_core::text_lines::TextLinesParser;
 use runner_core::{Agent, AgentParser, RepoProfile, SessionId, SessionRecord, SessionStore};
 
+pub use patch::patch;
 pub use seeds::seeds;
 
 /// The fuzz targets, by name: each is a binary in `fuzz/fuzz_targets/` and a folder under
 /// `fuzz/regressions/`.
-pub const TARGETS: &[&str] = &["agent_output", "records", "profiles_and_plugins"];
+pub const TARGETS: &[&str] = &["agent_output", "records", "profiles_and_plugins", "patch"];
 
 /// Runs the body of the target `name` over `data`; `false` for an unknown name.
 pub fn run(name: &str, data: &[u8]) -> bool {
@@ -27,6 +29,7 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "agent_output" => agent_output(data),
         "records" => records(data),
         "profiles_and_plugins" => profiles_and_plugins(data),
+        "patch" => patch::patch(data),
         _ => return false,
     }
     true

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use crate::patch::{Kind, MODE_EXEC, MODE_FILE, MODE_LINK, SPLICE, TEXTY, encode};
+
 /// The fixture folders holding agents' recorded output, relative to the repo root.
 const FIXTURE_DIRS: &[&str] = &[
     "agent-claude/tests/fixtures",
@@ -28,6 +30,7 @@ pub fn seeds(name: &str, repo: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>>
             ("events.json".to_owned(), EVENTS.as_bytes().to_vec()),
             ("error.json".to_owned(), ERROR.as_bytes().to_vec()),
         ],
+        "patch" => patch(),
         _ => Vec::new(),
     })
 }
@@ -124,3 +127,302 @@ const EVENTS: &str = r#"{"ok":[{"type":"message","payload":{"role":"assistant","
 
 /// A plugin's error answer.
 const ERROR: &str = r#"{"error":{"kind":"panicked","message":"boom"}}"#;
+
+/// File pairs for the `patch` target, one or a few changes each, in its input format.
+fn patch() -> Vec<(String, Vec<u8>)> {
+    let numbered: String = (1..=30).map(|n| format!("line {n}\n")).collect();
+    let edited = numbered.replace("line 12\n", "line twelve\n");
+    let f = MODE_FILE;
+    let one = |kind, old_mode, new_mode, flags, names, old: &[u8], new: &[u8]| {
+        let mut out = Vec::new();
+        encode(&mut out, kind, old_mode, new_mode, flags, names, old, new);
+        out
+    };
+    let mut seeds = vec![
+        (
+            "text-edit",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                (b"src/lib.rs", b""),
+                numbered.as_bytes(),
+                edited.as_bytes(),
+            ),
+        ),
+        (
+            "no-trailing-newline",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                (b"date.rs", b""),
+                b"fn a() {}\n2026\n",
+                b"fn a() {}\n2027",
+            ),
+        ),
+        (
+            "gains-trailing-newline",
+            one(Kind::Modify, f, f, 0, (b"x.txt", b""), b"a\nb", b"a\nb\n"),
+        ),
+        (
+            "binary-edit",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                (b"logo.bin", b""),
+                &[0, 1, 2, 255, 254, 0, 7],
+                &[0, 1, 3, 255, 0],
+            ),
+        ),
+        (
+            "not-utf8-text",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                (b"latin1.txt", b""),
+                b"caf\xe9\n",
+                b"caf\xe9s\n",
+            ),
+        ),
+        (
+            "empty-added",
+            one(Kind::Add, f, f, 0, (b"empty.txt", b""), b"", b""),
+        ),
+        (
+            "empty-deleted",
+            one(Kind::Delete, f, f, 0, (b"empty.txt", b""), b"", b""),
+        ),
+        (
+            "emptied",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                (b"was-full.txt", b""),
+                b"one\ntwo\n",
+                b"",
+            ),
+        ),
+        (
+            "added",
+            one(
+                Kind::Add,
+                f,
+                f,
+                0,
+                (b"notes/todo.md", b""),
+                b"",
+                b"- write tests\n- ship\n",
+            ),
+        ),
+        (
+            "deleted",
+            one(
+                Kind::Delete,
+                f,
+                f,
+                0,
+                (b"gone.txt", b""),
+                numbered.as_bytes(),
+                b"",
+            ),
+        ),
+        (
+            "mode-change",
+            one(
+                Kind::Modify,
+                f,
+                MODE_EXEC,
+                0,
+                (b"run.sh", b""),
+                b"echo hi\n",
+                b"echo hi\n",
+            ),
+        ),
+        (
+            "mode-and-text",
+            one(
+                Kind::Modify,
+                MODE_EXEC,
+                f,
+                0,
+                (b"run.sh", b""),
+                b"echo hi\n",
+                b"echo bye\n",
+            ),
+        ),
+        (
+            "symlink-added",
+            one(
+                Kind::Add,
+                f,
+                MODE_LINK,
+                0,
+                (b"readme-link", b""),
+                b"",
+                b"README.md",
+            ),
+        ),
+        (
+            "file-to-symlink",
+            one(
+                Kind::Modify,
+                f,
+                MODE_LINK,
+                0,
+                (b"config", b""),
+                b"key = 1\n",
+                b"config.d/main",
+            ),
+        ),
+        (
+            "rename",
+            one(
+                Kind::Rename,
+                f,
+                f,
+                0,
+                (b"old/name.txt", b"new/place.txt"),
+                numbered.as_bytes(),
+                numbered.as_bytes(),
+            ),
+        ),
+        (
+            "rename-and-edit",
+            one(
+                Kind::Rename,
+                f,
+                f,
+                0,
+                (b"guide.md", b"handbook.md"),
+                numbered.as_bytes(),
+                edited.as_bytes(),
+            ),
+        ),
+        (
+            "file-to-folder",
+            one(Kind::Rename, f, f, 0, (b"a", b"a/b"), b"x\n", b"x\ny\n"),
+        ),
+        (
+            "spaces-and-unicode",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                ("my dir/é ü.txt".as_bytes(), b""),
+                b"a\n",
+                b"b\n",
+            ),
+        ),
+        (
+            "quotes-and-controls",
+            one(
+                Kind::Add,
+                f,
+                f,
+                0,
+                (b"q\"uote\\back\ttab\nnew\x01.txt", b""),
+                b"",
+                b"x\n",
+            ),
+        ),
+        (
+            "rename-odd-names",
+            one(
+                Kind::Rename,
+                f,
+                f,
+                0,
+                (b"trailing space ", b"\"quoted\" \xc3\xa9"),
+                b"same\n",
+                b"same\n",
+            ),
+        ),
+        (
+            "crlf",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                (b"dos.txt", b""),
+                b"one\r\ntwo\r\nthree\r\n",
+                b"one\r\n2\r\nthree\r\n",
+            ),
+        ),
+        (
+            "lone-cr",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                (b"mac.txt", b""),
+                b"one\rtwo\n",
+                b"one\rtwo\r",
+            ),
+        ),
+        (
+            "texty-splice",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                TEXTY | SPLICE,
+                (b"t.txt", b""),
+                &(0u8..120).collect::<Vec<_>>(),
+                &[60, 90, 1, 2, 3, 13, 14, 15, 16],
+            ),
+        ),
+        (
+            "looks-like-diff",
+            one(
+                Kind::Modify,
+                f,
+                f,
+                0,
+                (b"d.patch", b""),
+                b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
+                b"--- a/x\n+++ b/y\n@@ -1 +1 @@\n-a\n+c\n\\ No newline at end of file\n",
+            ),
+        ),
+    ];
+    // Several files in one patch, as a worktree's diff has them.
+    let mut many = Vec::new();
+    encode(&mut many, Kind::Delete, f, f, 0, (b"a", b""), b"x\n", b"");
+    encode(&mut many, Kind::Add, f, f, 0, (b"a/b", b""), b"", b"y\n");
+    encode(
+        &mut many,
+        Kind::Modify,
+        f,
+        f,
+        SPLICE,
+        (b"c.txt", b""),
+        numbered.as_bytes(),
+        &[100, 120, b'z'],
+    );
+    encode(
+        &mut many,
+        Kind::Add,
+        f,
+        f,
+        0,
+        (b"bin", b""),
+        b"",
+        &[0xff; 300],
+    );
+    seeds.push(("many-files", many));
+    seeds
+        .into_iter()
+        .map(|(name, data)| (name.to_owned(), data))
+        .collect()
+}

@@ -44,6 +44,11 @@ fn every_target_goes_through_every_seed_and_agent_output_has_the_fixtures() {
     for target in fuzz_harness::TARGETS {
         let seeds = fuzz_harness::seeds(target, repo()).unwrap();
         assert!(!seeds.is_empty(), "{target} has no seed");
+        if *target == "patch" && !fuzz_harness::patch::git_available() {
+            // tests/patch.rs fails under CI=true when git is missing.
+            eprintln!("skipped the patch seeds: git is not installed");
+            continue;
+        }
         for (_, data) in seeds {
             assert!(fuzz_harness::run(target, &data));
         }

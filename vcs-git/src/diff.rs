@@ -175,15 +175,7 @@ fn render_one(
         old.as_ref().map(Loaded::side),
         new.as_ref().map(Loaded::side),
     );
-    let counts = match (&old_side, &new_side) {
-        // Git writes a change of kind (file to symlink, say) as a deletion and an addition.
-        (Some(o), Some(n)) if o.mode & 0o170000 != n.mode & 0o170000 => {
-            let removed = patch::write_file(out, Some(o), None);
-            let added = patch::write_file(out, None, Some(n));
-            removed.zip(added).map(|((_, d), (i, _))| (i, d))
-        }
-        _ => patch::write_file(out, old_side.as_ref(), new_side.as_ref()),
-    };
+    let counts = patch::write_change(out, old_side.as_ref(), new_side.as_ref());
 
     let path = new
         .as_ref()

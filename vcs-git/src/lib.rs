@@ -72,6 +72,8 @@ mod worktree;
 
 use std::path::Path;
 
+pub use patch::{FileVersion, file_patch};
+
 use async_trait::async_trait;
 use runner_core::{
     DiffResult, Error, PreparedCommit, Result, SessionId, Signature, ToolWorktree, Vcs,

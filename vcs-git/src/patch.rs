@@ -19,13 +19,72 @@ pub(crate) struct Side<'a> {
 /// Line counts of one file, `None` for a binary file.
 pub(crate) type Counts = Option<(u64, u64)>;
 
-/// Appends the patch of one file to `out` and returns its line counts.
-/// `old` is `None` for an added file, `new` is `None` for a deleted one.
-pub(crate) fn write_file(
+/// One side of a file's change as plain bytes, for [`file_patch`]: its path in the
+/// repository (`/`-separated, relative), its git mode (`0o100644`, `0o100755`, `0o120000`
+/// for a symlink, whose bytes are its target) and its contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileVersion<'a> {
+    /// The path relative to the repository's root, `/`-separated.
+    pub path: &'a str,
+    /// The git mode, as in a tree entry.
+    pub mode: u16,
+    /// The file's bytes (a symlink's target).
+    pub data: &'a [u8],
+}
+
+/// The patch of one file's change, as the diff of a worktree writes it (`git diff --binary`
+/// with renames): `old` is `None` for an added file, `new` is `None` for a deleted one, and
+/// different paths make a rename. Nothing changed gives an empty patch. No repository is
+/// needed: the blob ids on the `index` lines are hashed from the bytes, as git would.
+///
+/// This is the writer [`crate::GitVcs`]'s diff uses, so the fuzz target that feeds it
+/// random files and checks the result with `git apply` tests the real thing.
+pub fn file_patch(old: Option<FileVersion<'_>>, new: Option<FileVersion<'_>>) -> String {
+    fn side<'a>(v: FileVersion<'a>) -> Side<'a> {
+        Side {
+            path: v.path,
+            mode: v.mode,
+            id: blob_id(v.data),
+            data: v.data,
+            too_large: None,
+        }
+    }
+    let (old, new) = (old.map(side), new.map(side));
+    let mut out = String::new();
+    write_change(&mut out, old.as_ref(), new.as_ref());
+    out
+}
+
+/// The id git gives a blob of these bytes.
+fn blob_id(data: &[u8]) -> gix::ObjectId {
+    gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, data)
+        // SHA-1 over bytes in memory: only a detected collision attack fails, and then the
+        // null id makes `git apply` refuse the patch rather than take the wrong one.
+        .unwrap_or_else(|_| gix::ObjectId::null(gix::hash::Kind::Sha1))
+}
+
+/// Appends the patch of one change to `out` and returns its line counts (the insertions and
+/// deletions). A change of kind (a file that became a symlink, say) is written as git writes
+/// it, a deletion and then an addition; a change of nothing writes nothing.
+pub(crate) fn write_change(
     out: &mut String,
     old: Option<&Side<'_>>,
     new: Option<&Side<'_>>,
 ) -> Counts {
+    match (old, new) {
+        (Some(o), Some(n)) if o.path == n.path && o.mode == n.mode && o.id == n.id => Some((0, 0)),
+        (Some(o), Some(n)) if o.mode & 0o170000 != n.mode & 0o170000 => {
+            let removed = write_file(out, Some(o), None);
+            let added = write_file(out, None, Some(n));
+            removed.zip(added).map(|((_, d), (i, _))| (i, d))
+        }
+        _ => write_file(out, old, new),
+    }
+}
+
+/// Appends the patch of one file of one kind to `out` and returns its line counts.
+/// `old` is `None` for an added file, `new` is `None` for a deleted one.
+fn write_file(out: &mut String, old: Option<&Side<'_>>, new: Option<&Side<'_>>) -> Counts {
     let (a_path, b_path) = match (old, new) {
         (Some(o), Some(n)) => (o.path, n.path),
         (Some(o), None) => (o.path, o.path),
@@ -297,6 +356,40 @@ mod tests {
         assert_eq!(quote("a/", "é.txt"), "a/é.txt");
         assert_eq!(quote("a/", "q\"uote"), "\"a/q\\\"uote\"");
         assert_eq!(quote("b/", "tab\there"), "\"b/tab\\there\"");
+    }
+
+    #[test]
+    fn file_patch_needs_no_repository_and_hashes_ids_as_git_does() {
+        let hello = FileVersion {
+            path: "hello.txt",
+            mode: 0o100644,
+            data: b"hello\n",
+        };
+        // `git hash-object` of "hello\n" is ce013625030ba8dba906f756967f9e9ca394464a.
+        assert_eq!(
+            file_patch(None, Some(hello)),
+            "diff --git a/hello.txt b/hello.txt\n\
+             new file mode 100644\n\
+             index 0000000..ce01362\n\
+             --- /dev/null\n\
+             +++ b/hello.txt\n\
+             @@ -0,0 +1,1 @@\n\
+             +hello\n"
+        );
+        assert_eq!(file_patch(Some(hello), Some(hello)), "", "nothing changed");
+        let link = FileVersion {
+            mode: 0o120000,
+            data: b"target",
+            ..hello
+        };
+        let kind_change = file_patch(Some(hello), Some(link));
+        assert!(
+            kind_change
+                .starts_with("diff --git a/hello.txt b/hello.txt\ndeleted file mode 100644\n")
+                && kind_change
+                    .contains("\ndiff --git a/hello.txt b/hello.txt\nnew file mode 120000\n"),
+            "a change of kind is a deletion and an addition: {kind_change}"
+        );
     }
 
     #[test]
