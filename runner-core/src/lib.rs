@@ -41,7 +41,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
-pub use options::{ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions};
+pub use options::{
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions,
+};
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
 pub use runner::{LocalRunner, RunnerSettings, Watchdog};
 pub use sequence::EventSequence;

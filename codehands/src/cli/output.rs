@@ -29,9 +29,10 @@ pub fn colour() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Whether a person is at the keyboard (stdin and stderr are terminals).
+/// Whether a person is at the keyboard and reads our answer: stdin and stdout are both
+/// terminals (with `| less`, stdout is a pipe and the pager owns the keyboard).
 pub fn interactive() -> bool {
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 /// Wraps `text` in an ANSI colour when `on`.

@@ -9,7 +9,8 @@ use runner_core::{
     AgentName, Event, EventBody, EventStream, Result, Runner, SessionId, StartOptions,
 };
 
-use super::decide::{self, Then};
+use super::decide;
+pub use super::decide::DecideArgs;
 use super::output;
 use super::view::HumanView;
 
@@ -42,20 +43,6 @@ pub struct RunArgs {
     pub verify: bool,
     #[command(flatten)]
     pub decide: DecideArgs,
-}
-
-/// What to do once the agent has finished.
-#[derive(Debug, Args)]
-pub struct DecideArgs {
-    /// approve, reject or keep (default: ask on a terminal, keep otherwise).
-    #[arg(long, value_enum)]
-    pub then: Option<Then>,
-    /// The commit message when approving.
-    #[arg(short, long)]
-    pub message: Option<String>,
-    /// Print every event as contract JSON, one per line.
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// Arguments of `codehands resume`.
@@ -93,7 +80,7 @@ pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
 
 /// Streams the events (Ctrl-C stops the session cleanly), then decides.
 pub async fn watch_and_decide(
-    runner: &dyn Runner,
+    runner: &runner_core::LocalRunner,
     id: SessionId,
     events: EventStream,
     decide: &DecideArgs,

@@ -12,6 +12,7 @@ mod journal;
 mod notes;
 mod recover;
 mod run;
+mod verify;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,7 +25,10 @@ use crate::agent_name::AgentName;
 use crate::error::{Error, ErrorKind, Result};
 use crate::home::Home;
 use crate::ids::SessionId;
-use crate::options::{ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, StartOptions};
+use crate::options::{
+    ApproveOptions, ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, RejectResult,
+    StartOptions,
+};
 use crate::registry::{AgentOrigin, AgentRegistry};
 use crate::session::{SessionRecord, SessionState};
 use crate::store::SessionStore;
@@ -163,6 +167,71 @@ impl LocalRunner {
     /// Where this runner keeps its files.
     pub fn home(&self) -> &Home {
         &self.shared.home
+    }
+
+    /// Approves like [`Runner::approve`], with `options`: a session whose run was verified
+    /// and whose sandbox tests failed or could not run is refused
+    /// ([`ErrorKind::VerifyFailed`]) unless `options.force`.
+    pub async fn approve_with(
+        &self,
+        session_id: &SessionId,
+        message: &str,
+        options: ApproveOptions,
+    ) -> Result<ApproveResult> {
+        let shared = &self.shared;
+        shared.store.get(session_id)?;
+        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        if !record.state.can_move_to(SessionState::Approving) {
+            return Err(Error::illegal_move(
+                record.state,
+                SessionState::Approved,
+                "approve",
+            ));
+        }
+        verify::gate(&shared.home, session_id, options.force)?;
+        let message = if message.trim().is_empty() {
+            default_message(&record.prompt)
+        } else {
+            message.to_owned()
+        };
+        let approved = journal::approve(shared, &record, &message).await?;
+        remember_outcome(shared, &record, SessionState::Approved).await;
+        Ok(approved)
+    }
+
+    /// Rejects like [`Runner::reject`] and says what became of the branch. A stopped
+    /// session can be rejected too (no need to pay for the rest of its run); a branch the
+    /// agent committed to is kept, as `recover` keeps a failed session's.
+    pub async fn reject_session(&self, session_id: &SessionId) -> Result<RejectResult> {
+        let shared = &self.shared;
+        shared.store.get(session_id)?;
+        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        if !record.state.can_move_to(SessionState::Rejecting) {
+            return Err(Error::illegal_move(
+                record.state,
+                SessionState::Rejected,
+                "reject",
+            ));
+        }
+        let kept = journal::reject(shared, &record).await?;
+        remember_outcome(shared, &record, SessionState::Rejected).await;
+        Ok(RejectResult {
+            session_id: *session_id,
+            kept_branch: kept.then(|| record.branch.clone()),
+        })
+    }
+
+    /// The session `text` names: a whole id, or a unique prefix of 8 or more characters
+    /// (see [`SessionStore::resolve`]); an ambiguous prefix is refused, listing the matches.
+    pub fn resolve_session(&self, text: &str) -> Result<SessionId> {
+        self.shared.store.resolve(text)
+    }
+
+    /// The session records, and the record files that could not be read (with why).
+    pub fn listing(&self) -> Result<crate::store::Listing> {
+        self.shared.store.list()
     }
 
     fn agent(&self, name: &AgentName) -> Result<Arc<dyn Agent>> {
@@ -331,42 +400,12 @@ impl Runner for LocalRunner {
     }
 
     async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult> {
-        let shared = &self.shared;
-        shared.store.get(session_id)?;
-        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
-        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
-        if !record.state.can_move_to(SessionState::Approving) {
-            return Err(Error::illegal_move(
-                record.state,
-                SessionState::Approved,
-                "approve",
-            ));
-        }
-        let message = if message.trim().is_empty() {
-            default_message(&record.prompt)
-        } else {
-            message.to_owned()
-        };
-        let approved = journal::approve(shared, &record, &message).await?;
-        remember_outcome(shared, &record, SessionState::Approved).await;
-        Ok(approved)
+        self.approve_with(session_id, message, ApproveOptions::default())
+            .await
     }
 
     async fn reject(&self, session_id: &SessionId) -> Result<()> {
-        let shared = &self.shared;
-        shared.store.get(session_id)?;
-        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
-        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
-        if !record.state.can_move_to(SessionState::Rejecting) {
-            return Err(Error::illegal_move(
-                record.state,
-                SessionState::Rejected,
-                "reject",
-            ));
-        }
-        journal::reject(shared, &record).await?;
-        remember_outcome(shared, &record, SessionState::Rejected).await;
-        Ok(())
+        self.reject_session(session_id).await.map(drop)
     }
 
     async fn stop(&self, session_id: &SessionId) -> Result<()> {
