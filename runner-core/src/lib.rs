@@ -42,10 +42,11 @@ pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, RejectResult,
+    StartOptions,
 };
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
-pub use runner::{LocalRunner, RunnerSettings, Watchdog};
+pub use runner::{GcOptions, GcReport, LocalRunner, RepoDisk, RunnerSettings, Watchdog};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;

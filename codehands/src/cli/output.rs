@@ -1,9 +1,26 @@
 //! Writing to stdout: contract JSON one object per line, and whether to use colour.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use runner_core::{Error, Result};
 use serde::Serialize;
+
+/// Set once stdout's reader has gone (`codehands sessions | head -1`).
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a write failed because stdout's reader went away: then `main` ends quietly with
+/// success, as a program ended by SIGPIPE would end silently (Rust ignores SIGPIPE).
+pub fn stdout_closed() -> bool {
+    CLOSED.load(Ordering::Relaxed)
+}
+
+fn write_error(e: &std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        CLOSED.store(true, Ordering::Relaxed);
+    }
+    Error::io("cannot write to stdout", e)
+}
 
 /// Prints `value` as one line of JSON and flushes, so a reader sees each event as it happens.
 pub fn json_line<T: Serialize>(value: &T) -> Result<()> {
@@ -12,7 +29,15 @@ pub fn json_line<T: Serialize>(value: &T) -> Result<()> {
         .map_err(|e| Error::internal(format!("cannot encode JSON: {e}")))?;
     out.write_all(b"\n")
         .and_then(|()| out.flush())
-        .map_err(|e| Error::io("cannot write to stdout", &e))
+        .map_err(|e| write_error(&e))
+}
+
+/// Prints `text` as it is (no newline added) and flushes.
+pub fn text(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| write_error(&e))
 }
 
 /// Prints one line of text and flushes.
@@ -21,7 +46,20 @@ pub fn line(text: &str) -> Result<()> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush())
-        .map_err(|e| Error::io("cannot write to stdout", &e))
+        .map_err(|e| write_error(&e))
+}
+
+/// The width to fit tables to: `COLUMNS` when set, else the terminal's, else none (piped
+/// output is never cut).
+pub fn width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return Some(columns);
+    }
+    let stdout = std::io::stdout();
+    if !stdout.is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(&stdout).map(|(w, _)| usize::from(w.0))
 }
 
 /// Colour only on a terminal, and never under `NO_COLOR`.

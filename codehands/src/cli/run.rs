@@ -48,9 +48,9 @@ pub struct RunArgs {
 /// Arguments of `codehands resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The session to resume.
-    #[arg(value_parser = super::session_id)]
-    pub id: SessionId,
+    /// The session to resume: its id, or the first 8 or more characters of it.
+    #[arg(value_parser = super::session_ref)]
+    pub id: String,
     /// What to tell the agent now (default: carry on).
     #[arg(allow_hyphen_values = true)]
     pub prompt: Option<String>,
@@ -74,8 +74,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
 /// `codehands resume`.
 pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
-    let events = runner.resume(&args.id, args.prompt).await?;
-    watch_and_decide(&runner, args.id, events, &args.decide).await
+    let id = runner.resolve_session(&args.id)?;
+    let events = runner.resume(&id, args.prompt).await?;
+    watch_and_decide(&runner, id, events, &args.decide).await
 }
 
 /// Streams the events (Ctrl-C stops the session cleanly), then decides.

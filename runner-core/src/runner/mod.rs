@@ -8,6 +8,7 @@
 
 mod cleanup;
 mod control;
+mod gc;
 mod journal;
 mod notes;
 mod recover;
@@ -39,6 +40,7 @@ use crate::traits::sandbox::Sandbox;
 use crate::traits::vcs::{Vcs, WorktreeSpec};
 
 pub use control::RunFiles;
+pub use gc::{GcOptions, GcReport, RepoDisk};
 
 /// The longest prompt accepted, in bytes.
 pub const MAX_PROMPT_BYTES: usize = 8 << 20;
