@@ -28,7 +28,11 @@ fn slug(prompt: &str) -> String {
     let mut out = String::with_capacity(SLUG_MAX);
     for word in words {
         let word = word.to_ascii_lowercase();
-        let needed = if out.is_empty() { word.len() } else { word.len() + 1 };
+        let needed = if out.is_empty() {
+            word.len()
+        } else {
+            word.len() + 1
+        };
         if out.len() + needed > SLUG_MAX {
             if out.is_empty() {
                 out.push_str(&word[..SLUG_MAX]);

@@ -194,9 +194,10 @@ mod tests {
             assert!(line.chars().count() <= 80, "{line:?}");
         }
         assert!(narrow[1].contains('…'), "{narrow:?}");
+        let column = |line: &str, word: &str| line[..line.find(word).unwrap()].chars().count();
         assert_eq!(
-            narrow[0].find("AGENT"),
-            narrow[1].find("claude-code"),
+            column(&narrow[0], "AGENT"),
+            column(&narrow[1], "claude-code"),
             "aligned"
         );
     }

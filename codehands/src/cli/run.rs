@@ -67,8 +67,25 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.model = args.model;
     options.budget_usd = args.budget_usd;
     options.verify = args.verify;
+    warn_if_dirty(&options.repo_path);
     let events = runner.start(options).await?;
     watch_and_decide(&runner, id, events, &args.decide).await
+}
+
+/// One line on stderr (stdout may be contract JSON) when the checkout has uncommitted
+/// changes: the agent starts from HEAD without them. A status that cannot be read says
+/// nothing here; start() reports a repository it cannot use.
+fn warn_if_dirty(repo: &std::path::Path) {
+    if let Ok(Some(n)) = codehands::uncommitted_files(repo) {
+        if n > 0 {
+            let files = if n == 1 { "file" } else { "files" };
+            eprintln!(
+                "note: {} has {n} uncommitted {files}; the agent starts from HEAD, without them \
+                 (commit or stash them first if it needs them)",
+                repo.display()
+            );
+        }
+    }
 }
 
 /// `codehands resume`.

@@ -11,6 +11,7 @@ mod control;
 mod gc;
 mod journal;
 mod notes;
+mod preflight;
 mod recover;
 mod run;
 mod verify;
@@ -254,7 +255,13 @@ impl LocalRunner {
         if options.verify && self.shared.sandbox.is_none() {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
         }
-        self.agent(&options.agent)
+        let agent = self.agent(&options.agent)?;
+        preflight::check(
+            agent.as_ref(),
+            &options.repo_path,
+            &self.shared.settings.caller_env,
+        )?;
+        Ok(agent)
     }
 
     fn spawn_run(
