@@ -75,12 +75,25 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
             .file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default();
-        output::line(&format!(
+        let line = format!(
             "unreadable: {name}: {}",
             super::view::visible(e.message(), false)
-        ))?;
+        );
+        output::line(&cut(&line, output::width()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `line` cut to `width` characters (ending in "…") when it is longer.
+fn cut(line: &str, width: Option<usize>) -> String {
+    match width {
+        Some(w) if line.chars().count() > w => {
+            let mut cut: String = line.chars().take(w.saturating_sub(1)).collect();
+            cut.push('…');
+            cut
+        }
+        _ => line.to_owned(),
+    }
 }
 
 /// The header of the table.
@@ -133,18 +146,12 @@ fn table(rows: &[[String; 7]], width: Option<usize>) -> Vec<String> {
         for column in [6, 1] {
             let over = total(&widths).saturating_sub(width);
             let floor = chars(HEADER[column]).max(6);
-            widths[column] = widths[column].saturating_sub(over).max(floor);
+            widths[column] = widths[column]
+                .saturating_sub(over)
+                .max(floor.min(widths[column]));
         }
     }
-    let fit = |cell: &str, w: usize| {
-        if chars(cell) <= w {
-            cell.to_owned()
-        } else {
-            let mut cut: String = cell.chars().take(w.saturating_sub(1)).collect();
-            cut.push('…');
-            cut
-        }
-    };
+    let fit = |cell: &str, w: usize| cut(cell, Some(w));
     let line = |cells: [&str; 7]| {
         let mut out = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
