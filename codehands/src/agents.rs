@@ -117,6 +117,26 @@ impl Agent for FakeAgent {
         self.inner.capabilities()
     }
 
+    /// The embedded recording edits the demo's `src/date.js`: on another repo its replay
+    /// would fail half way, so it is refused before anything is made.
+    fn preflight(&self, repo: &std::path::Path) -> Result<()> {
+        let replays_the_demo = self.setup.script.is_none()
+            && matches!(self.setup.mode.as_deref(), None | Some("replay"));
+        let is_the_demo = runner_fake::demo_repo::FILES
+            .iter()
+            .filter(|(path, _)| path.ends_with(".js"))
+            .all(|(path, _)| repo.join(path).is_file());
+        if replays_the_demo && !is_the_demo {
+            return Err(runner_core::Error::invalid_input(format!(
+                "{} is not the demo's repo: the fake agent replays the demo's fix: run \
+                 `codehands demo`, or use a real agent (`--agent claude-code`, `codehands agents` \
+                 lists them)",
+                repo.display()
+            )));
+        }
+        Ok(())
+    }
+
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
         let mut invocation = self.inner.invocation(request)?;
         invocation.args.insert(0, OsString::from(FAKE_AGENT_ARG));

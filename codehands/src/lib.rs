@@ -20,6 +20,7 @@
 
 mod agents;
 mod builder;
+pub mod locate;
 mod memory;
 mod plugins;
 pub mod profile;
@@ -41,9 +42,10 @@ pub struct Setup {
     pub home: Home,
     /// The runner's behaviour (watchdog, grace, extra variables …).
     pub settings: RunnerSettings,
-    /// The Claude Code program (`CLAUDE_BIN`, or `claude` on PATH).
+    /// The Claude Code program (`CLAUDE_BIN`, `claude` on PATH, or the pinned one in the
+    /// cache: [`locate`]).
     pub claude_bin: PathBuf,
-    /// The Codex program (`CODEX_BIN`, or `codex` on PATH).
+    /// The Codex program (`CODEX_BIN`, `codex` on PATH, or the pinned one in the cache).
     pub codex_bin: PathBuf,
     /// How the fake agent runs, when it is in the build.
     pub fake: FakeAgentSetup,
@@ -88,18 +90,13 @@ impl SandboxImages {
 
 impl Setup {
     /// The home from `CODEHANDS_HOME` (or `~/.codehands`), the programs from
-    /// `CLAUDE_BIN` and `CODEX_BIN`, the fake agent from `CODEHANDS_FAKE_*`, default settings.
+    /// `CLAUDE_BIN` and `CODEX_BIN`, PATH or the cache ([`locate`]), the fake agent from `CODEHANDS_FAKE_*`, default settings.
     pub fn from_env() -> Result<Self> {
-        let program = |var: &str, default: &str| {
-            std::env::var_os(var)
-                .filter(|v| !v.is_empty())
-                .map_or_else(|| PathBuf::from(default), PathBuf::from)
-        };
         Ok(Self {
             home: Home::from_env()?,
             settings: RunnerSettings::default(),
-            claude_bin: program("CLAUDE_BIN", "claude"),
-            codex_bin: program("CODEX_BIN", "codex"),
+            claude_bin: locate::claude(&locate::process_env).program,
+            codex_bin: locate::codex(&locate::process_env).program,
             fake: FakeAgentSetup::from_env(),
             sandbox_images: SandboxImages::from_env()?,
         })
@@ -135,6 +132,21 @@ fn runner_with(setup: Setup, agents: AgentRegistry) -> Result<LocalRunner> {
             "the real runner (git worktrees)",
             "git",
         ))
+    }
+}
+
+/// How many files of `repo`'s checkout have uncommitted changes (feature `git`; `None`
+/// without it): the agent starts from HEAD, so a caller can tell the person that those
+/// changes are not in the agent's worktree.
+pub fn uncommitted_files(repo: &std::path::Path) -> Result<Option<usize>> {
+    #[cfg(feature = "git")]
+    {
+        vcs_git::uncommitted_files(repo).map(Some)
+    }
+    #[cfg(not(feature = "git"))]
+    {
+        let _ = repo;
+        Ok(None)
     }
 }
 

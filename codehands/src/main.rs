@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let cli = cli::Cli::parse_from(args);
+    cli::init_logging(&cli);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -34,6 +35,8 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(cli::run(cli)) {
         Ok(code) => code,
+        // The reader of stdout went away (`| head`): nothing more to say to anyone.
+        Err(_) if cli::stdout_closed() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("codehands: {e}");
             ExitCode::FAILURE

@@ -286,16 +286,21 @@ async fn an_agent_without_a_result_fails_with_its_stderr() {
 }
 
 #[tokio::test]
-async fn a_missing_agent_program_fails_cleanly() {
+async fn a_missing_agent_program_is_refused_before_anything_is_made() {
     let world = World::demo();
     let runner = world.runner_with(world.settings(), |s| {
         s.fake.program = Some(PathBuf::from("/nonexistent/claude"))
     });
     let id = new_id();
-    let events = suite::collect(runner.start(options(&world, id)).await.unwrap()).await;
-    let failed = failure(&events);
-    assert_eq!(failed.reason, FailureKind::AgentUnavailable);
-    assert!(failed.message.contains("not found"), "{}", failed.message);
+    let Err(refused) = runner.start(options(&world, id)).await else {
+        panic!("a start with a missing program is refused");
+    };
+    assert_eq!(refused.kind(), ErrorKind::AgentUnavailable);
+    assert!(refused.message().contains("not found"), "{refused}");
+    assert!(
+        runner.sessions().await.unwrap().is_empty(),
+        "no session record"
+    );
     assert!(world.worktree_dirs().is_empty(), "nothing left behind");
     assert_eq!(world.branches(), vec!["main".to_owned()]);
 }

@@ -20,6 +20,9 @@ pub enum ErrorKind {
     NothingToApprove,
     /// The repository could not be read or changed.
     Vcs,
+    /// Approve was refused: the run was verified and the sandbox's tests failed or could not
+    /// run. Approve again with `force` to go ahead anyway.
+    VerifyFailed,
     /// A stored record could not be read: corrupt, unknown fields, bad state.
     CorruptRecord,
     /// The file system or another I/O source failed.
@@ -115,7 +118,7 @@ fn hint_for(current: SessionState, wanted: SessionState) -> &'static str {
     match (current, wanted) {
         (Failed, _) => " (a failed session is final: start a new one)",
         (Running, Approved | Rejected) => " (wait for the agent to finish, or stop it first)",
-        (Stopped, Approved | Rejected) => " (resume it and let it finish first)",
+        (Stopped, Approved) => " (resume it and let it finish first, or reject it)",
         (Approved | Rejected, _) => " (the session is over)",
         (_, Stopped) => " (only a running session can be stopped)",
         (_, Running) => " (only a stopped session can be resumed)",

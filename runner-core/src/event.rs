@@ -239,6 +239,10 @@ pub struct TestResult {
     /// The agent's id for the tool call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_use_id: Option<String>,
+    /// Set when the sandbox could not run the tests at all (a tool missing from the image,
+    /// no engine …): then `passed` is false but no test failed, and `summary` says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub could_not_run: Option<crate::traits::sandbox::SandboxErrorKind>,
 }
 
 /// What the provider said, as one of a few states a person can act on.

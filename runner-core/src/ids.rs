@@ -42,6 +42,32 @@ impl SessionId {
         Ok(Self(uuid))
     }
 
+    /// The fewest characters of an id that name a session on the command line: the eight
+    /// that branches, worktree folders and the `kept` message show.
+    pub const MIN_PREFIX: usize = 8;
+
+    /// `text` as a prefix of an id (lower-cased), refused unless it is at least
+    /// [`Self::MIN_PREFIX`] characters of a hyphenated UUID's start.
+    pub fn check_prefix(text: &str) -> Result<String, Error> {
+        let lower = text.to_ascii_lowercase();
+        let fits = lower.len() >= Self::MIN_PREFIX
+            && lower.len() < 36
+            && lower.bytes().enumerate().all(|(i, b)| match i {
+                8 | 13 | 18 | 23 => b == b'-',
+                _ => b.is_ascii_hexdigit(),
+            });
+        if fits {
+            Ok(lower)
+        } else {
+            Err(Error::invalid_input(format!(
+                "session id {:?} is not a UUID, nor its first {} or more characters: pass an id \
+                 like 3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42, or its start like 3f2a9c1e",
+                truncate_for_message(text),
+                Self::MIN_PREFIX
+            )))
+        }
+    }
+
     /// The first eight hex characters, used in worktree folders, branch names and container names.
     pub fn short(&self) -> String {
         self.to_string()[..8].to_owned()

@@ -43,10 +43,15 @@ pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
-pub use options::{ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, StartOptions};
+pub use options::{
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, RejectResult,
+    StartOptions,
+};
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
 pub use report::{ReportInput, RunEnding, RunReport};
-pub use runner::{LocalRunner, RunnerSettings, SupervisorCommand, Watchdog};
+pub use runner::{
+    GcOptions, GcReport, LocalRunner, RepoDisk, RunnerSettings, SupervisorCommand, Watchdog,
+};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;

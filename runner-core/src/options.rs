@@ -54,6 +54,26 @@ impl StartOptions {
     }
 }
 
+/// How an approve goes beyond its message ([`crate::LocalRunner::approve_with`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApproveOptions {
+    /// Approve even when the run was verified and the sandbox's tests failed or could not
+    /// run (`codehands approve --force`).
+    pub force: bool,
+}
+
+/// What a reject did ([`crate::LocalRunner::reject_session`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RejectResult {
+    /// The session, now `rejected`.
+    pub session_id: SessionId,
+    /// The branch, when it was kept because the agent committed to it (as `recover` keeps
+    /// a failed session's); `None` when it was deleted or never made.
+    #[serde(default)]
+    pub kept_branch: Option<String>,
+}
+
 /// One file's share of a diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -52,10 +52,11 @@ impl SessionState {
 
     /// Whether `self → to` is in the state table:
     /// `queued → running → awaiting_approval → approved | rejected`,
-    /// `running → stopped → running`, and `queued | running → failed`; approve and reject
+    /// `running → stopped → running`, `stopped → rejected` (a stopped session thrown away
+    /// without paying for the rest of its run), and `queued | running → failed`; approve and reject
     /// are journaled: `awaiting_approval → approving → approved` (or back to
     /// `awaiting_approval` when the commit never reached the branch) and
-    /// `awaiting_approval → rejecting → rejected`. A runner without a repository (the fake
+    /// `awaiting_approval | stopped → rejecting → rejected`. A runner without a repository (the fake
     /// runner) moves `awaiting_approval → approved | rejected` at once.
     pub fn can_move_to(self, to: SessionState) -> bool {
         use SessionState::*;
@@ -67,6 +68,8 @@ impl SessionState {
                 | (Running, Stopped)
                 | (Running, Failed)
                 | (Stopped, Running)
+                | (Stopped, Rejecting)
+                | (Stopped, Rejected)
                 | (AwaitingApproval, Approved)
                 | (AwaitingApproval, Rejected)
                 | (AwaitingApproval, Approving)
@@ -214,6 +217,8 @@ mod tests {
         (Running, Stopped),
         (Running, Failed),
         (Stopped, Running),
+        (Stopped, Rejecting),
+        (Stopped, Rejected),
         (AwaitingApproval, Approved),
         (AwaitingApproval, Rejected),
         (AwaitingApproval, Approving),

@@ -238,6 +238,45 @@ impl SessionStore {
         Ok(listing)
     }
 
+    /// The session `text` names: a whole id, or a prefix of at least
+    /// [`SessionId::MIN_PREFIX`] characters that exactly one stored session's id starts with
+    /// (as git takes a commit's prefix). Records that cannot be read count too, by their
+    /// file name, so a prefix never silently means a different session.
+    pub fn resolve(&self, text: &str) -> Result<SessionId> {
+        if let Ok(id) = SessionId::parse(text) {
+            return Ok(id);
+        }
+        let prefix = SessionId::check_prefix(text)?;
+        let listing = self.list()?;
+        let unreadable = listing.unreadable.iter().filter_map(|(path, _)| {
+            let stem = path.file_stem()?.to_str()?;
+            SessionId::parse(stem).ok()
+        });
+        let mut matches: Vec<SessionId> = listing
+            .records
+            .iter()
+            .map(|r| r.session_id)
+            .chain(unreadable)
+            .filter(|id| id.to_string().starts_with(&prefix))
+            .collect();
+        matches.sort();
+        matches.dedup();
+        match matches.as_slice() {
+            [id] => Ok(*id),
+            [] => Err(Error::not_found(format!(
+                "no session id starts with {prefix}: `codehands sessions` lists them"
+            ))),
+            many => Err(Error::invalid_input(format!(
+                "{prefix} is the start of {} session ids ({}): give more of the id",
+                many.len(),
+                many.iter()
+                    .map(SessionId::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
     fn read(&self, id: &SessionId) -> Result<Option<SessionRecord>> {
         match &self.backend {
             Backend::Memory(map) => Ok(map

@@ -93,6 +93,7 @@ pub fn finished(ran: RanCommand) -> Vec<EventBody> {
             sandboxed: false,
             summary: verdict.summary,
             tool_use_id: ran.tool_use_id.clone(),
+            could_not_run: None,
         })
     });
     std::iter::once(command_finished(ran)).chain(test).collect()

@@ -140,6 +140,7 @@ fn test(command: &str, passed: bool, exit: i32, summary: &str, id: &str) -> Even
         sandboxed: false,
         summary: Some(summary.into()),
         tool_use_id: Some(id.into()),
+        could_not_run: None,
     })
 }
 

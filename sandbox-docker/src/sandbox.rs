@@ -187,6 +187,10 @@ impl DockerSandbox {
             )
             .await
             .map_err(|m| error(InstallFailed, format!("the install box could not run: {m}")))?;
+            if let Some(e) = could_not_start(&install.command, &result.image, outcome.exit_code) {
+                result.output = outcome.output;
+                return Err(e);
+            }
             if let Some(why) = failure(&outcome, limit) {
                 result.output = outcome.output;
                 return Err(error(
@@ -205,6 +209,11 @@ impl DockerSandbox {
             .map_err(|m| error(Failed, m))?;
         result.passed = failure(&outcome, limit).is_none();
         result.exit_code = outcome.exit_code;
+        if let Some(e) = could_not_start(&spec.command, &result.image, outcome.exit_code) {
+            result.passed = false;
+            result.output = outcome.output;
+            return Err(e);
+        }
         result.timed_out = outcome.timed_out;
         result.out_of_memory = outcome.out_of_memory;
         result.output = outcome.output;
@@ -275,6 +284,33 @@ fn failure(outcome: &BoxOutcome, limit: Duration) -> Option<String> {
     }
 }
 
+/// A box whose command could not start (the shell's 127, "not found", or 126, "not
+/// executable") did not run the tests at all: that is the box's failing, never the code's.
+/// pnpm and yarn are the usual cause: codehands' local images carry npm only.
+fn could_not_start(command: &str, image: &str, exit_code: Option<i64>) -> Option<SandboxError> {
+    let why = match exit_code {
+        Some(127) => "is not in the image",
+        Some(126) => "cannot be executed in the image",
+        _ => return None,
+    };
+    let program = command.split_whitespace().next().unwrap_or(command);
+    let hint = if matches!(program, "pnpm" | "yarn") {
+        format!(
+            "; pnpm and yarn are not in codehands' local images (npm is): use npm for the tests, \
+             or an image that has {program} (CODEHANDS_SANDBOX_IMAGES=hub, or an image map of your own)"
+        )
+    } else {
+        String::new()
+    };
+    Some(error(
+        SandboxErrorKind::Unsupported,
+        format!(
+            "the box could not run `{command}`: `{program}` {why} {image} (exit code {}){hint}",
+            exit_code.unwrap_or_default()
+        ),
+    ))
+}
+
 /// Makes sure the engine has `image`, pulling it when it can.
 async fn ensure_image(docker: &Docker, image: &str) -> Result<(), String> {
     match docker.inspect_image(image).await {
@@ -326,4 +362,27 @@ fn owner(_path: &Path) -> (u32, u32) {
 
 fn error(kind: SandboxErrorKind, message: String) -> SandboxError {
     SandboxError { kind, message }
+}
+
+#[cfg(test)]
+mod could_not_start_tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_program_is_a_box_that_could_not_run_not_failing_tests() {
+        let e = could_not_start("pnpm test", "codehands/sandbox-node:22", Some(127)).unwrap();
+        assert_eq!(e.kind, SandboxErrorKind::Unsupported);
+        assert!(
+            e.message.contains("`pnpm` is not in the image"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("pnpm and yarn are not in"),
+            "{}",
+            e.message
+        );
+        assert!(could_not_start("npm test", "img", Some(1)).is_none());
+        assert!(could_not_start("npm test", "img", Some(0)).is_none());
+    }
 }

@@ -19,24 +19,30 @@ pub(crate) fn branch_name(prompt: &str, session_id: &SessionId) -> String {
 }
 
 fn slug(prompt: &str) -> String {
+    // Whole words only: a word that would pass the limit ends the slug (a branch named
+    // `…-to-che-` reads as a typo). A single word longer than the limit is cut, as there
+    // is nothing better to show.
+    let words = prompt
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty());
     let mut out = String::with_capacity(SLUG_MAX);
-    let mut pending_dash = false;
-    for c in prompt.chars() {
-        if c.is_ascii_alphanumeric() {
-            if pending_dash && !out.is_empty() {
-                if out.len() + 1 >= SLUG_MAX {
-                    break;
-                }
-                out.push('-');
-            }
-            pending_dash = false;
-            if out.len() >= SLUG_MAX {
-                break;
-            }
-            out.push(c.to_ascii_lowercase());
+    for word in words {
+        let word = word.to_ascii_lowercase();
+        let needed = if out.is_empty() {
+            word.len()
         } else {
-            pending_dash = true;
+            word.len() + 1
+        };
+        if out.len() + needed > SLUG_MAX {
+            if out.is_empty() {
+                out.push_str(&word[..SLUG_MAX]);
+            }
+            break;
         }
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(&word);
     }
     if out.is_empty() {
         out.push_str("task");
@@ -198,6 +204,17 @@ mod tests {
             branch_name("  -leading dash", &id()),
             "codehands/leading-dash-3f2a9c1e"
         );
+    }
+
+    #[test]
+    fn slugs_end_at_a_whole_word() {
+        assert_eq!(
+            branch_name("Fix the failing test. Run npm test to check.", &id()),
+            "codehands/fix-the-failing-test-run-npm-test-to-3f2a9c1e"
+        );
+        let one = "a".repeat(100);
+        let name = branch_name(&one, &id());
+        assert_eq!(name, format!("codehands/{}-3f2a9c1e", "a".repeat(SLUG_MAX)));
     }
 
     #[test]

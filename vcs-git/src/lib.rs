@@ -62,6 +62,7 @@
 mod branch;
 mod commit;
 mod diff;
+mod dirty;
 mod error;
 mod patch;
 mod registry;
@@ -111,6 +112,8 @@ impl GitVcs {
         self
     }
 }
+
+pub use dirty::uncommitted_files;
 
 /// Runs blocking repository work off the async threads.
 async fn blocking<T: Send + 'static>(

@@ -8,8 +8,8 @@ use std::process::{Command, ExitCode};
 use clap::Args;
 use runner_core::{AgentName, Error, ErrorKind, Home, Result, SessionId, StartOptions};
 
+use super::decide::DecideArgs;
 use super::decide::Then;
-use super::run::DecideArgs;
 
 /// Arguments of `codehands demo`.
 #[derive(Debug, Args)]
@@ -54,6 +54,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     let decide = DecideArgs {
         then: Some(Then::Approve),
         message: Some("Fix the off-by-one month in formatDate".into()),
+        force: false,
         json: args.json,
     };
     let code = super::run::watch_and_decide(&runner, id, events, &decide).await?;

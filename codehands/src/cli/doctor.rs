@@ -29,6 +29,9 @@ pub struct DoctorArgs {
 struct Finding {
     name: String,
     program: String,
+    /// Where the program was found, or where to put it (the built-in agents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    location: Option<String>,
     #[serde(flatten)]
     probe: Probe,
 }
@@ -47,9 +50,16 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
     let (registry, problems) = super::builder()?.agents()?;
     for (name, entry) in registry.iter() {
         if let Some(version) = entry.agent.version_probe() {
+            let env = codehands::locate::process_env;
+            let location = match name.as_str() {
+                "claude-code" => Some(codehands::locate::claude(&env).explain("CLAUDE_BIN")),
+                "codex" => Some(codehands::locate::codex(&env).explain("CODEX_BIN")),
+                _ => None,
+            };
             findings.push(Finding {
                 name: name.to_string(),
                 program: version.program.display().to_string(),
+                location,
                 probe: probe::agent(&version),
             });
         }
@@ -62,6 +72,9 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
     for f in &findings {
         let state = probe::describe(colour, &f.probe);
         output::line(&format!("{:<12} {state}  [{}]", f.name, f.program))?;
+        if let Some(location) = &f.location {
+            output::line(&format!("             {location}"))?;
+        }
         if let Some(note) = &f.probe.note {
             output::line(&format!("             {note}"))?;
         }
@@ -76,6 +89,7 @@ fn finding(name: &str, program: &str, args: &[&str], tested: Option<&str>) -> Fi
     Finding {
         name: name.to_owned(),
         program: program.to_owned(),
+        location: None,
         probe: probe::run(OsStr::new(program), args, tested),
     }
 }

@@ -14,9 +14,9 @@ use super::view::HumanView;
 /// Arguments of `codehands events`.
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    /// The session.
-    #[arg(value_parser = super::session_id)]
-    id: SessionId,
+    /// The session (its id, or a unique prefix of 8+ characters).
+    #[arg(value_parser = super::session_ref)]
+    id: String,
     /// Only the events after this seq.
     #[arg(long, default_value_t = 0)]
     after: u64,
@@ -31,6 +31,7 @@ pub struct EventsArgs {
 /// `codehands events ID [--after N] [--follow] [--json]`.
 pub async fn run(args: EventsArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
+    let id = runner.resolve_session(&args.id)?;
     let mut view = HumanView::new(false);
     let mut print = |event: &runner_core::Event| -> std::io::Result<()> {
         if args.json {
@@ -48,15 +49,15 @@ pub async fn run(args: EventsArgs) -> Result<ExitCode> {
     };
     if !args.follow {
         // Reading heals a run nobody watches, as every command that reads a session does.
-        runner.session(&args.id).await?;
-        for event in runner.logged_events(&args.id, args.after)? {
+        runner.session(&id).await?;
+        for event in runner.logged_events(&id, args.after)? {
             if let Err(e) = print(&event) {
                 return closed(e);
             }
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut events = runner.events(&args.id, args.after).await?;
+    let mut events = runner.events(&id, args.after).await?;
     while let Some(event) = events.next().await {
         if let Err(e) = print(&event) {
             return closed(e);
@@ -84,9 +85,9 @@ pub async fn supervise(args: SuperviseArgs) -> Result<ExitCode> {
 /// Arguments of `codehands report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The session.
-    #[arg(value_parser = super::session_id)]
-    id: SessionId,
+    /// The session (its id, or a unique prefix of 8+ characters).
+    #[arg(value_parser = super::session_ref)]
+    id: String,
     /// Print the RunReport as JSON.
     #[arg(long)]
     json: bool,
@@ -95,7 +96,8 @@ pub struct ReportArgs {
 /// `codehands report ID [--json]`: the session's final report, from its event log.
 pub async fn report(args: ReportArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
-    let report = runner.report(&args.id).await?;
+    let id = runner.resolve_session(&args.id)?;
+    let report = runner.report(&id).await?;
     if args.json {
         output::json_line(&report)?;
     } else {

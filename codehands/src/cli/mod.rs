@@ -1,11 +1,14 @@
 //! Commands of the `codehands` binary, one module each.
 
 mod agents;
+mod completions;
 mod decide;
 mod demo;
 mod doctor;
 mod events;
 mod fake;
+mod gc;
+mod list;
 mod output;
 mod probe;
 mod run;
@@ -13,6 +16,8 @@ mod sandbox;
 mod schema;
 mod sessions;
 mod view;
+
+pub use output::stdout_closed;
 
 use std::process::ExitCode;
 
@@ -22,12 +27,15 @@ use runner_core::{Result, SessionId};
 /// Run headless coding agents on a private git worktree, then approve or reject the change.
 ///
 /// Everything lives under $CODEHANDS_HOME (default ~/.codehands). CLAUDE_BIN and
-/// CODEX_BIN name the agent programs.
+/// CODEX_BIN name the agent programs. Logs go to stderr: -v, -vv, -vvv, or RUST_LOG.
 #[derive(Debug, Parser)]
 #[command(name = "codehands", version, about, long_about)]
 pub struct Cli {
     #[command(flatten)]
     sources: AgentSources,
+    /// Log more on stderr: -v info, -vv debug, -vvv trace (RUST_LOG, when set, decides instead).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,16 +64,24 @@ enum Command {
     Diff(sessions::DiffArgs),
     /// Commit a finished session's change on its branch.
     Approve(sessions::ApproveArgs),
-    /// Throw a finished session's change away (worktree and branch).
+    /// Throw a finished or stopped session's change away (worktree and branch).
     Reject(sessions::IdArgs),
     /// Stop a running session (also one run by another codehands process); it can be resumed.
     Stop(sessions::IdArgs),
     /// Resume a stopped session in the same worktree.
     Resume(run::ResumeArgs),
-    /// List the sessions.
-    Sessions(sessions::ListArgs),
+    /// List the sessions: a table (id, repo, agent, state, age, cost, branch), or JSON.
+    Sessions(list::ListArgs),
     /// Clean up after a crash: interrupted sessions fail, leftovers are removed.
-    Recover(sessions::ListArgs),
+    Recover(sessions::JsonArgs),
+    /// Throw away kept and stopped sessions older than a limit (worktree, and the branch
+    /// unless the agent committed to it).
+    Gc(gc::GcArgs),
+    /// Print a shell completion script (bash, zsh or fish) to stdout.
+    Completions(completions::CompletionsArgs),
+    /// Print the man page (roff) to stdout; `cargo xtask man` writes it to target/man/.
+    #[command(hide = true, name = "__man")]
+    Man,
     /// Run a repo's tests once in the locked Docker box.
     Sandbox(sandbox::SandboxArgs),
     /// Print the fake runner's events, one JSON object per line (what a daemon receives).
@@ -88,6 +104,7 @@ enum Command {
 /// Runs one parsed command line.
 pub async fn run(cli: Cli) -> Result<ExitCode> {
     let _ = SOURCES.set(cli.sources);
+    tracing::debug!(command = ?cli.command, "codehands");
     match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Demo(args) => demo::run(args).await,
@@ -96,7 +113,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Reject(args) => sessions::reject(args).await,
         Command::Stop(args) => sessions::stop(args).await,
         Command::Resume(args) => run::resume(args).await,
-        Command::Sessions(args) => sessions::list(args).await,
+        Command::Sessions(args) => list::run(args).await,
+        Command::Gc(args) => gc::run(args).await,
+        Command::Completions(args) => completions::run(args),
+        Command::Man => completions::man(),
         Command::Recover(args) => sessions::recover(args).await,
         Command::Sandbox(args) => sandbox::run(args).await,
         Command::Fake(args) => fake::run(args).await,
@@ -112,6 +132,37 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
 /// Parses a session id argument (clap value parser).
 fn session_id(text: &str) -> std::result::Result<SessionId, String> {
     SessionId::parse(text).map_err(|e| e.to_string())
+}
+
+/// Checks a session argument: a whole id or a prefix of 8+ characters of one (clap value
+/// parser); the session it names is found later, in the store.
+fn session_ref(text: &str) -> std::result::Result<String, String> {
+    SessionId::parse(text)
+        .map(|id| id.to_string())
+        .or_else(|_| SessionId::check_prefix(text))
+        .map_err(|e| e.to_string())
+}
+
+/// The clap command of the whole command line (completions and the man page are made from it).
+fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+/// Sends logs to stderr: `RUST_LOG` when set, else `warn` raised by each `-v`.
+pub fn init_logging(cli: &Cli) {
+    let level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }
 
 /// The builder every command starts from: the environment, plus `--agent-file` and `--plugin`;

@@ -9,7 +9,8 @@ use runner_core::{
     AgentName, Event, EventBody, EventStream, Result, Runner, SessionId, StartOptions,
 };
 
-use super::decide::{self, Then};
+use super::decide;
+pub use super::decide::DecideArgs;
 use super::output;
 use super::view::HumanView;
 
@@ -48,26 +49,12 @@ pub struct RunArgs {
     pub decide: DecideArgs,
 }
 
-/// What to do once the agent has finished.
-#[derive(Debug, Args)]
-pub struct DecideArgs {
-    /// approve, reject or keep (default: ask on a terminal, keep otherwise).
-    #[arg(long, value_enum)]
-    pub then: Option<Then>,
-    /// The commit message when approving.
-    #[arg(short, long)]
-    pub message: Option<String>,
-    /// Print every event as contract JSON, one per line.
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// Arguments of `codehands resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The session to resume.
-    #[arg(value_parser = super::session_id)]
-    pub id: SessionId,
+    /// The session to resume: its id, or the first 8 or more characters of it.
+    #[arg(value_parser = super::session_ref)]
+    pub id: String,
     /// What to tell the agent now (default: carry on).
     #[arg(allow_hyphen_values = true)]
     pub prompt: Option<String>,
@@ -84,6 +71,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.model = args.model;
     options.budget_usd = args.budget_usd;
     options.verify = args.verify;
+    warn_if_dirty(&options.repo_path);
     let events = runner.start(options).await?;
     if args.detach {
         return detached(&runner, id, args.decide.json).await;
@@ -115,16 +103,33 @@ async fn detached(
     Ok(ExitCode::SUCCESS)
 }
 
+/// One line on stderr (stdout may be contract JSON) when the checkout has uncommitted
+/// changes: the agent starts from HEAD without them. A status that cannot be read says
+/// nothing here; start() reports a repository it cannot use.
+fn warn_if_dirty(repo: &std::path::Path) {
+    if let Ok(Some(n)) = codehands::uncommitted_files(repo) {
+        if n > 0 {
+            let files = if n == 1 { "file" } else { "files" };
+            eprintln!(
+                "note: {} has {n} uncommitted {files}; the agent starts from HEAD, without them \
+                 (commit or stash them first if it needs them)",
+                repo.display()
+            );
+        }
+    }
+}
+
 /// `codehands resume`.
 pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
-    let events = runner.resume(&args.id, args.prompt).await?;
-    watch_and_decide(&runner, args.id, events, &args.decide).await
+    let id = runner.resolve_session(&args.id)?;
+    let events = runner.resume(&id, args.prompt).await?;
+    watch_and_decide(&runner, id, events, &args.decide).await
 }
 
 /// Streams the events (Ctrl-C stops the session cleanly), then decides.
 pub async fn watch_and_decide(
-    runner: &dyn Runner,
+    runner: &runner_core::LocalRunner,
     id: SessionId,
     events: EventStream,
     decide: &DecideArgs,

@@ -1,21 +1,24 @@
-//! Commands on existing sessions: diff, approve, reject, stop, sessions, recover.
-//! Each works on a session started by any codehands process.
+//! Commands on existing sessions: diff, approve, reject, stop, recover.
+//! Each works on a session started by any codehands process, named by its id or a unique
+//! prefix of 8 or more characters of it (`sessions` is in `list.rs`).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Args;
-use runner_core::{Result, Runner, SessionId};
+use runner_core::{
+    ApproveOptions, ErrorKind, LocalRunner, RejectResult, Result, Runner, SessionId, SessionState,
+};
 
 use super::output;
 use super::view;
 
-/// A session id, and `--json`.
+/// A session id (or a unique prefix of 8+ characters), and `--json`.
 #[derive(Debug, Args)]
 pub struct IdArgs {
-    /// The session.
-    #[arg(value_parser = super::session_id)]
-    id: SessionId,
+    /// The session: its id, or the first 8 or more characters of it.
+    #[arg(value_parser = super::session_ref)]
+    id: String,
     /// Print contract JSON.
     #[arg(long)]
     json: bool,
@@ -24,9 +27,9 @@ pub struct IdArgs {
 /// Arguments of `codehands diff`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The session.
-    #[arg(value_parser = super::session_id)]
-    id: SessionId,
+    /// The session: its id, or the first 8 or more characters of it.
+    #[arg(value_parser = super::session_ref)]
+    id: String,
     /// Only the stat, not the patch.
     #[arg(long)]
     stat: bool,
@@ -38,12 +41,15 @@ pub struct DiffArgs {
 /// Arguments of `codehands approve`.
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
-    /// The session.
-    #[arg(value_parser = super::session_id)]
-    id: SessionId,
+    /// The session: its id, or the first 8 or more characters of it.
+    #[arg(value_parser = super::session_ref)]
+    id: String,
     /// The commit message (default: the prompt's first line).
     #[arg(short, long)]
     message: Option<String>,
+    /// Approve even when `--verify` found the tests failing or could not run them.
+    #[arg(long)]
+    force: bool,
     /// Print the ApproveResult as JSON.
     #[arg(long)]
     json: bool,
@@ -51,15 +57,29 @@ pub struct ApproveArgs {
 
 /// Just `--json`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub struct JsonArgs {
     /// Print contract JSON.
     #[arg(long)]
     json: bool,
 }
 
+/// The runner and the session `text` names.
+fn runner_and(text: &str) -> Result<(LocalRunner, SessionId)> {
+    let runner = super::runner()?;
+    let id = runner.resolve_session(text)?;
+    Ok((runner, id))
+}
+
 /// `codehands diff ID`.
 pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
-    let diff = super::runner()?.diff(&args.id).await?;
+    let (runner, id) = runner_and(&args.id)?;
+    let diff = match runner.diff(&id).await {
+        Ok(diff) => diff,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return Err(after_the_fact(&runner, &id, e).await);
+        }
+        Err(e) => return Err(e),
+    };
     if args.json {
         output::json_line(&diff)?;
     } else {
@@ -67,9 +87,9 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
             // Piped, the patch stays exact (`git apply` takes it); on a terminal, the
             // agent's file contents are shown, never obeyed.
             if std::io::stdout().is_terminal() {
-                print!("{}", view::visible(&diff.patch, true));
+                output::text(&view::visible(&diff.patch, true))?;
             } else {
-                print!("{}", diff.patch);
+                output::text(&diff.patch)?;
             }
         }
         output::line(&view::stat_table(&diff.stat))?;
@@ -77,10 +97,35 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The error of a diff whose worktree is gone: an approved session's change is on its
+/// branch, so point there.
+async fn after_the_fact(
+    runner: &LocalRunner,
+    id: &SessionId,
+    error: runner_core::Error,
+) -> runner_core::Error {
+    match runner.session(id).await {
+        Ok(record) if record.state == SessionState::Approved => runner_core::Error::new(
+            ErrorKind::NotFound,
+            format!(
+                "session {id} is approved: its change is the commit {} on branch {}; see it with \
+                 `git -C {} show {}`",
+                record.commit.as_deref().unwrap_or("?"),
+                record.branch,
+                record.repo_path.display(),
+                record.branch
+            ),
+        ),
+        _ => error,
+    }
+}
+
 /// `codehands approve ID -m MSG`.
 pub async fn approve(args: ApproveArgs) -> Result<ExitCode> {
-    let approved = super::runner()?
-        .approve(&args.id, args.message.as_deref().unwrap_or(""))
+    let (runner, id) = runner_and(&args.id)?;
+    let options = ApproveOptions { force: args.force };
+    let approved = runner
+        .approve_with(&id, args.message.as_deref().unwrap_or(""), options)
         .await?;
     if args.json {
         output::json_line(&approved)?;
@@ -93,53 +138,59 @@ pub async fn approve(args: ApproveArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What a person reads after a reject.
+pub fn rejected_line(rejected: &RejectResult) -> String {
+    match &rejected.kept_branch {
+        Some(branch) => format!(
+            "rejected: the worktree is gone; branch {branch} is kept (the agent committed to it): \
+             delete it with `git branch -D {branch}`"
+        ),
+        None => "rejected: the worktree and the branch are gone".to_owned(),
+    }
+}
+
 /// `codehands reject ID`.
 pub async fn reject(args: IdArgs) -> Result<ExitCode> {
-    super::runner()?.reject(&args.id).await?;
+    let (runner, id) = runner_and(&args.id)?;
+    let rejected = runner.reject_session(&id).await?;
     if args.json {
-        output::json_line(&serde_json::json!({ "sessionId": args.id, "state": "rejected" }))?;
+        output::json_line(&serde_json::json!({
+            "sessionId": id,
+            "state": "rejected",
+            "keptBranch": rejected.kept_branch,
+        }))?;
     } else {
-        output::line("rejected: the worktree and the branch are gone")?;
+        output::line(&rejected_line(&rejected))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `codehands stop ID`.
+/// `codehands stop ID`; a session already stopped is not an error (the stop happened).
 pub async fn stop(args: IdArgs) -> Result<ExitCode> {
-    let runner = super::runner()?;
-    runner.stop(&args.id).await?;
+    let (runner, id) = runner_and(&args.id)?;
+    let already = runner.session(&id).await?.state == SessionState::Stopped;
+    if !already {
+        runner.stop(&id).await?;
+    }
     if args.json {
-        output::json_line(&runner.session(&args.id).await?)?;
+        output::json_line(&runner.session(&id).await?)?;
     } else {
+        let was = if already {
+            "already stopped"
+        } else {
+            "stopped"
+        };
         output::line(&format!(
-            "stopped. Resume with: codehands resume {}",
-            args.id
-        ))?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `codehands sessions`.
-pub async fn list(args: ListArgs) -> Result<ExitCode> {
-    let sessions = super::runner()?.sessions().await?;
-    if args.json {
-        output::json_line(&sessions)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if sessions.is_empty() {
-        output::line("no sessions")?;
-    }
-    for s in sessions {
-        output::line(&format!(
-            "{}  {:<17}  {:<11}  {}  {}",
-            s.session_id, s.state, s.agent, s.created_at, s.branch
+            "{was}. Resume with: codehands resume {}  or throw it away: codehands reject {}",
+            id.short(),
+            id.short()
         ))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `codehands recover`.
-pub async fn recover(args: ListArgs) -> Result<ExitCode> {
+pub async fn recover(args: JsonArgs) -> Result<ExitCode> {
     let report = super::runner()?.recover().await?;
     if args.json {
         output::json_line(&report)?;

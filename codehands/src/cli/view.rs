@@ -42,6 +42,7 @@ impl HumanView {
         }
         let colour_code = match &event.body {
             EventBody::TaskFailed(_) => "31",
+            EventBody::TestResult(t) if t.could_not_run.is_some() => "33",
             EventBody::TaskFinished(_) | EventBody::ApprovalRequested(_) => "32",
             EventBody::TestResult(t) if t.passed => "32",
             EventBody::TestResult(_) => "31",
@@ -49,12 +50,16 @@ impl HumanView {
             EventBody::ProviderStatus(_) | EventBody::TaskStopped(_) => "33",
             _ => "36",
         };
-        format!(
+        let mut line = format!(
             "{} {} {}",
             paint(c, "2", &format!("{:>4}", event.seq)),
             paint(c, colour_code, &format!("{kind:<18}")),
             text
-        )
+        );
+        if let EventBody::TaskFailed(f) = &event.body {
+            line.push_str(&stderr_tail(c, f.stderr.as_deref().unwrap_or("")));
+        }
+        line
     }
 
     /// Prints an event's line (clearing the spinner first).
@@ -99,6 +104,29 @@ impl HumanView {
     pub const TICK: Duration = Duration::from_millis(120);
 }
 
+/// How many of the agent's last stderr lines a failure shows.
+const STDERR_LINES: usize = 8;
+
+/// The last lines of the agent's stderr, under a failure's line: the reason is usually
+/// there ("not logged in", a stack trace), and `--json` is not where a person looks.
+fn stderr_tail(colour: bool, stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(STDERR_LINES);
+    let mut out = String::new();
+    if start > 0 {
+        out.push_str(&format!(
+            "\n       {}",
+            paint(colour, "2", "stderr (last lines):")
+        ));
+    } else if !lines.is_empty() {
+        out.push_str(&format!("\n       {}", paint(colour, "2", "stderr:")));
+    }
+    for l in &lines[start..] {
+        out.push_str(&format!("\n       {}", visible(l, false)));
+    }
+    out
+}
+
 /// `type` and a short description of an event.
 pub fn describe(body: &EventBody) -> (&'static str, String) {
     let text = match body {
@@ -124,6 +152,11 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
             None if c.is_error => format!("$ {} → error", one_line(&c.command)),
             None => format!("$ {} → done", one_line(&c.command)),
         },
+        EventBody::TestResult(t) if t.could_not_run.is_some() => format!(
+            "{} could not run in the sandbox ({})",
+            t.command,
+            t.summary.as_deref().unwrap_or("the box could not run it")
+        ),
         EventBody::TestResult(t) => {
             let verdict = if t.passed { "passed" } else { "failed" };
             let place = if t.sandboxed { " in the sandbox" } else { "" };
@@ -220,14 +253,17 @@ pub fn stat_line(stat: &DiffStat) -> String {
 
 /// The per-file stat, as `git diff --stat` shows it.
 pub fn stat_table(stat: &DiffStat) -> String {
-    let width = stat
-        .files
-        .iter()
-        .map(|f| f.path.chars().count())
-        .max()
-        .unwrap_or(0);
+    // A rename shows both names, as `git diff --stat` does: `old => new`.
+    let name = |f: &runner_core::FileStat| match &f.old_path {
+        Some(old) if *old != f.path => {
+            format!("{} => {}", visible(old, false), visible(&f.path, false))
+        }
+        _ => visible(&f.path, false).into_owned(),
+    };
+    let names: Vec<String> = stat.files.iter().map(name).collect();
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     let mut out = String::new();
-    for f in &stat.files {
+    for (f, name) in stat.files.iter().zip(&names) {
         let counts = if f.too_large {
             "too large to show".to_owned()
         } else if f.binary {
@@ -235,10 +271,7 @@ pub fn stat_table(stat: &DiffStat) -> String {
         } else {
             format!("+{} -{}", f.insertions, f.deletions)
         };
-        out.push_str(&format!(
-            " {:<width$} | {counts}\n",
-            visible(&f.path, false)
-        ));
+        out.push_str(&format!(" {name:<width$} | {counts}\n"));
     }
     out.push_str(&format!(" {}", stat_line(stat)));
     out
@@ -257,6 +290,49 @@ fn one_line(text: &str) -> String {
 mod tests {
     use super::*;
     use runner_core::event::Message;
+
+    #[test]
+    fn a_rename_shows_the_old_name() {
+        let stat = DiffStat::from_files(vec![runner_core::FileStat {
+            path: "README2.md".into(),
+            old_path: Some("README.md".into()),
+            insertions: 0,
+            deletions: 0,
+            binary: false,
+            too_large: false,
+        }]);
+        assert!(
+            stat_table(&stat).contains(" README.md => README2.md | +0 -0"),
+            "{}",
+            stat_table(&stat)
+        );
+    }
+
+    #[test]
+    fn a_failure_shows_the_last_lines_of_stderr() {
+        let mut view = HumanView::new(false);
+        let stderr: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let event = runner_core::EventSequence::new(runner_core::SessionId::new_random()).next(
+            EventBody::TaskFailed(runner_core::event::TaskFailed {
+                reason: runner_core::event::FailureKind::NoResult,
+                message: "the agent exited without a result".into(),
+                stderr: Some(format!("{stderr}\u{1b}[2Jnot logged in")),
+                exit_code: Some(1),
+                cost_usd: None,
+            }),
+            None,
+        );
+        let text = view.line(&event);
+        assert!(text.contains("stderr (last lines):"), "{text}");
+        assert!(
+            text.contains("not logged in") && text.contains("line 14"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("line 13\n") && !text.contains('\u{1b}'),
+            "{text}"
+        );
+    }
 
     #[test]
     fn control_and_bidi_characters_are_shown_not_sent() {

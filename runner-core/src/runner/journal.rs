@@ -96,7 +96,7 @@ fn open_lock_file(path: &Path) -> Result<File> {
 pub(super) async fn settle(shared: &Shared, record: SessionRecord) -> Result<SessionRecord> {
     match record.state {
         SessionState::Approving => settle_approve(shared, record).await,
-        SessionState::Rejecting => finish_reject(shared, &record).await,
+        SessionState::Rejecting => finish_reject(shared, &record).await.map(|(r, _)| r),
         _ => Ok(record),
     }
 }
@@ -172,20 +172,27 @@ async fn finish_approve(shared: &Shared, record: &SessionRecord) -> Result<Sessi
         .move_to(&record.session_id, SessionState::Approved, "approve")
 }
 
-/// The reject of `record` (`awaiting_approval`, the lock held).
-pub(super) async fn reject(shared: &Shared, record: &SessionRecord) -> Result<()> {
+/// The reject of `record` (`awaiting_approval` or `stopped`, the lock held); true when its
+/// branch was kept because the agent committed to it.
+pub(super) async fn reject(shared: &Shared, record: &SessionRecord) -> Result<bool> {
     let journaled = shared
         .store
         .move_to(&record.session_id, SessionState::Rejecting, "reject")?;
-    finish_reject(shared, &journaled).await.map(drop)
+    finish_reject(shared, &journaled)
+        .await
+        .map(|(_, kept)| kept)
 }
 
-async fn finish_reject(shared: &Shared, record: &SessionRecord) -> Result<SessionRecord> {
+/// Removes the worktree, and the branch unless the agent committed to it (the rule recover
+/// follows for a failed session: work the agent committed is never deleted by codehands),
+/// then records `rejected`. Also true when the rejecting process died half way.
+async fn finish_reject(shared: &Shared, record: &SessionRecord) -> Result<(SessionRecord, bool)> {
     cleanup::remove_session_worktree(shared, record).await?;
     let tip = shared
         .vcs
         .branch_tip(&record.repo_path, &record.branch)
         .await?;
+    let mut kept = false;
     if let Some(tip) = tip {
         if record.commit.as_ref() == Some(&tip) {
             // Never reached (a record with its commit on the branch is approving or
@@ -198,12 +205,19 @@ async fn finish_reject(shared: &Shared, record: &SessionRecord) -> Result<Sessio
                 ),
             ));
         }
-        shared
+        kept = shared
             .vcs
-            .delete_branch(&record.repo_path, &record.branch)
+            .has_commits_beyond(&record.repo_path, &record.branch, &record.base_commit)
             .await?;
+        if !kept {
+            shared
+                .vcs
+                .delete_branch(&record.repo_path, &record.branch)
+                .await?;
+        }
     }
-    shared
+    let done = shared
         .store
-        .move_to(&record.session_id, SessionState::Rejected, "reject")
+        .move_to(&record.session_id, SessionState::Rejected, "reject")?;
+    Ok((done, kept))
 }

@@ -11,12 +11,15 @@ mod cleanup;
 mod control;
 mod ending;
 mod follow;
+mod gc;
 mod heal;
 mod journal;
 mod log;
 mod notes;
+mod preflight;
 mod recover;
 mod run;
+mod verify;
 mod watched;
 
 use std::ffi::OsString;
@@ -32,7 +35,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::home::Home;
 use crate::ids::SessionId;
-use crate::options::{ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, StartOptions};
+use crate::options::{
+    ApproveOptions, ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, RejectResult,
+    StartOptions,
+};
 use crate::registry::{AgentOrigin, AgentRegistry};
 use crate::session::{SessionRecord, SessionState};
 use crate::store::SessionStore;
@@ -43,6 +49,7 @@ use crate::traits::sandbox::Sandbox;
 use crate::traits::vcs::{Vcs, WorktreeSpec};
 
 pub use control::{RunFiles, TurnPlan};
+pub use gc::{GcOptions, GcReport, RepoDisk};
 
 /// The longest prompt accepted, in bytes.
 pub const MAX_PROMPT_BYTES: usize = 8 << 20;
@@ -187,6 +194,71 @@ impl LocalRunner {
         &self.shared.home
     }
 
+    /// Approves like [`Runner::approve`], with `options`: a session whose run was verified
+    /// and whose sandbox tests failed or could not run is refused
+    /// ([`ErrorKind::VerifyFailed`]) unless `options.force`.
+    pub async fn approve_with(
+        &self,
+        session_id: &SessionId,
+        message: &str,
+        options: ApproveOptions,
+    ) -> Result<ApproveResult> {
+        let shared = &self.shared;
+        self.healed(shared.store.get(session_id)?).await?;
+        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        if !record.state.can_move_to(SessionState::Approving) {
+            return Err(Error::illegal_move(
+                record.state,
+                SessionState::Approved,
+                "approve",
+            ));
+        }
+        verify::gate(&shared.home, session_id, options.force)?;
+        let message = if message.trim().is_empty() {
+            default_message(&record.prompt)
+        } else {
+            message.to_owned()
+        };
+        let approved = journal::approve(shared, &record, &message).await?;
+        remember_outcome(shared, &record, SessionState::Approved).await;
+        Ok(approved)
+    }
+
+    /// Rejects like [`Runner::reject`] and says what became of the branch. A stopped
+    /// session can be rejected too (no need to pay for the rest of its run); a branch the
+    /// agent committed to is kept, as `recover` keeps a failed session's.
+    pub async fn reject_session(&self, session_id: &SessionId) -> Result<RejectResult> {
+        let shared = &self.shared;
+        self.healed(shared.store.get(session_id)?).await?;
+        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        if !record.state.can_move_to(SessionState::Rejecting) {
+            return Err(Error::illegal_move(
+                record.state,
+                SessionState::Rejected,
+                "reject",
+            ));
+        }
+        let kept = journal::reject(shared, &record).await?;
+        remember_outcome(shared, &record, SessionState::Rejected).await;
+        Ok(RejectResult {
+            session_id: *session_id,
+            kept_branch: kept.then(|| record.branch.clone()),
+        })
+    }
+
+    /// The session `text` names: a whole id, or a unique prefix of 8 or more characters
+    /// (see [`SessionStore::resolve`]); an ambiguous prefix is refused, listing the matches.
+    pub fn resolve_session(&self, text: &str) -> Result<SessionId> {
+        self.shared.store.resolve(text)
+    }
+
+    /// The session records, and the record files that could not be read (with why).
+    pub fn listing(&self) -> Result<crate::store::Listing> {
+        self.shared.store.list()
+    }
+
     fn agent(&self, name: &AgentName) -> Result<Arc<dyn Agent>> {
         self.shared.agents.get(name)
     }
@@ -205,7 +277,13 @@ impl LocalRunner {
         if options.verify && self.shared.sandbox.is_none() {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
         }
-        self.agent(&options.agent)
+        let agent = self.agent(&options.agent)?;
+        preflight::check(
+            agent.as_ref(),
+            &options.repo_path,
+            &self.shared.settings.caller_env,
+        )?;
+        Ok(agent)
     }
 
     /// Plans a turn of a running session and hands it to a supervisor; the stream follows
@@ -417,42 +495,12 @@ impl Runner for LocalRunner {
     }
 
     async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult> {
-        let shared = &self.shared;
-        self.healed(shared.store.get(session_id)?).await?;
-        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
-        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
-        if !record.state.can_move_to(SessionState::Approving) {
-            return Err(Error::illegal_move(
-                record.state,
-                SessionState::Approved,
-                "approve",
-            ));
-        }
-        let message = if message.trim().is_empty() {
-            default_message(&record.prompt)
-        } else {
-            message.to_owned()
-        };
-        let approved = journal::approve(shared, &record, &message).await?;
-        remember_outcome(shared, &record, SessionState::Approved).await;
-        Ok(approved)
+        self.approve_with(session_id, message, ApproveOptions::default())
+            .await
     }
 
     async fn reject(&self, session_id: &SessionId) -> Result<()> {
-        let shared = &self.shared;
-        self.healed(shared.store.get(session_id)?).await?;
-        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
-        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
-        if !record.state.can_move_to(SessionState::Rejecting) {
-            return Err(Error::illegal_move(
-                record.state,
-                SessionState::Rejected,
-                "reject",
-            ));
-        }
-        journal::reject(shared, &record).await?;
-        remember_outcome(shared, &record, SessionState::Rejected).await;
-        Ok(())
+        self.reject_session(session_id).await.map(drop)
     }
 
     async fn stop(&self, session_id: &SessionId) -> Result<()> {

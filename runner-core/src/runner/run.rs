@@ -22,7 +22,7 @@ use super::watched::{POLL_MAX, Watched};
 use crate::error::{ErrorKind, Result};
 use crate::event::{
     ApprovalRequested, Event, EventBody, FailureKind, Message, MessageRole, ProviderState,
-    TaskFailed, TaskFinished, TaskStopped, TestResult,
+    TaskFailed, TaskFinished, TaskStopped,
 };
 use crate::ids::SessionId;
 use crate::process::detached::{AgentOutput, DetachedAgent};
@@ -740,21 +740,13 @@ impl Supervisor {
         if let Some(error) = &result.error {
             self.note(format!("sandbox: {}", error.message));
         }
-        let summary = if result.timed_out {
-            Some("timed out".to_owned())
-        } else if result.out_of_memory {
-            Some("out of memory".to_owned())
-        } else {
-            result.error.as_ref().map(|e| format!("{:?}", e.kind))
-        };
-        let body = EventBody::TestResult(TestResult {
-            command: result.command.clone(),
-            passed: result.passed,
-            exit_code: result.exit_code.and_then(|c| i32::try_from(c).ok()),
-            sandboxed: true,
-            summary,
-            tool_use_id: None,
-        });
+        // The verify gate (verify.rs): approve reads this verdict, from any process.
+        if let Err(e) =
+            super::verify::Verdict::of(&result).save(&self.shared.home, &self.record.session_id)
+        {
+            self.note(format!("sandbox: cannot keep the verdict: {e}"));
+        }
+        let body = super::verify::test_result(&result);
         self.emit(body, None);
         self.flush_events();
     }

@@ -207,6 +207,13 @@ pub trait Agent: Send + Sync {
         None
     }
 
+    /// Refuses, before anything is made, a repository this agent cannot work on (the fake
+    /// agent takes only the demo's); every repository by default.
+    fn preflight(&self, repo: &std::path::Path) -> Result<()> {
+        let _ = repo;
+        Ok(())
+    }
+
     /// The program, arguments, environment additions and stdin of one run.
     /// Refuses (as `InvalidInput` or `AgentUnavailable`) what it cannot run.
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation>;

@@ -1,0 +1,219 @@
+//! `codehands sessions`: the sessions as a table fitted to the terminal, or as JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::Args;
+use runner_core::{Result, SessionRecord, SessionState};
+
+use super::output;
+
+/// Arguments of `codehands sessions`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only the sessions of this repository.
+    #[arg(long, value_name = "PATH")]
+    repo: Option<PathBuf>,
+    /// Only the sessions in this state (awaiting_approval, stopped, failed …); repeatable.
+    #[arg(long, value_name = "STATE", value_parser = state)]
+    state: Vec<SessionState>,
+    /// Print the session records as one JSON array.
+    #[arg(long)]
+    json: bool,
+}
+
+fn state(text: &str) -> std::result::Result<SessionState, String> {
+    SessionState::ALL
+        .into_iter()
+        .find(|s| s.as_str() == text)
+        .ok_or_else(|| {
+            let names: Vec<&str> = SessionState::ALL.iter().map(|s| s.as_str()).collect();
+            format!("{text:?} is not a state: use one of {}", names.join(", "))
+        })
+}
+
+/// `codehands sessions`.
+pub async fn run(args: ListArgs) -> Result<ExitCode> {
+    let listing = super::runner()?.listing()?;
+    let repo = args
+        .repo
+        .as_ref()
+        .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()));
+    let records: Vec<&SessionRecord> = listing
+        .records
+        .iter()
+        .filter(|r| args.state.is_empty() || args.state.contains(&r.state))
+        .filter(|r| {
+            repo.as_ref().is_none_or(|want| {
+                std::fs::canonicalize(&r.repo_path).unwrap_or_else(|_| r.repo_path.clone()) == *want
+            })
+        })
+        .collect();
+    if args.json {
+        output::json_line(&records)?;
+        for (path, e) in &listing.unreadable {
+            eprintln!(
+                "codehands: unreadable session record {}: {e}",
+                path.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if records.is_empty() && listing.unreadable.is_empty() {
+        output::line("no sessions")?;
+    }
+    let now = SystemTime::now();
+    let rows: Vec<[String; 7]> = records.iter().map(|r| row(r, now)).collect();
+    if !rows.is_empty() {
+        for line in table(&rows, output::width()) {
+            output::line(&line)?;
+        }
+    }
+    for (path, e) in &listing.unreadable {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        let line = format!(
+            "unreadable: {name}: {}",
+            super::view::visible(e.message(), false)
+        );
+        output::line(&cut(&line, output::width()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `line` cut to `width` characters (ending in "…") when it is longer.
+fn cut(line: &str, width: Option<usize>) -> String {
+    match width {
+        Some(w) if line.chars().count() > w => {
+            let mut cut: String = line.chars().take(w.saturating_sub(1)).collect();
+            cut.push('…');
+            cut
+        }
+        _ => line.to_owned(),
+    }
+}
+
+/// The header of the table.
+const HEADER: [&str; 7] = ["ID", "REPO", "AGENT", "STATE", "AGE", "COST", "BRANCH"];
+
+fn row(r: &SessionRecord, now: SystemTime) -> [String; 7] {
+    let repo = r.repo_path.file_name().map_or_else(
+        || r.repo_path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let age = humantime::parse_rfc3339(&r.created_at)
+        .ok()
+        .and_then(|t| now.duration_since(t).ok())
+        .map_or("?".to_owned(), |d| age(d.as_secs()));
+    let cost = r.cost_usd.map_or("–".to_owned(), |c| format!("${c:.2}"));
+    [
+        r.session_id.short(),
+        super::view::visible(&repo, false).into_owned(),
+        r.agent.to_string(),
+        r.state.to_string(),
+        age,
+        cost,
+        r.branch.clone(),
+    ]
+}
+
+/// "45s", "12m", "3h", "5d": how long ago, in its largest unit.
+fn age(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+/// The rows under a header, in columns two spaces apart; when `width` is known and the table
+/// is wider, the repo and branch columns are cut (with "…") so no line is wider.
+fn table(rows: &[[String; 7]], width: Option<usize>) -> Vec<String> {
+    let chars = |s: &str| s.chars().count();
+    let mut widths: [usize; 7] = HEADER.map(chars);
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(chars(cell));
+        }
+    }
+    if let Some(width) = width {
+        // The columns a person can read cut: the branch (last) first, then the repo.
+        let total = |w: &[usize; 7]| w.iter().sum::<usize>() + 2 * (w.len() - 1);
+        for column in [6, 1] {
+            let over = total(&widths).saturating_sub(width);
+            let floor = chars(HEADER[column]).max(6);
+            widths[column] = widths[column]
+                .saturating_sub(over)
+                .max(floor.min(widths[column]));
+        }
+    }
+    let fit = |cell: &str, w: usize| cut(cell, Some(w));
+    let line = |cells: [&str; 7]| {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            let cell = fit(cell, w);
+            if i == 6 {
+                out.push_str(&cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    std::iter::once(line(HEADER))
+        .chain(
+            rows.iter()
+                .map(|r| line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]])),
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<[String; 7]> {
+        vec![[
+            "3f2a9c1e".into(),
+            "a-repository-with-a-long-name".into(),
+            "claude-code".into(),
+            "awaiting_approval".into(),
+            "5m".into(),
+            "$0.12".into(),
+            "codehands/fix-the-failing-test-in-the-date-module-3f2a9c1e".into(),
+        ]]
+    }
+
+    #[test]
+    fn the_table_has_a_header_and_fits_the_width() {
+        let wide = table(&rows(), None);
+        assert!(wide[0].starts_with("ID        REPO"), "{wide:?}");
+        assert!(
+            wide[1].ends_with("-3f2a9c1e"),
+            "nothing cut without a width"
+        );
+        let narrow = table(&rows(), Some(80));
+        for line in &narrow {
+            assert!(line.chars().count() <= 80, "{line:?}");
+        }
+        assert!(narrow[1].contains('…'), "{narrow:?}");
+        let column = |line: &str, word: &str| line[..line.find(word).unwrap()].chars().count();
+        assert_eq!(
+            column(&narrow[0], "AGENT"),
+            column(&narrow[1], "claude-code"),
+            "aligned"
+        );
+    }
+
+    #[test]
+    fn ages_read_in_their_largest_unit() {
+        assert_eq!(age(42), "42s");
+        assert_eq!(age(600), "10m");
+        assert_eq!(age(7200), "2h");
+        assert_eq!(age(3 * 86_400), "3d");
+    }
+}

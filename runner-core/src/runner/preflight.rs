@@ -1,0 +1,64 @@
+//! What `start` checks before it makes anything: that the agent's program can be found and
+//! that the agent takes this repo ([`Agent::preflight`]). A run that could only fail leaves
+//! no session record, worktree or branch behind.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::traits::agent::Agent;
+
+/// Refuses `agent` on `repo` when its program is not there (looked up as the agent's own
+/// process will be: a path as it is, a bare name on the `PATH` its environment gets) or
+/// when the agent itself says no.
+pub(super) fn check(agent: &dyn Agent, repo: &Path, caller_env: &[(String, String)]) -> Result<()> {
+    if let Some(probe) = agent.version_probe() {
+        let path = caller_env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str());
+        if !findable(&probe.program, path.map(OsStr::new)) {
+            return Err(Error::new(
+                ErrorKind::AgentUnavailable,
+                format!(
+                    "the agent program {} of `{}` was not found, so nothing was started: install \
+                     it or put it on PATH (`codehands doctor` says where each agent's program is \
+                     looked for)",
+                    probe.program.display(),
+                    agent.name()
+                ),
+            ));
+        }
+    }
+    agent.preflight(repo)
+}
+
+/// Whether `program` names a file that can be run: a path with a `/` as it is, a bare name
+/// in one of `path`'s folders.
+fn findable(program: &Path, path: Option<&OsStr>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.components().count() > 1 || program.is_absolute() {
+        return runnable(program);
+    }
+    path.is_some_and(|path| std::env::split_paths(path).any(|dir| runnable(&dir.join(program))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_is_findable_by_path_or_on_path() {
+        assert!(findable(Path::new("/bin/sh"), None));
+        assert!(!findable(Path::new("/nonexistent/claude"), None));
+        assert!(findable(
+            Path::new("sh"),
+            Some(OsStr::new("/nonexistent:/bin"))
+        ));
+        assert!(!findable(Path::new("sh"), Some(OsStr::new("/nonexistent"))));
+        assert!(!findable(Path::new("sh"), None));
+    }
+}
