@@ -168,9 +168,11 @@ pub struct TokenCounts {
     pub output: u64,
 }
 
-impl TokenCounts {
-    /// Both counts added.
-    pub fn add(self, other: TokenCounts) -> TokenCounts {
+/// Both counts added, saturating: a count past `u64::MAX` is a broken report, not a reason to panic.
+impl std::ops::Add for TokenCounts {
+    type Output = TokenCounts;
+
+    fn add(self, other: TokenCounts) -> TokenCounts {
         TokenCounts {
             input: self.input.saturating_add(other.input),
             output: self.output.saturating_add(other.output),
