@@ -89,14 +89,13 @@ const ALPHABET: &[&str] = &[
     "\u{feff}",
 ];
 
-/// Writes one record of the input format, so seeds are built by the same rules the fuzzer's
+/// Writes one record of the input format (the old and new modes, then the flags), so seeds are built by the same rules the fuzzer's
 /// inputs are read by. `flags` is [`TEXTY`] and/or [`SPLICE`]; with [`SPLICE`], `new` is
 /// `[start, end]` (fractions of 255 of the old length) followed by the inserted bytes.
 pub fn encode(
     out: &mut Vec<u8>,
     kind: Kind,
-    old_mode: u16,
-    new_mode: u16,
+    (old_mode, new_mode): (u16, u16),
     flags: u8,
     names: (&[u8], &[u8]),
     old: &[u8],
