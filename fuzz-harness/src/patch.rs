@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 use vcs_git::FileVersion;
 
@@ -88,14 +89,13 @@ const ALPHABET: &[&str] = &[
     "\u{feff}",
 ];
 
-/// Writes one record of the input format, so seeds are built by the same rules the fuzzer's
+/// Writes one record of the input format (the old and new modes, then the flags), so seeds are built by the same rules the fuzzer's
 /// inputs are read by. `flags` is [`TEXTY`] and/or [`SPLICE`]; with [`SPLICE`], `new` is
 /// `[start, end]` (fractions of 255 of the old length) followed by the inserted bytes.
 pub fn encode(
     out: &mut Vec<u8>,
     kind: Kind,
-    old_mode: u16,
-    new_mode: u16,
+    (old_mode, new_mode): (u16, u16),
     flags: u8,
     names: (&[u8], &[u8]),
     old: &[u8],
@@ -331,13 +331,7 @@ pub fn patch(data: &[u8]) {
     for file in changes.iter().filter_map(|c| c.old.as_ref()) {
         write_file(&repo, file);
     }
-    git(
-        dir.path(),
-        &repo,
-        &["init", "-q", "--template="],
-        &changes,
-        &patch,
-    );
+    copy_tree(empty_repo(), &repo.join(".git"));
     git(dir.path(), &repo, &["add", "-A"], &changes, &patch);
     let patch_file = dir.path().join("change.patch");
     std::fs::write(&patch_file, &patch).expect("the patch file writes");
@@ -357,12 +351,58 @@ pub fn patch(data: &[u8]) {
 
 /// Whether the `git` program runs here (the target needs it).
 pub fn git_available() -> bool {
-    Command::new("git")
+    Command::new(git_program())
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// Where `git` is, found on `PATH` once. Spawning it by full path matters for speed: with a
+/// program looked up on a `PATH` it was given, std forks instead of using `posix_spawn`, and
+/// forking the fuzzer (address sanitizer, hundreds of MB mapped) costs tens of milliseconds.
+fn git_program() -> &'static Path {
+    static GIT: OnceLock<PathBuf> = OnceLock::new();
+    GIT.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("git"))
+            .find(|git| git.is_file())
+            .unwrap_or_else(|| PathBuf::from("git"))
+    })
+}
+
+/// The `.git` of an empty repository, made by `git init` once per process: each input copies
+/// it (a few small files) instead of spawning git once more.
+fn empty_repo() -> &'static Path {
+    static REPO: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, git_dir) = REPO.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("a temp folder for the empty repo");
+        git(
+            dir.path(),
+            dir.path(),
+            &["init", "-q", "--template="],
+            &[],
+            "",
+        );
+        let git_dir = dir.path().join(".git");
+        (dir, git_dir)
+    });
+    git_dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir(to).expect("a folder of the repo");
+    for entry in std::fs::read_dir(from).expect("the empty repo reads") {
+        let entry = entry.expect("the empty repo reads");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("a file of the repo copies");
+        }
+    }
 }
 
 fn write_file(repo: &Path, file: &File) {
@@ -386,7 +426,7 @@ fn write_file(repo: &Path, file: &File) {
 /// Runs git in `repo` with nothing of the caller's or the machine's configuration (no
 /// global or system file, `HOME` in the temp folder), and panics with the input when it fails.
 fn git(home: &Path, repo: &Path, args: &[&str], changes: &[Change], patch: &str) {
-    let out = Command::new("git")
+    let out = Command::new(git_program())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home)

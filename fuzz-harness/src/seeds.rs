@@ -135,7 +135,7 @@ fn patch() -> Vec<(String, Vec<u8>)> {
     let f = MODE_FILE;
     let one = |kind, old_mode, new_mode, flags, names, old: &[u8], new: &[u8]| {
         let mut out = Vec::new();
-        encode(&mut out, kind, old_mode, new_mode, flags, names, old, new);
+        encode(&mut out, kind, (old_mode, new_mode), flags, names, old, new);
         out
     };
     let mut seeds = vec![
@@ -398,13 +398,12 @@ fn patch() -> Vec<(String, Vec<u8>)> {
     ];
     // Several files in one patch, as a worktree's diff has them.
     let mut many = Vec::new();
-    encode(&mut many, Kind::Delete, f, f, 0, (b"a", b""), b"x\n", b"");
-    encode(&mut many, Kind::Add, f, f, 0, (b"a/b", b""), b"", b"y\n");
+    encode(&mut many, Kind::Delete, (f, f), 0, (b"a", b""), b"x\n", b"");
+    encode(&mut many, Kind::Add, (f, f), 0, (b"a/b", b""), b"", b"y\n");
     encode(
         &mut many,
         Kind::Modify,
-        f,
-        f,
+        (f, f),
         SPLICE,
         (b"c.txt", b""),
         numbered.as_bytes(),
@@ -413,8 +412,7 @@ fn patch() -> Vec<(String, Vec<u8>)> {
     encode(
         &mut many,
         Kind::Add,
-        f,
-        f,
+        (f, f),
         0,
         (b"bin", b""),
         b"",

@@ -100,22 +100,21 @@ fn paths_are_made_valid_but_keep_what_git_must_quote() {
 fn records_that_clash_or_change_nothing_are_dropped() {
     let mut data = Vec::new();
     let f = MODE_FILE;
-    encode(&mut data, Kind::Add, f, f, 0, (b"x", b""), b"", b"1\n");
+    encode(&mut data, Kind::Add, (f, f), 0, (b"x", b""), b"", b"1\n");
     // The same path again, and a file under it: neither can hold with the first.
-    encode(&mut data, Kind::Add, f, f, 0, (b"x", b""), b"", b"2\n");
-    encode(&mut data, Kind::Add, f, f, 0, (b"x/y", b""), b"", b"3\n");
+    encode(&mut data, Kind::Add, (f, f), 0, (b"x", b""), b"", b"2\n");
+    encode(&mut data, Kind::Add, (f, f), 0, (b"x/y", b""), b"", b"3\n");
     // Nothing changed: the diff never reports it.
     encode(
         &mut data,
         Kind::Modify,
-        f,
-        f,
+        (f, f),
         0,
         (b"same", b""),
         b"s\n",
         b"s\n",
     );
-    encode(&mut data, Kind::Delete, f, f, 0, (b"z", b""), b"4\n", b"");
+    encode(&mut data, Kind::Delete, (f, f), 0, (b"z", b""), b"4\n", b"");
     let changes = decode(&data);
     let paths: Vec<_> = changes
         .iter()

@@ -37,8 +37,9 @@ tasks:
   bench many [--rounds N] 32 fake runs started together on one repo against 32 one by one
   bench events [--rounds N] events/s and latency through `codehands run --json`, the supervisor's memory
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
-  fuzz [TARGET] [--seconds N]  run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60);
-                        crashes are kept under fuzz/regressions/
+  fuzz [TARGET] [--seconds N] [--seconds-for TARGET=N]
+                        run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60),
+                        or a target its own N; crashes are kept under fuzz/regressions/
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
 ";
