@@ -20,17 +20,6 @@ impl Home {
         Self { root: root.into() }
     }
 
-    /// `$CODEHANDS_HOME`, or `~/.codehands`.
-    pub fn from_env() -> Result<Self> {
-        if let Some(root) = std::env::var_os("CODEHANDS_HOME").filter(|v| !v.is_empty()) {
-            return Ok(Self::new(root));
-        }
-        let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or_else(|| {
-            Error::invalid_input("neither CODEHANDS_HOME nor HOME is set: set CODEHANDS_HOME to a folder codehands may use")
-        })?;
-        Ok(Self::new(Path::new(&home).join(".codehands")))
-    }
-
     /// The root folder.
     pub fn root(&self) -> &Path {
         &self.root

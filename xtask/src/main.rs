@@ -12,6 +12,7 @@ mod bench_sandbox;
 mod codegen;
 mod fuzz;
 mod images;
+mod man;
 mod record;
 mod record_demo;
 mod test;
@@ -37,6 +38,7 @@ tasks:
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   fuzz [TARGET] [--seconds N]  run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60);
                         crashes are kept under fuzz/regressions/
+  man                   write the man page of codehands to target/man/codehands.1
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
 ";
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
             bench_parse::run(&rest[1..])
         }
         "fuzz" => fuzz::run(rest),
+        "man" => man::run(rest),
         "install" => test::install(rest),
         "test" => test::run(rest),
         "-h" | "--help" | "help" => {

@@ -77,8 +77,8 @@ pub struct RunnerSettings {
     /// Names of caller variables the agent may also receive (for example
     /// an agent's retry setting); each by exact name, never a prefix or a copy of everything.
     pub extra_env: Vec<String>,
-    /// The caller environment the agent's is built from (filtered by name); the
-    /// process's own by default.
+    /// The caller environment the agent's is built from (filtered by name); empty by
+    /// default, as runner-core reads no configuration: the facade passes the process's own.
     pub caller_env: Vec<(String, String)>,
 }
 
@@ -89,7 +89,7 @@ impl Default for RunnerSettings {
             stop_grace: Duration::from_secs(3),
             fail_fast_on_auth: true,
             extra_env: Vec::new(),
-            caller_env: std::env::vars().collect(),
+            caller_env: Vec::new(),
         }
     }
 }

@@ -53,7 +53,7 @@ mod tests {
     #[test]
     fn a_program_is_findable_by_path_or_on_path() {
         assert!(findable(Path::new("/bin/sh"), None));
-        assert!(!findable(Path::new("/nonexistent/claude"), None));
+        assert!(!findable(Path::new("/nonexistent/agent"), None));
         assert!(findable(
             Path::new("sh"),
             Some(OsStr::new("/nonexistent:/bin"))

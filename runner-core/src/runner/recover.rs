@@ -1,4 +1,4 @@
-//! recover(): cleaning up after a restart (seed 000's rules, and more).
+//! recover(): cleaning up after a restart (interrupted sessions fail, leftovers go, a branch the agent committed to stays).
 //!
 //! - Sessions still `queued` or `running` with no live runner become `failed`;
 //!   their agent process groups are ended, their worktrees removed, and their
