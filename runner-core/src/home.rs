@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::SessionId;
 use crate::private::PrivateRoot;
 
@@ -57,13 +57,8 @@ impl Home {
     }
 }
 
-/// Refuses a repo key that is not 12 lower-case hex characters (what vcs-git makes).
+/// Refuses a repo key that is not 12 lower-case hex characters (what vcs-git makes), with
+/// the one message of [`crate::RepoKey::parse`].
 pub fn check_repo_key(key: &str) -> Result<()> {
-    if key.len() == 12 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        Ok(())
-    } else {
-        Err(Error::invalid_input(format!(
-            "repo key {key:?} is not 12 lower-case hex characters"
-        )))
-    }
+    crate::repo_key::RepoKey::parse(key).map(drop)
 }

@@ -256,11 +256,7 @@ impl LocalRunner {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
         }
         let agent = self.agent(&options.agent)?;
-        preflight::check(
-            agent.as_ref(),
-            &options.repo_path,
-            &self.shared.settings.caller_env,
-        )?;
+        preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
         Ok(agent)
     }
 
@@ -327,6 +323,7 @@ impl Runner for LocalRunner {
         }
         refuse_codehands_worktree(shared, &options.repo_path)?;
         let base = shared.vcs.base_commit(&options.repo_path).await?;
+        agent.preflight(&options.repo_path)?; // preflight.rs: before anything is made
         let repo_key = shared.vcs.repo_key(&options.repo_path).await?;
         let repo_path = std::path::absolute(&options.repo_path).map_err(|e| {
             Error::io(
