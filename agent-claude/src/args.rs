@@ -1,4 +1,4 @@
-//! The arguments, environment and stdin of one Claude Code run (seed 000, "Safety").
+//! The arguments, environment and stdin of one Claude Code run (ARCHITECTURE.md, "Security": no permission bypass, nothing secret on argv).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -9,8 +9,8 @@ use runner_core::{AgentRequest, Error, Invocation, Result, SessionId, StdinClose
 /// test command, so any other command is refused and reported as denied.
 const ALLOWED_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
 
-/// Flags codehands sets itself (the format flags of seed 004 and the safety flags of
-/// seed 000), or that would widen what the agent may do or take the run out of the
+/// Flags codehands sets itself (the stream-json format flags and the safety flags
+/// ARCHITECTURE.md's "Security" lists), or that would widen what the agent may do or take the run out of the
 /// process codehands supervises. A caller's argument naming one of them is refused.
 const OWNED_FLAGS: &[&str] = &[
     "-p",

@@ -1,9 +1,9 @@
 //! An implementation of `runner_core::Agent` for Claude Code (`claude -p`, the
 //! prompt as text on stdin, stream-json out).
 //!
-//! - [`ClaudeCode`]: the program, its arguments (seed 000's safety rules) and the
+//! - [`ClaudeCode`]: the program, its arguments (the safety rules of ARCHITECTURE.md, "Security") and the
 //!   prompt on stdin.
-//! - The parser turns each stream-json line into events (seed 000's mapping table);
+//! - The parser turns each stream-json line into events (the mapping table in `parse/`);
 //!   [`JsonlDecoder`] cuts raw output bytes into those lines.
 
 mod args;
@@ -52,12 +52,11 @@ pub struct ClaudeCode {
 }
 
 impl ClaudeCode {
-    /// The program named by `CLAUDE_BIN`, or `claude` from PATH.
+    /// `claude`, looked up on the agent's PATH. The adapter reads no configuration: the
+    /// facade (`codehands::Setup`) finds the program (`CLAUDE_BIN`, PATH, the pinned cache)
+    /// and passes it to [`ClaudeCode::with_program`].
     pub fn new() -> Self {
-        let program = std::env::var_os("CLAUDE_BIN")
-            .filter(|p| !p.is_empty())
-            .map_or_else(|| PathBuf::from("claude"), PathBuf::from);
-        Self::with_program(program)
+        Self::with_program("claude")
     }
 
     /// This program (a path, or a name looked up on PATH).

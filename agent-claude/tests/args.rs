@@ -1,4 +1,4 @@
-//! The arguments, environment and stdin the adapter builds (seed 000 "Safety", seed 004).
+//! The arguments, environment and stdin the adapter builds (the safety rules and stream-json flags of ARCHITECTURE.md, "agent-claude").
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -70,12 +70,11 @@ pub struct Codex {
 }
 
 impl Codex {
-    /// The program named by `CODEX_BIN`, or `codex` from PATH.
+    /// `codex`, looked up on the agent's PATH. The adapter reads no configuration: the
+    /// facade (`codehands::Setup`) finds the program (`CODEX_BIN`, PATH, the pinned cache)
+    /// and passes it to [`Codex::with_program`].
     pub fn new() -> Self {
-        let program = std::env::var_os("CODEX_BIN")
-            .filter(|p| !p.is_empty())
-            .map_or_else(|| PathBuf::from("codex"), PathBuf::from);
-        Self::with_program(program)
+        Self::with_program("codex")
     }
 
     /// This program (a path, or a name looked up on PATH). Keep the package's

@@ -89,18 +89,35 @@ impl SandboxImages {
 }
 
 impl Setup {
-    /// The home from `CODEHANDS_HOME` (or `~/.codehands`), the programs from
+    /// The home from `CODEHANDS_HOME` (or `~/.codehands`), the process's environment as the
+    /// one the agent's is filtered from, the programs from
     /// `CLAUDE_BIN` and `CODEX_BIN`, PATH or the cache ([`locate`]), the fake agent from `CODEHANDS_FAKE_*`, default settings.
     pub fn from_env() -> Result<Self> {
         Ok(Self {
-            home: Home::from_env()?,
-            settings: RunnerSettings::default(),
+            home: home_from_env()?,
+            settings: RunnerSettings {
+                caller_env: std::env::vars().collect(),
+                ..RunnerSettings::default()
+            },
             claude_bin: locate::claude(&locate::process_env).program,
             codex_bin: locate::codex(&locate::process_env).program,
             fake: FakeAgentSetup::from_env(),
             sandbox_images: SandboxImages::from_env()?,
         })
     }
+}
+
+/// `$CODEHANDS_HOME`, or `~/.codehands` (only the facade reads the environment).
+fn home_from_env() -> Result<Home> {
+    if let Some(root) = std::env::var_os("CODEHANDS_HOME").filter(|v| !v.is_empty()) {
+        return Ok(Home::new(root));
+    }
+    let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or_else(|| {
+        Error::invalid_input(
+            "neither CODEHANDS_HOME nor HOME is set: set CODEHANDS_HOME to a folder codehands may use",
+        )
+    })?;
+    Ok(Home::new(PathBuf::from(home).join(".codehands")))
 }
 
 /// Builds the real runner with every agent of this build and of the home's `agents/` and

@@ -1,25 +1,14 @@
 //! Repo keys become folder names, so they are checked before any path is built.
 
-use runner_core::{Error, Result};
+use runner_core::Result;
 
 /// How long a repo key is: the first 12 hex characters of a SHA-1, as `Vcs::repo_key` makes it.
-pub const REPO_KEY_LEN: usize = 12;
+pub const REPO_KEY_LEN: usize = runner_core::RepoKey::LEN;
 
 /// Refuses anything that is not exactly 12 lowercase hex characters (`3f2a9c1e0b7d`).
 ///
 /// `../x`, `a/b`, upper case, the empty string and every other shape are refused with
 /// `ErrorKind::InvalidInput`, so a key can never climb out of the memory folder.
 pub fn validate_repo_key(key: &str) -> Result<()> {
-    let ok = key.len() == REPO_KEY_LEN
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if ok {
-        return Ok(());
-    }
-    let shown: String = key.chars().take(40).collect();
-    Err(Error::invalid_input(format!(
-        "repo key {shown:?} is not a repo key: pass the 12 lowercase hex characters that \
-         `Vcs::repo_key` returns, like \"3f2a9c1e0b7d\""
-    )))
+    runner_core::RepoKey::parse(key).map(drop)
 }

@@ -20,6 +20,9 @@ pub enum ErrorKind {
     NothingToApprove,
     /// The repository could not be read or changed.
     Vcs,
+    /// Another process holds a lock this needs (a git `.lock` file): wait for it and try
+    /// again, or remove the lock file if nothing is running.
+    Locked,
     /// Approve was refused: the run was verified and the sandbox's tests failed or could not
     /// run. Approve again with `force` to go ahead anyway.
     VerifyFailed,

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::SessionId;
 use crate::private::PrivateRoot;
 
@@ -18,17 +18,6 @@ impl Home {
     /// A home at `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
-    }
-
-    /// `$CODEHANDS_HOME`, or `~/.codehands`.
-    pub fn from_env() -> Result<Self> {
-        if let Some(root) = std::env::var_os("CODEHANDS_HOME").filter(|v| !v.is_empty()) {
-            return Ok(Self::new(root));
-        }
-        let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or_else(|| {
-            Error::invalid_input("neither CODEHANDS_HOME nor HOME is set: set CODEHANDS_HOME to a folder codehands may use")
-        })?;
-        Ok(Self::new(Path::new(&home).join(".codehands")))
     }
 
     /// The root folder.
@@ -68,13 +57,8 @@ impl Home {
     }
 }
 
-/// Refuses a repo key that is not 12 lower-case hex characters (what vcs-git makes).
+/// Refuses a repo key that is not 12 lower-case hex characters (what vcs-git makes), with
+/// the one message of [`crate::RepoKey::parse`].
 pub fn check_repo_key(key: &str) -> Result<()> {
-    if key.len() == 12 && key.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        Ok(())
-    } else {
-        Err(Error::invalid_input(format!(
-            "repo key {key:?} is not 12 lower-case hex characters"
-        )))
-    }
+    crate::repo_key::RepoKey::parse(key).map(drop)
 }

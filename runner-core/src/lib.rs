@@ -3,7 +3,7 @@
 //! - [`event`]: the events, the product; [`EventSequence`] numbers them.
 //! - [`session`]: session states, the legal moves, the record on disk; [`store`] keeps records.
 //! - [`options`]: what callers pass in and get back; [`agent_name`]: how an agent is named.
-//! - [`registry`]: the agents a runner knows, by name.
+//! - [`registry`]: the agents a runner knows, by name; [`repo_key`]: the checked key of a repository.
 //! - [`report`]: the final report of a session, built from its record and event log.
 //! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
 //! - [`process`]: spawning agents with a scrubbed environment, framing their output, ending their tree.
@@ -25,6 +25,7 @@ pub mod private;
 pub mod process;
 pub mod redact;
 pub mod registry;
+pub mod repo_key;
 pub mod report;
 pub mod runner;
 pub mod schema;
@@ -48,6 +49,7 @@ pub use options::{
     StartOptions,
 };
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
+pub use repo_key::RepoKey;
 pub use report::{ReportInput, RunEnding, RunReport};
 pub use runner::{
     GcOptions, GcReport, LocalRunner, RepoDisk, RunnerSettings, SupervisorCommand, Watchdog,

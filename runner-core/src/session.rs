@@ -209,7 +209,7 @@ impl SessionRecord {
 mod tests {
     use super::SessionState::{self, *};
 
-    /// The table of DESIGN.md, written out pair by pair so a change to it is a visible diff.
+    /// The move table of [`SessionState::can_move_to`], written out pair by pair so a change to it is a visible diff.
     const LEGAL: &[(SessionState, SessionState)] = &[
         (Queued, Running),
         (Queued, Failed),

@@ -104,7 +104,7 @@ fn python(worktree: &Path) -> InstallPlan {
     }
 }
 
-/// The refusal when `folder` is not ignored (seed 000's words for node_modules).
+/// The refusal when `folder` is not ignored (the words a person needs: what to add to .gitignore).
 pub(crate) fn not_ignored_message(folder: &str) -> String {
     format!(
         "add {folder}/ to .gitignore first: the sandbox installs into the worktree, \

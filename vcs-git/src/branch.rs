@@ -129,7 +129,7 @@ pub(crate) fn delete(repo_path: &Path, branch: &str) -> Result<()> {
     .map(drop)
     .map_err(|e| {
         if error::is_lock_held(&e) {
-            error::vcs(format!(
+            error::locked(format!(
                 "cannot delete branch {branch}: another git process holds a lock on it; \
                  wait for it to finish and try again ({})",
                 error::chain(&e)

@@ -109,7 +109,7 @@ pub(crate) fn publish(spec: &WorktreeSpec, prepared: &PreparedCommit) -> Result<
     .map(drop)
     .map_err(|e| {
         if error::is_lock_held(&e) {
-            error::vcs(format!(
+            error::locked(format!(
                 "cannot move branch {}: another git process holds its lock; wait for it \
                  to finish and approve again",
                 spec.branch

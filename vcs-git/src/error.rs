@@ -31,7 +31,7 @@ pub(crate) fn io(what: &str, path: &Path, err: &std::io::Error) -> Error {
     )
 }
 
-/// The refusal for a path that cannot give a base commit, worded as seed 000 has it.
+/// The refusal for a path that cannot give a base commit, in the words every adapter's refusal carries (`runner_core::testkit::vcs`).
 pub(crate) fn not_a_repo(path: &Path, why: &str) -> Error {
     Error::invalid_input(format!(
         "{} is not a git repo or has no commits yet ({why}): pass the top folder of a \
@@ -65,10 +65,13 @@ pub(crate) fn has_io_kind(err: &gix::Error, kind: std::io::ErrorKind) -> bool {
     })
 }
 
-/// True when the chain of `err` mentions a lock file held by another process.
+/// True when another process holds a lock file `err` needed: gix-lock classifies lock
+/// contention as retryable, over the `AlreadyExists` of its lock file.
 pub(crate) fn is_lock_held(err: &gix::Error) -> bool {
-    has_io_kind(err, std::io::ErrorKind::AlreadyExists)
-        || err
-            .iter_errors()
-            .any(|cause| cause.to_string().contains(".lock"))
+    err.classify().is_retryable() || has_io_kind(err, std::io::ErrorKind::AlreadyExists)
+}
+
+/// A lock held by another process ([`ErrorKind::Locked`]), with what to do.
+pub(crate) fn locked(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Locked, message)
 }

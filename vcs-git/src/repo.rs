@@ -12,7 +12,7 @@ pub(crate) const FALLBACK_NAME: &str = "codehands";
 /// The e-mail address used when the git config has none.
 pub(crate) const FALLBACK_EMAIL: &str = "codehands@localhost";
 
-/// Opens `path` as a repository with a checkout, refusing anything else with seed 000's
+/// Opens `path` as a repository with a checkout, refusing anything else with the
 /// words. For reading only: see [`open_to_write`] for anything that writes a ref.
 pub(crate) fn open_to_read(path: &Path) -> Result<gix::Repository> {
     if !path.exists() {

@@ -60,7 +60,7 @@ fn add_on_new_branch(
     )
     .map_err(|e| {
         if error::is_lock_held(&e) {
-            error::vcs(format!(
+            error::locked(format!(
                 "cannot create branch {branch}: another git process holds its lock \
                  (a .lock file under refs/heads); wait for it, or delete the stale .lock file \
                  if no git is running ({})",

@@ -13,6 +13,7 @@ mod bench_sandbox;
 mod codegen;
 mod fuzz;
 mod images;
+mod man;
 mod record;
 mod record_demo;
 mod test;
@@ -40,6 +41,7 @@ tasks:
   fuzz [TARGET] [--seconds N] [--seconds-for TARGET=N]
                         run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60),
                         or a target its own N; crashes are kept under fuzz/regressions/
+  man                   write the man page of codehands to target/man/codehands.1
   install               install what the tests need (pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
 ";
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
             bench_parse::run(&rest[1..])
         }
         "fuzz" => fuzz::run(rest),
+        "man" => man::run(rest),
         "install" => test::install(rest),
         "test" => test::run(rest),
         "-h" | "--help" | "help" => {

@@ -1,4 +1,4 @@
-//! The stream-json parser: seed 000's mapping table, line by line.
+//! The stream-json parser: Claude Code's lines mapped to our events (the table below), line by line.
 //!
 //! | Claude Code line | Event |
 //! |---|---|

@@ -1,4 +1,4 @@
-//! The agent's environment, built from scratch (seed 003): never a copy of the caller's.
+//! The agent's environment, built from scratch from an allowlist (README's list, ARCHITECTURE.md "Security"): never a copy of the caller's.
 
 /// Caller variables every agent receives, when set and not empty.
 pub const PASSTHROUGH: &[&str] = &[

@@ -85,8 +85,8 @@ pub struct RunnerSettings {
     /// Names of caller variables the agent may also receive (for example
     /// an agent's retry setting); each by exact name, never a prefix or a copy of everything.
     pub extra_env: Vec<String>,
-    /// The caller environment the agent's is built from (filtered by name); the
-    /// process's own by default.
+    /// The caller environment the agent's is built from (filtered by name); empty by
+    /// default, as runner-core reads no configuration: the facade passes the process's own.
     pub caller_env: Vec<(String, String)>,
     /// A program that supervises one run when given its session id (the `codehands` binary's
     /// hidden `__supervise`): runs are then supervised by a detached process of their own
@@ -111,7 +111,7 @@ impl Default for RunnerSettings {
             stop_grace: Duration::from_secs(3),
             fail_fast_on_auth: true,
             extra_env: Vec::new(),
-            caller_env: std::env::vars().collect(),
+            caller_env: Vec::new(),
             supervisor: None,
         }
     }
@@ -278,11 +278,7 @@ impl LocalRunner {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
         }
         let agent = self.agent(&options.agent)?;
-        preflight::check(
-            agent.as_ref(),
-            &options.repo_path,
-            &self.shared.settings.caller_env,
-        )?;
+        preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
         Ok(agent)
     }
 
@@ -396,7 +392,7 @@ pub(super) fn request_for(record: &SessionRecord, plan: &TurnPlan) -> AgentReque
 #[async_trait]
 impl Runner for LocalRunner {
     async fn start(&self, options: StartOptions) -> Result<EventStream> {
-        self.check(&options).await?;
+        let agent = self.check(&options).await?;
         let shared = &self.shared;
         let id = options.session_id;
         if shared.store.get(&id).is_ok() {
@@ -406,6 +402,7 @@ impl Runner for LocalRunner {
         }
         refuse_codehands_worktree(shared, &options.repo_path)?;
         let base = shared.vcs.base_commit(&options.repo_path).await?;
+        agent.preflight(&options.repo_path)?; // preflight.rs: before anything is made
         let repo_key = shared.vcs.repo_key(&options.repo_path).await?;
         let repo_path = std::path::absolute(&options.repo_path).map_err(|e| {
             Error::io(

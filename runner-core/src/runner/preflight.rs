@@ -8,10 +8,10 @@ use std::path::Path;
 use crate::error::{Error, ErrorKind, Result};
 use crate::traits::agent::Agent;
 
-/// Refuses `agent` on `repo` when its program is not there (looked up as the agent's own
-/// process will be: a path as it is, a bare name on the `PATH` its environment gets) or
-/// when the agent itself says no.
-pub(super) fn check(agent: &dyn Agent, repo: &Path, caller_env: &[(String, String)]) -> Result<()> {
+/// Refuses `agent` when its program is not there, looked up as the agent's own process
+/// will be: a path as it is, a bare name on the `PATH` its environment gets. (Whether it
+/// takes the repo, [`Agent::preflight`], is asked once the repo is known to be one.)
+pub(super) fn program(agent: &dyn Agent, caller_env: &[(String, String)]) -> Result<()> {
     if let Some(probe) = agent.version_probe() {
         let path = caller_env
             .iter()
@@ -30,7 +30,7 @@ pub(super) fn check(agent: &dyn Agent, repo: &Path, caller_env: &[(String, Strin
             ));
         }
     }
-    agent.preflight(repo)
+    Ok(())
 }
 
 /// Whether `program` names a file that can be run: a path with a `/` as it is, a bare name
@@ -53,7 +53,7 @@ mod tests {
     #[test]
     fn a_program_is_findable_by_path_or_on_path() {
         assert!(findable(Path::new("/bin/sh"), None));
-        assert!(!findable(Path::new("/nonexistent/claude"), None));
+        assert!(!findable(Path::new("/nonexistent/agent"), None));
         assert!(findable(
             Path::new("sh"),
             Some(OsStr::new("/nonexistent:/bin"))

@@ -1,4 +1,4 @@
-//! recover(): cleaning up after a restart (seed 000's rules, and more).
+//! recover(): cleaning up after a restart (interrupted sessions fail, leftovers go, a branch the agent committed to stays).
 //!
 //! - Sessions still `queued` or `running` that nobody supervises are healed (`heal.rs`): a
 //!   live agent is adopted, a turn whose agent ended while nobody watched is finished from

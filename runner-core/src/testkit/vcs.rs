@@ -26,9 +26,9 @@ pub use names::{
 };
 pub use recover::recovery_helpers;
 
-/// The words every refusal of a bad repo carries (seed 000).
+/// The words every refusal of a bad repo carries, whichever adapter refuses.
 pub const NOT_A_REPO: &str = "is not a git repo or has no commits yet";
-/// The words of the refusal to approve nothing (seed 000).
+/// The words of the refusal to approve nothing, whichever adapter refuses.
 pub const NOTHING_TO_APPROVE: &str = "nothing to approve: the agent made no changes";
 
 fn git_missing() -> bool {

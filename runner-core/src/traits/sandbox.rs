@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::SessionId;
 use crate::traits::memory::RepoProfile;
 
-/// The limits of the test box; the defaults are seed 000's.
+/// The limits of the test box; the defaults are the locked box ARCHITECTURE.md describes (sandbox-docker).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BoxLimits {
