@@ -27,7 +27,9 @@
 //! How the pieces fit: the worktree's tree is built from the base tree plus what gix's status
 //! reports (stat data in the index spares unchanged files from being read), and is diffed
 //! against base with rename tracking; the diff keeps its new objects in memory, the commit
-//! writes them. Patches are written as `git diff --binary` writes them. Files over the size
+//! writes them. Patches are written as `git diff --binary` writes them, by one writer that
+//! [`file_patch`] exposes over plain bytes (no repository) for the fuzz target that checks
+//! its output with `git apply` (`fuzz-harness`, target `patch`). Files over the size
 //! limit ([`GitVcs::with_large_file_limit`], 4 MiB by default) are hashed from a stream, shown
 //! in the stat as `tooLarge` and in the patch as "Too large to show", and streamed into the
 //! object store by approve, so memory stays bounded.
