@@ -173,6 +173,8 @@ pub struct TokenCounts {
 
 impl TokenCounts {
     /// Both counts added.
+    // Saturating, unlike `+` would be: a count never wraps, so it is a method, not `Add`.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(self, other: TokenCounts) -> TokenCounts {
         TokenCounts {
             input: self.input.saturating_add(other.input),
