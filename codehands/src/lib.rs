@@ -18,6 +18,21 @@
 //! # Ok(()) }
 //! ```
 
+// A build without some adapter leaves the glue for it unused; the default build, which
+// clippy and the tests see, uses all of it (`.ci/run` checks each feature alone).
+#![cfg_attr(
+    not(all(
+        feature = "claude",
+        feature = "codex",
+        feature = "git",
+        feature = "docker",
+        feature = "memory-fs",
+        feature = "fake",
+        feature = "plugins"
+    )),
+    allow(unused)
+)]
+
 mod agents;
 mod builder;
 pub mod locate;
@@ -164,6 +179,26 @@ pub fn uncommitted_files(repo: &std::path::Path) -> Result<Option<usize>> {
     {
         let _ = repo;
         Ok(None)
+    }
+}
+
+/// Writes the demo's files (a date formatter with a failing test) into `dir` and returns
+/// the prompt the fake agent's recording answers (feature `fake`).
+pub fn write_demo_repo(dir: &std::path::Path) -> Result<&'static str> {
+    #[cfg(feature = "fake")]
+    {
+        runner_fake::demo_repo::write(dir).map_err(|e| {
+            Error::io(
+                format!("cannot write the demo repo at {}", dir.display()),
+                &e,
+            )
+        })?;
+        Ok(runner_fake::demo_repo::PROMPT)
+    }
+    #[cfg(not(feature = "fake"))]
+    {
+        let _ = dir;
+        Err(Error::not_in_build("the demo (the fake agent)", "fake"))
     }
 }
 

@@ -1,4 +1,4 @@
-//! Seed 000's sandbox.test.ts list, against the real Docker engine.
+//! What the locked box promises (ARCHITECTURE.md, `sandbox-docker`), against the real Docker engine.
 
 mod common;
 
@@ -43,6 +43,29 @@ async fn a_passing_and_a_failing_test() {
         fail.output.contains("out") && fail.output.contains("err"),
         "stdout and stderr: {fail:?}"
     );
+}
+
+#[tokio::test]
+async fn a_test_program_missing_from_the_image_is_unsupported_not_a_failure() {
+    let Some((sandbox, _home)) = sandbox().await else {
+        return;
+    };
+    let repo = worktree(&[("t.sh", "echo never")]);
+    let result = sandbox
+        .run_tests(&request(repo.path(), "pnpm test", BUSYBOX))
+        .await;
+    let error = result
+        .error
+        .clone()
+        .expect("the box could not run the tests");
+    assert_eq!(error.kind, SandboxErrorKind::Unsupported, "{result:?}");
+    assert!(
+        error.message.contains("`pnpm` is not in the image")
+            && error.message.contains("exit code 127"),
+        "{}",
+        error.message
+    );
+    assert!(!result.passed);
 }
 
 #[tokio::test]

@@ -496,25 +496,3 @@ async fn a_new_worktree_leaves_every_registered_one_alone() {
     // The checkout itself, the person's, the same-named one, the kept ones and the new one.
     assert_eq!(listed.len(), 1 + 1 + 1 + kept.len() + 1, "{listed:?}");
 }
-
-#[tokio::test]
-async fn a_branch_lock_held_by_another_git_is_its_own_error_kind() {
-    if git_missing() {
-        return;
-    }
-    let vcs = GitVcs::new();
-    let f = Fixture::new();
-    let (spec, _) = f.spec(&vcs, "Locked").await;
-    // What a git process in the middle of writing the branch holds.
-    write(
-        &f.repo,
-        &format!(".git/refs/heads/{}.lock", spec.branch),
-        "",
-    );
-    let refused = vcs.create_worktree(&spec).await.unwrap_err();
-    assert_eq!(refused.kind(), ErrorKind::Locked, "{refused}");
-    assert!(
-        refused.message().contains("another git process"),
-        "{refused}"
-    );
-}

@@ -37,7 +37,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         .map_err(|e| Error::io("cannot make a temp folder for the demo", &e))?
         .keep();
     let repo = folder.join("date-bug");
-    make_repo(&repo)?;
+    let prompt = make_repo(&repo)?;
     // The demo keeps everything in its own folder: the person's ~/.codehands is untouched.
     setup.home = Home::new(folder.join("codehands-home"));
     setup.fake.delay_ms = Some(args.delay_ms);
@@ -49,7 +49,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         );
     }
     let id = SessionId::new_random();
-    let options = StartOptions::new(id, &repo, runner_fake::demo_repo::PROMPT, agent);
+    let options = StartOptions::new(id, &repo, prompt, agent);
     let events = runner_core::Runner::start(&runner, options).await?;
     let decide = DecideArgs {
         then: Some(Then::Approve),
@@ -64,13 +64,9 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     Ok(code)
 }
 
-fn make_repo(repo: &Path) -> Result<()> {
-    runner_fake::demo_repo::write(repo).map_err(|e| {
-        Error::io(
-            format!("cannot write the demo repo at {}", repo.display()),
-            &e,
-        )
-    })?;
+/// Makes the demo repo with one commit and returns its prompt.
+fn make_repo(repo: &Path) -> Result<&'static str> {
+    let prompt = codehands::write_demo_repo(repo)?;
     git(repo, &["init", "--quiet", "--initial-branch=main"])?;
     git(repo, &["add", "--all"])?;
     git(
@@ -85,7 +81,8 @@ fn make_repo(repo: &Path) -> Result<()> {
             "-m",
             "A date formatter with a failing test",
         ],
-    )
+    )?;
+    Ok(prompt)
 }
 
 fn git(repo: &Path, args: &[&str]) -> Result<()> {

@@ -39,14 +39,7 @@ pub async fn run(args: SandboxArgs) -> Result<ExitCode> {
         // The repo's tests print what the agent's code makes them print: shown, never obeyed.
         output::line(&super::view::visible(&result.output, true))?;
         let verdict = match (&result.error, result.passed) {
-            (Some(e), _) => format!(
-                "could not test ({}): {}",
-                serde_json::to_value(e.kind)
-                    .unwrap_or_default()
-                    .as_str()
-                    .unwrap_or("error"),
-                e.message
-            ),
+            (Some(e), _) => format!("could not test ({}): {}", e.kind.as_str(), e.message),
             (None, true) => "passed".to_owned(),
             (None, false) if result.timed_out => "failed: timed out".to_owned(),
             (None, false) if result.out_of_memory => "failed: out of memory".to_owned(),

@@ -217,9 +217,10 @@ pub async fn locks_held_by_another_git(vcs: &dyn Vcs) {
         .join(format!("{}.lock", spec.branch));
     std::fs::create_dir_all(ref_lock.parent().unwrap()).unwrap();
     std::fs::write(&ref_lock, "").unwrap();
+    // Its own kind, so a caller can wait and try again rather than read the message.
     let message = expect_error(
         vcs.create_worktree(&spec).await,
-        ErrorKind::Vcs,
+        ErrorKind::Locked,
         "a held branch lock",
     );
     assert!(message.contains("lock"), "says it is locked: {message}");
