@@ -15,7 +15,7 @@ use crate::options::DiffStat;
 use crate::session::{SessionRecord, SessionState, TokenCounts};
 
 /// The key that counts commands in [`RunReport::tool_calls`]. `command.started` does not say
-/// which of the agent's tools ran it (Claude Code's `Bash`, Codex's command execution), and
+/// which of the agent's tools ran it (`Bash`, or a command-execution item), and
 /// runner-core names no agent, so every agent's commands are counted under this one kind.
 pub const COMMAND_TOOL: &str = "command";
 
@@ -319,9 +319,9 @@ pub fn cost_of(events: &[Event]) -> (Option<f64>, Option<TokenCounts>) {
 }
 
 /// The tokens of one `task.finished` `usage` object, in either shape agents print:
-/// Anthropic's (Claude Code), where `input_tokens` leaves out the cache, so input is
+/// Anthropic's Messages API, where `input_tokens` leaves out the cache, so input is
 /// `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`; or OpenAI's
-/// (Codex), marked by `cached_input_tokens`, where the cached tokens are already part of
+/// (OpenAI's Responses API), marked by `cached_input_tokens`, where the cached tokens are already part of
 /// `input_tokens`. Output is `output_tokens` in both. `None` when it holds neither count.
 pub fn tokens_of(usage: &serde_json::Value) -> Option<TokenCounts> {
     let count = |key: &str| usage.get(key).and_then(serde_json::Value::as_u64);
@@ -548,7 +548,7 @@ pub fn render_human(report: &RunReport) -> String {
         tests.push(text);
     }
     lines.extend(each("tests", tests));
-    // Refusals usually name their tool already (Claude Code: "… was refused Bash: …").
+    // Refusals usually name their tool already (as in "… was refused Bash: …").
     let denied = report.denied_tools.iter().map(|d| match &d.tool {
         Some(tool) if !d.text.contains(tool.as_str()) => format!("{tool}: {}", d.text),
         _ => d.text.clone(),
@@ -732,7 +732,7 @@ mod tests {
 
     #[test]
     fn cost_and_tokens_add_up_over_a_resumed_session() {
-        // Claude Code's shape, as in agent-claude's recordings; the second run reads its
+        // The Messages API's shape, as in the recordings of the built-in stream-json agent; the second run reads its
         // context from the cache and writes some of it.
         let events = log(vec![
             started(),
@@ -771,8 +771,8 @@ mod tests {
     }
 
     #[test]
-    fn codex_usage_counts_cached_tokens_once() {
-        // Codex's `turn.completed` usage (agent-codex's recordings): the cached tokens are
+    fn responses_usage_counts_cached_tokens_once() {
+        // A Responses-API agent's `turn.completed` usage (as recorded from one): the cached tokens are
         // part of `input_tokens`, so adding them would count them twice.
         let usage = json!({"input_tokens": 400, "cached_input_tokens": 300,
                            "cache_write_input_tokens": 0, "output_tokens": 80,
@@ -796,7 +796,7 @@ mod tests {
                 ..TaskFinished::default()
             }),
         ]);
-        // Codex reports no cost: none is made up.
+        // That agent reports no cost: none is made up.
         assert_eq!(
             cost_of(&events),
             (
@@ -875,14 +875,14 @@ mod tests {
             })
         };
         let counts = tally(vec![
-            // A read that succeeds and one that fails (agent-claude's tool-error).
+            // A read that succeeds and one that fails (a recorded tool-error).
             read("Read", "r1"),
             read("Read", "r2"),
             tool_message("Read", false),
-            // One patch, two files (agent-codex's write-file).
+            // One patch, two files (a recorded write-file).
             changed("src/date.js", "p1", Some(FileChangeKind::Modified)),
             changed("src/hello.js", "p1", Some(FileChangeKind::Added)),
-            // A refused command (agent-claude's refused-command).
+            // A refused command (a recorded refused-command run).
             command("b1"),
             tool_message("Bash", true),
             command_end("b1"),

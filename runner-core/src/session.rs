@@ -80,6 +80,17 @@ impl SessionState {
         )
     }
 
+    /// Refuses, as an illegal move to `reported` named by `what`, a session whose state cannot
+    /// move to `to` (the first state the action writes: `approving` for approve). The check
+    /// every action on a session starts with.
+    pub fn check_move(self, to: SessionState, reported: SessionState, what: &str) -> Result<()> {
+        if self.can_move_to(to) {
+            Ok(())
+        } else {
+            Err(Error::illegal_move(self, reported, what))
+        }
+    }
+
     /// Whether no move leaves this state.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Approved | Self::Rejected | Self::Failed)

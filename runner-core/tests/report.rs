@@ -1,5 +1,5 @@
 //! The final report against recorded runs: each log in `tests/fixtures/` (see its README) is
-//! what the runner writes for a recording of the real Claude Code; its report and the human
+//! what the runner writes for a recording of a real agent; its report and the human
 //! view are snapshots.
 
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ fn record(events: &[Event], state: SessionState, model: Option<&str>) -> Session
     SessionRecord {
         session_id: id,
         state,
-        agent: "claude-code".parse().unwrap(),
+        agent: "stream-agent".parse().unwrap(),
         repo_path: PathBuf::from("/home/dev/src/date-bug"),
         repo_key: "b82e293da65f".into(),
         worktree_path: PathBuf::from(format!("/home/dev/.codehands/worktrees/b82e293da65f/{id8}")),
@@ -56,8 +56,8 @@ fn report_of(name: &str, state: SessionState) -> RunReport {
     let report = report::build(ReportInput {
         record: &record,
         events: &events,
-        agent_program: Some("claude"),
-        agent_version: Some("2.1.332 (Claude Code)"),
+        agent_program: Some("/usr/local/bin/stream-agent"),
+        agent_version: Some("2.1.332"),
     });
     // The JSON reads back strictly: what `codehands report --json` prints is the contract.
     let json = serde_json::to_string(&report).unwrap();
@@ -153,7 +153,7 @@ fn a_resumed_run_is_running_until_its_record_says_otherwise() {
     // The stopped log, with the record already moved to running by a resume whose agent
     // has printed nothing yet.
     let events = events("report-stopped");
-    let record = record(&events, SessionState::Running, Some("claude-sonnet-5"));
+    let record = record(&events, SessionState::Running, Some("sonnet-5"));
     let report = report::build(ReportInput {
         record: &record,
         events: &events,
@@ -164,7 +164,7 @@ fn a_resumed_run_is_running_until_its_record_says_otherwise() {
     assert_eq!(report.ended_at, None);
     assert_eq!(report.duration_ms, None);
     // The model asked for wins over the one the agent reported.
-    assert_eq!(report.model.as_deref(), Some("claude-sonnet-5"));
+    assert_eq!(report.model.as_deref(), Some("sonnet-5"));
 }
 
 #[test]

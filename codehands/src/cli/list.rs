@@ -35,7 +35,7 @@ fn state(text: &str) -> std::result::Result<SessionState, String> {
 
 /// `codehands sessions`.
 pub async fn run(args: ListArgs) -> Result<ExitCode> {
-    let listing = super::runner()?.listing()?;
+    let listing = super::runner()?.listing().await?;
     let repo = args
         .repo
         .as_ref()
@@ -69,6 +69,9 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
         for line in table(&rows, output::width()) {
             output::line(&line)?;
         }
+        for line in totals(&records) {
+            output::line(&cut(&line, output::width()))?;
+        }
     }
     for (path, e) in &listing.unreadable {
         let name = path
@@ -82,6 +85,33 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
         output::line(&cut(&line, output::width()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per repository of the listed sessions that reported a cost: what they cost
+/// together, and the tokens they used.
+fn totals(records: &[&SessionRecord]) -> Vec<String> {
+    let mut repos: std::collections::BTreeMap<String, (usize, f64, runner_core::TokenCounts)> =
+        std::collections::BTreeMap::new();
+    for r in records {
+        if r.cost_usd.is_none() && r.tokens.is_none() {
+            continue;
+        }
+        let name = r.repo_path.display().to_string();
+        let entry = repos.entry(name).or_default();
+        entry.0 += 1;
+        entry.1 += r.cost_usd.unwrap_or(0.0);
+        entry.2 = entry.2 + r.tokens.unwrap_or_default();
+    }
+    repos
+        .into_iter()
+        .map(|(repo, (n, cost, tokens))| {
+            let sessions = if n == 1 { "session" } else { "sessions" };
+            format!(
+                "total {repo}: ${cost:.2} over {n} {sessions}, {} tokens in, {} out",
+                tokens.input, tokens.output
+            )
+        })
+        .collect()
 }
 
 /// `line` cut to `width` characters (ending in "…") when it is longer.
@@ -206,6 +236,46 @@ mod tests {
             column(&narrow[0], "AGENT"),
             column(&narrow[1], "claude-code"),
             "aligned"
+        );
+    }
+
+    #[test]
+    fn totals_sum_cost_and_tokens_per_repo() {
+        let now = runner_core::now_rfc3339();
+        let record = |repo: &str, cost: Option<f64>, input: u64| SessionRecord {
+            session_id: runner_core::SessionId::new_random(),
+            state: SessionState::Approved,
+            agent: runner_core::AgentName::parse("fake").unwrap(),
+            repo_path: repo.into(),
+            repo_key: "0123456789ab".into(),
+            worktree_path: "/w".into(),
+            branch: "codehands/x".into(),
+            base_commit: "0".repeat(40),
+            prompt: "p".into(),
+            model: None,
+            budget_usd: None,
+            agent_session_id: None,
+            last_seq: 0,
+            failure: None,
+            commit: None,
+            cost_usd: cost,
+            tokens: cost.map(|_| runner_core::TokenCounts { input, output: 1 }),
+            created_at: now.clone(),
+            updated_at: now.clone(),
+        };
+        let records = [
+            record("/a", Some(0.25), 10),
+            record("/b", Some(1.0), 5),
+            record("/a", Some(0.5), 20),
+            record("/a", None, 0),
+        ];
+        let refs: Vec<&SessionRecord> = records.iter().collect();
+        assert_eq!(
+            totals(&refs),
+            [
+                "total /a: $0.75 over 2 sessions, 30 tokens in, 2 out",
+                "total /b: $1.00 over 1 session, 5 tokens in, 1 out",
+            ]
         );
     }
 

@@ -1,8 +1,15 @@
 //! An agent that outlives the process that started it: it runs in a session of its own (so no
-//! signal aimed at the caller's terminal or process group reaches it), its stdout and stderr go
-//! straight to files of the run (so no pipe ties it to a reader that may die), and its stdin
-//! is a private file that was unlinked once opened (or, for agents that wait for more input,
-//! a pipe that closes when its writer goes away).
+//! signal aimed at the caller's terminal or process group reaches it), its stderr goes straight
+//! to a file of the run and its stdout through a pipe to `cat`, detached as well, appending to
+//! a file of the run (so no pipe ties it to a reader that may die), and its stdin is a private
+//! file that was unlinked once opened (or, for agents that wait for more input, a pipe that
+//! closes when its writer goes away).
+//!
+//! Why `cat` and not the file itself as stdout: an agent may open `/dev/stdout` again and
+//! rewrite it (an agent told `--output=/dev/stdout` may write its whole log there again after
+//! each step); on a file that truncates what was written, on a pipe it appends. `cat` is the smallest
+//! program that keeps a pipe's read end open whoever else goes away (the part conmon plays for
+//! a container), and it exits once every writer has closed the pipe.
 
 use std::io::Write;
 use std::path::Path;
@@ -36,6 +43,8 @@ pub struct AgentOutput<'a> {
 pub struct DetachedAgent {
     child: Child,
     identity: ProcessIdentity,
+    relay: Child,
+    relay_identity: Option<ProcessIdentity>,
     close_stdin: Option<oneshot::Sender<()>>,
 }
 
@@ -59,13 +68,17 @@ impl DetachedAgent {
         };
         let stdout = truncate(output.stdout)?;
         let stderr = truncate(output.stderr)?;
+        let (relay_in, agent_out) = std::io::pipe()
+            .map_err(|e| Error::io("cannot make the pipe for the agent's output", &e))?;
+        let relay = spawn_relay(relay_in, stdout, env)?;
+        let relay_identity = relay.id().and_then(ProcessIdentity::of);
         let mut command = tokio::process::Command::new(&invocation.program);
         command
             .args(&invocation.args)
             .current_dir(cwd)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::from(stdout))
+            .stdout(Stdio::from(agent_out))
             .stderr(Stdio::from(stderr));
         let from_file = invocation.close_stdin == StdinClose::AfterWrite;
         if from_file {
@@ -116,6 +129,8 @@ impl DetachedAgent {
         Ok(Self {
             child,
             identity,
+            relay,
+            relay_identity,
             close_stdin: Some(close_tx),
         })
     }
@@ -132,9 +147,20 @@ impl DetachedAgent {
         }
     }
 
+    /// The `cat` that carries its stdout to the file (`None` if it ended at once).
+    pub fn relay_identity(&self) -> Option<ProcessIdentity> {
+        self.relay_identity
+    }
+
     /// The exit status once the agent has exited (reaping it), `None` while it runs.
     pub fn try_exit(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
+    }
+
+    /// Whether everything the agent (and whatever shares its stdout) wrote is in the file:
+    /// the relay has seen the pipe close and exited.
+    pub fn output_complete(&mut self) -> bool {
+        !matches!(self.relay.try_wait(), Ok(None))
     }
 
     /// Waits for the agent to exit.
@@ -157,6 +183,29 @@ impl DetachedAgent {
             let _ = self.child.wait().await;
         }
     }
+}
+
+/// Starts `cat` in a session of its own, copying the pipe `from` into `to` until every writer
+/// of the pipe has closed it: it ends with the agent (and whatever shares its stdout).
+fn spawn_relay(
+    from: std::io::PipeReader,
+    to: std::fs::File,
+    env: &[(String, String)],
+) -> Result<Child> {
+    let mut command = tokio::process::Command::new("cat");
+    command
+        .env_clear()
+        .envs(env.iter().filter(|(k, _)| k == "PATH").map(|(k, v)| (k, v)))
+        .stdin(Stdio::from(from))
+        .stdout(Stdio::from(to))
+        .stderr(Stdio::null());
+    super::own_session_with_only_stdio(&mut command);
+    command.spawn().map_err(|e| {
+        Error::io(
+            "cannot start `cat`, which carries the agent's output to its file: put it on PATH",
+            &e,
+        )
+    })
 }
 
 /// Starts a supervisor program for a run (`program args…`), detached like an agent: a session

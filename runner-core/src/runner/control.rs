@@ -234,6 +234,9 @@ pub struct AgentRun {
     /// The process; `None` while it is being spawned (a supervisor that dies right then
     /// leaves this, and the next one looks for the process by its session and folder).
     pub process: Option<ProcessIdentity>,
+    /// The `cat` carrying its stdout to `turn-<n>.stdout`: the output is whole once it is gone.
+    #[serde(default)]
+    pub relay: Option<ProcessIdentity>,
     /// The log's last seq before the agent's first event: the events after it, up to the
     /// end of the turn, follow from the agent's output alone.
     pub seq_before_agent: u64,

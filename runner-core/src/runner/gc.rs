@@ -62,7 +62,7 @@ impl LocalRunner {
     /// removed, its branch too unless the agent committed to it) and reports the disk used
     /// per repo. Sessions running or being decided are never touched.
     pub async fn gc(&self, options: GcOptions) -> Result<GcReport> {
-        let records = self.listing()?.records;
+        let records = self.listing().await?.records;
         let now = SystemTime::now();
         let old = |r: &SessionRecord| {
             matches!(

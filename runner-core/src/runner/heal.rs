@@ -61,7 +61,8 @@ pub(super) async fn heal(shared: &Arc<Shared>, record: &SessionRecord) -> Result
     }
     let agent_alive = match files.agent_run().filter(|run| run.turn == plan.turn) {
         Some(run) => match run.process {
-            Some(process) => process.is_alive(),
+            // Alive, or its output still on its way to the file.
+            Some(process) => process.is_alive() || run.relay.is_some_and(|r| r.is_alive()),
             None => tree::find_session_leader_in(&record.worktree_path).is_some(),
         },
         None => {

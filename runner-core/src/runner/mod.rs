@@ -207,13 +207,9 @@ impl LocalRunner {
         self.healed(shared.store.get(session_id)?).await?;
         let _lock = journal::SessionLock::acquire(shared, session_id).await?;
         let record = journal::settle(shared, shared.store.get(session_id)?).await?;
-        if !record.state.can_move_to(SessionState::Approving) {
-            return Err(Error::illegal_move(
-                record.state,
-                SessionState::Approved,
-                "approve",
-            ));
-        }
+        record
+            .state
+            .check_move(SessionState::Approving, SessionState::Approved, "approve")?;
         verify::gate(&shared.home, session_id, options.force)?;
         let message = if message.trim().is_empty() {
             default_message(&record.prompt)
@@ -233,13 +229,9 @@ impl LocalRunner {
         self.healed(shared.store.get(session_id)?).await?;
         let _lock = journal::SessionLock::acquire(shared, session_id).await?;
         let record = journal::settle(shared, shared.store.get(session_id)?).await?;
-        if !record.state.can_move_to(SessionState::Rejecting) {
-            return Err(Error::illegal_move(
-                record.state,
-                SessionState::Rejected,
-                "reject",
-            ));
-        }
+        record
+            .state
+            .check_move(SessionState::Rejecting, SessionState::Rejected, "reject")?;
         let kept = journal::reject(shared, &record).await?;
         remember_outcome(shared, &record, SessionState::Rejected).await;
         Ok(RejectResult {
@@ -254,9 +246,23 @@ impl LocalRunner {
         self.shared.store.resolve(text)
     }
 
-    /// The session records, and the record files that could not be read (with why).
-    pub fn listing(&self) -> Result<crate::store::Listing> {
-        self.shared.store.list()
+    /// The session records, and the record files that could not be read (with why); a
+    /// running session nobody supervises is healed first, so none is listed running dead.
+    pub async fn listing(&self) -> Result<crate::store::Listing> {
+        let listing = self.shared.store.list()?;
+        let mut healed = false;
+        for record in &listing.records {
+            if matches!(record.state, SessionState::Running | SessionState::Queued) {
+                healed |= !matches!(
+                    heal::heal(&self.shared, record).await?,
+                    heal::Healed::Nothing | heal::Healed::Adopted
+                );
+            }
+        }
+        if healed {
+            return self.shared.store.list();
+        }
+        Ok(listing)
     }
 
     fn agent(&self, name: &AgentName) -> Result<Arc<dyn Agent>> {
@@ -503,13 +509,9 @@ impl Runner for LocalRunner {
     async fn stop(&self, session_id: &SessionId) -> Result<()> {
         let shared = &self.shared;
         let record = shared.store.get(session_id)?;
-        if !record.state.can_move_to(SessionState::Stopped) {
-            return Err(Error::illegal_move(
-                record.state,
-                SessionState::Stopped,
-                "stop",
-            ));
-        }
+        record
+            .state
+            .check_move(SessionState::Stopped, SessionState::Stopped, "stop")?;
         let files = RunFiles::in_home(&shared.home, session_id);
         files.request_stop()?;
         let grace = shared.settings.stop_grace;
@@ -542,6 +544,7 @@ impl Runner for LocalRunner {
     async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream> {
         let shared = &self.shared;
         let record = shared.store.get(session_id)?;
+        // Running is reachable from queued too; resume is only for a stopped session.
         if record.state != SessionState::Stopped {
             return Err(Error::illegal_move(
                 record.state,

@@ -197,7 +197,10 @@ impl Supervisor {
                     .or_else(|| tree::find_session_leader_in(&self.record.worktree_path));
                 self.resume_after(run);
                 match found {
-                    Some(process) => Some(Watched::Adopted(process)),
+                    Some(agent) => Some(Watched::Adopted {
+                        agent,
+                        relay: run.relay,
+                    }),
                     // Recorded as being spawned, and no such process: it never started.
                     None => {
                         // Its notes went to the log before it was recorded: not again.
@@ -363,6 +366,7 @@ impl Supervisor {
         let mut run = AgentRun {
             turn: self.plan.turn,
             process: None,
+            relay: None,
             seq_before_agent,
             transcript_start,
         };
@@ -384,6 +388,7 @@ impl Supervisor {
         let mut agent =
             DetachedAgent::spawn(&invocation, &self.record.worktree_path, &env, &output)?;
         run.process = Some(agent.identity());
+        run.relay = agent.relay_identity();
         if let Err(e) = self.files.set_agent_run(&run) {
             // Without the record no other process could stop or adopt it: do not run it.
             let grace = self.shared.settings.stop_grace;
@@ -539,7 +544,7 @@ impl Supervisor {
                 }
                 seen
             }
-            Watched::Adopted(_) => self
+            Watched::Adopted { .. } => self
                 .files
                 .exit()
                 .filter(|e| e.turn == self.plan.turn)

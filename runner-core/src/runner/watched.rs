@@ -16,30 +16,41 @@ pub(super) enum Watched {
     /// Spawned by this supervisor.
     Child(Box<DetachedAgent>),
     /// Left running by a supervisor that went away.
-    Adopted(ProcessIdentity),
+    Adopted {
+        /// The agent.
+        agent: ProcessIdentity,
+        /// The `cat` carrying its stdout to the file, when recorded.
+        relay: Option<ProcessIdentity>,
+    },
 }
 
 impl Watched {
     pub(super) fn identity(&self) -> ProcessIdentity {
         match self {
             Self::Child(child) => child.identity(),
-            Self::Adopted(identity) => *identity,
+            Self::Adopted { agent, .. } => *agent,
         }
     }
 
-    /// `Some(exit code)` once the agent has exited.
+    /// `Some(exit code)` once the agent has exited and all it wrote is in the output file.
     pub(super) fn exited(&mut self) -> Option<Option<i32>> {
         match self {
-            Self::Child(child) => child.try_exit().map(|status| status.code()),
-            Self::Adopted(identity) => (!identity.is_alive()).then_some(None),
+            Self::Child(child) => {
+                let code = child.try_exit()?.code();
+                child.output_complete().then_some(code)
+            }
+            Self::Adopted { agent, relay } => {
+                let done = !agent.is_alive() && relay.is_none_or(|r| !r.is_alive());
+                done.then_some(None)
+            }
         }
     }
 
     pub(super) async fn end_tree(&mut self, grace: Duration) {
         match self {
             Self::Child(child) => child.end_tree(grace).await,
-            Self::Adopted(identity) => {
-                tree::end_group(identity, grace).await;
+            Self::Adopted { agent, .. } => {
+                tree::end_group(agent, grace).await;
             }
         }
     }
