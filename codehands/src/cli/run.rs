@@ -76,15 +76,15 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
 /// changes: the agent starts from HEAD without them. A status that cannot be read says
 /// nothing here; start() reports a repository it cannot use.
 fn warn_if_dirty(repo: &std::path::Path) {
-    if let Ok(Some(n)) = codehands::uncommitted_files(repo) {
-        if n > 0 {
-            let files = if n == 1 { "file" } else { "files" };
-            eprintln!(
-                "note: {} has {n} uncommitted {files}; the agent starts from HEAD, without them \
-                 (commit or stash them first if it needs them)",
-                repo.display()
-            );
-        }
+    if let Ok(Some(n)) = codehands::uncommitted_files(repo)
+        && n > 0
+    {
+        let files = if n == 1 { "file" } else { "files" };
+        eprintln!(
+            "note: {} has {n} uncommitted {files}; the agent starts from HEAD, without them \
+             (commit or stash them first if it needs them)",
+            repo.display()
+        );
     }
 }
 
