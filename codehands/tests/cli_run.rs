@@ -321,8 +321,22 @@ fn unknown_sessions_and_bad_ids_are_clear_errors() {
 fn every_command_has_help() {
     let world = World::demo();
     for command in [
-        "run", "demo", "diff", "approve", "reject", "stop", "resume", "sessions", "recover",
-        "sandbox", "fake", "schema", "doctor",
+        "run",
+        "demo",
+        "diff",
+        "approve",
+        "reject",
+        "stop",
+        "resume",
+        "sessions",
+        "recover",
+        "sandbox",
+        "fake",
+        "schema",
+        "doctor",
+        "agents",
+        "gc",
+        "completions",
     ] {
         let out = run(codehands(&world, "replay").args([command, "--help"]));
         assert!(out.status.success(), "{command}");

@@ -57,9 +57,14 @@ fn ok(out: &Output) -> String {
 
 /// `codehands run . --agent fake --then keep --session-id id` on the demo.
 fn kept(world: &World, id: &str) {
+    kept_in(world, &world.repo, id);
+}
+
+/// The same on the repo at `repo`.
+fn kept_in(world: &World, repo: &std::path::Path, id: &str) {
     ok(&run(codehands(world, "replay").args([
         "run",
-        ".",
+        repo.to_str().unwrap(),
         "--agent",
         "fake",
         "--then",
@@ -534,7 +539,25 @@ fn a_dirty_checkout_is_named_in_one_line_before_the_run() {
 fn sessions_is_a_table_with_a_header_filters_and_unreadable_records() {
     let world = World::demo();
     kept(&world, ID);
-    kept(&world, OTHER);
+    // A second repo whose folder has the same name: the table must tell them apart.
+    let other = world.dir.path().join("other/repo");
+    runner_fake::demo_repo::write(&other).unwrap();
+    support::git(&other, &["init", "--quiet", "--initial-branch=main"]);
+    support::git(&other, &["add", "--all"]);
+    support::git(
+        &other,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "--quiet",
+            "-m",
+            "base",
+        ],
+    );
+    kept_in(&world, &other, OTHER);
     ok(&run(codehands(&world, "replay").args(["reject", OTHER])));
     // The cost another part of the runner records at the end of a run.
     let record = world.home.sessions_dir().join(format!("{ID}.json"));
@@ -559,10 +582,7 @@ fn sessions_is_a_table_with_a_header_filters_and_unreadable_records() {
         assert!(lines[0].contains(word), "{table}");
     }
     assert!(lines.iter().all(|l| l.chars().count() <= 72), "{table}");
-    let mine = lines
-        .iter()
-        .find(|l| l.starts_with("3f2a9c1e  repo"))
-        .unwrap();
+    let mine = lines.iter().find(|l| l.starts_with("3f2a9c1e")).unwrap();
     assert!(
         mine.contains("awaiting_approval") && mine.contains("$0.12"),
         "{table}"
@@ -573,6 +593,20 @@ fn sessions_is_a_table_with_a_header_filters_and_unreadable_records() {
             .any(|l| l.starts_with("unreadable: 00000000-0000-4000-8000-000000000000.json")),
         "{table}"
     );
+
+    let whole = ok(&run(codehands(&world, "replay").args(["sessions"])));
+    let row = |id: &str| {
+        whole
+            .lines()
+            .find(|l| l.starts_with(&id[..8]))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        row(ID).contains(&world.repo.display().to_string()),
+        "{whole}"
+    );
+    assert!(row(OTHER).contains(&other.display().to_string()), "{whole}");
 
     let rejected = ok(&run(
         codehands(&world, "replay").args(["sessions", "--state", "rejected", "--json"])
@@ -594,7 +628,7 @@ fn sessions_is_a_table_with_a_header_filters_and_unreadable_records() {
         serde_json::from_str::<Vec<serde_json::Value>>(&here)
             .unwrap()
             .len(),
-        2
+        1
     );
 }
 

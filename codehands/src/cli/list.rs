@@ -64,7 +64,12 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
         output::line("no sessions")?;
     }
     let now = SystemTime::now();
-    let rows: Vec<[String; 7]> = records.iter().map(|r| row(r, now)).collect();
+    let names = repo_names(&records);
+    let rows: Vec<[String; 7]> = records
+        .iter()
+        .zip(names)
+        .map(|(r, name)| row(r, name, now))
+        .collect();
     if !rows.is_empty() {
         for line in table(&rows, output::width()) {
             output::line(&line)?;
@@ -129,11 +134,36 @@ fn cut(line: &str, width: Option<usize>) -> String {
 /// The header of the table.
 const HEADER: [&str; 7] = ["ID", "REPO", "AGENT", "STATE", "AGE", "COST", "BRANCH"];
 
-fn row(r: &SessionRecord, now: SystemTime) -> [String; 7] {
-    let repo = r.repo_path.file_name().map_or_else(
-        || r.repo_path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+/// How each record's repo is shown: its folder's name, or, when two listed repos share a
+/// name, the whole path (with `~` for the home folder) so they do not look the same.
+fn repo_names(records: &[&SessionRecord]) -> Vec<String> {
+    let name = |r: &SessionRecord| {
+        r.repo_path.file_name().map_or_else(
+            || r.repo_path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    records
+        .iter()
+        .map(|r| {
+            let shared = records
+                .iter()
+                .any(|o| o.repo_path != r.repo_path && name(o) == name(r));
+            if !shared {
+                return name(r);
+            }
+            match home.as_ref().and_then(|h| r.repo_path.strip_prefix(h).ok()) {
+                Some(rest) => format!("~/{}", rest.display()),
+                None => r.repo_path.display().to_string(),
+            }
+        })
+        .collect()
+}
+
+fn row(r: &SessionRecord, repo: String, now: SystemTime) -> [String; 7] {
     let age = humantime::parse_rfc3339(&r.created_at)
         .ok()
         .and_then(|t| now.duration_since(t).ok())
@@ -181,11 +211,19 @@ fn table(rows: &[[String; 7]], width: Option<usize>) -> Vec<String> {
                 .max(floor.min(widths[column]));
         }
     }
-    let fit = |cell: &str, w: usize| cut(cell, Some(w));
+    let fit = |column: usize, cell: &str, w: usize| {
+        if column == 1 && chars(cell) > w {
+            // A path's end tells repos apart: the repo column loses its start.
+            let keep: String = cell.chars().skip(chars(cell) + 1 - w).collect();
+            format!("…{keep}")
+        } else {
+            cut(cell, Some(w))
+        }
+    };
     let line = |cells: [&str; 7]| {
         let mut out = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            let cell = fit(cell, w);
+            let cell = fit(i, cell, w);
             if i == 6 {
                 out.push_str(&cell);
             } else {
