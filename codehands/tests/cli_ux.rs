@@ -732,6 +732,28 @@ fn logs_go_to_stderr_with_verbose_or_rust_log() {
         .env("RUST_LOG", "debug")
         .args(["sessions"]));
     assert!(text(&rust_log.stderr).contains("DEBUG"));
+
+    // The runner's own log of the run, whatever stderr showed.
+    ok(&run(codehands(&world, "replay").args([
+        "run",
+        ".",
+        "--agent",
+        "fake",
+        "--then",
+        "reject",
+        "--session-id",
+        ID,
+    ])));
+    let log = std::fs::read_to_string(
+        world
+            .home
+            .run_dir(&SessionId::parse(ID).unwrap())
+            .join("codehands.log"),
+    )
+    .expect("runs/<id>/codehands.log");
+    for needle in ["started", "the run ended", "decided"] {
+        assert!(log.contains(needle), "{needle}: {log}");
+    }
 }
 
 #[test]
