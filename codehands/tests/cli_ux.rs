@@ -732,6 +732,28 @@ fn logs_go_to_stderr_with_verbose_or_rust_log() {
         .env("RUST_LOG", "debug")
         .args(["sessions"]));
     assert!(text(&rust_log.stderr).contains("DEBUG"));
+
+    // The runner's own log of the run, whatever stderr showed.
+    ok(&run(codehands(&world, "replay").args([
+        "run",
+        ".",
+        "--agent",
+        "fake",
+        "--then",
+        "reject",
+        "--session-id",
+        ID,
+    ])));
+    let log = std::fs::read_to_string(
+        world
+            .home
+            .run_dir(&SessionId::parse(ID).unwrap())
+            .join("codehands.log"),
+    )
+    .expect("runs/<id>/codehands.log");
+    for needle in ["started", "the run ended", "decided"] {
+        assert!(log.contains(needle), "{needle}: {log}");
+    }
 }
 
 #[test]
@@ -797,4 +819,31 @@ fn completions_and_the_man_page_come_from_the_commands() {
     }
     let man = ok(&run(codehands(&world, "replay").arg("__man")));
     assert!(man.contains(".TH codehands"), "{man}");
+}
+
+#[test]
+fn the_session_lock_is_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = World::demo();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask 022; exec \"$0\" run . --agent fake --then reject --session-id {ID}"
+        ))
+        .arg(env!("CARGO_BIN_EXE_codehands"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &world.agent_home)
+        .env("CODEHANDS_HOME", world.home.root())
+        .current_dir(&world.repo)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    ok(&out);
+    let lock = world
+        .home
+        .run_dir(&SessionId::parse(ID).unwrap())
+        .join("session.lock");
+    let mode = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}", lock.display());
 }

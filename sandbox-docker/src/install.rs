@@ -6,7 +6,7 @@ use std::process::Command;
 
 use runner_core::{Language, PackageManager, RepoProfile};
 
-/// Seed 000's refusal, word for word at the start so people can search for it.
+/// The refusal's fixed start, the same in every version, so people (and tests) can search for it.
 pub const NOT_IGNORED: &str = "add node_modules/ to .gitignore first";
 
 /// The requirement files a Python install reads, in this order.

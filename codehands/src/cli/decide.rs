@@ -63,6 +63,7 @@ pub async fn after_approval(
         },
         None => Then::Keep,
     };
+    tracing::info!(session = %id, decision = ?then, "decided");
     match then {
         Then::Approve => {
             let message = args.message.clone().unwrap_or_default();

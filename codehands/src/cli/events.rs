@@ -78,7 +78,11 @@ pub struct SuperviseArgs {
 /// turn ends (nothing when another supervisor has it).
 pub async fn supervise(args: SuperviseArgs) -> Result<ExitCode> {
     let runner = super::builder_in_process()?.build()?;
+    // The supervisor is where the run happens now: its log goes beside the run's events.
+    super::logging::log_run_to(runner.home(), &args.id);
+    tracing::info!(session = %args.id, "supervising");
     runner.supervise(&args.id).await?;
+    tracing::info!(session = %args.id, "the turn ended");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -9,6 +9,7 @@ mod events;
 mod fake;
 mod gc;
 mod list;
+mod logging;
 mod output;
 mod probe;
 mod run;
@@ -148,21 +149,10 @@ fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
-/// Sends logs to stderr: `RUST_LOG` when set, else `warn` raised by each `-v`.
+/// Sends logs to stderr (`RUST_LOG` when set, else `warn` raised by each `-v`) and, once a
+/// run's session is known, to its `runs/<id>/codehands.log`.
 pub fn init_logging(cli: &Cli) {
-    let level = match cli.verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    logging::init(cli.verbose);
 }
 
 /// The builder every command starts from: the environment, plus `--agent-file` and `--plugin`;

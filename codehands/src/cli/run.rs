@@ -72,7 +72,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.budget_usd = args.budget_usd;
     options.verify = args.verify;
     warn_if_dirty(&options.repo_path);
+    let (repo, agent) = (options.repo_path.clone(), options.agent.clone());
     let events = runner.start(options).await?;
+    super::logging::log_run_to(runner.home(), &id);
+    tracing::info!(session = %id, %agent, repo = %repo.display(), "started");
     if args.detach {
         return detached(&runner, id, args.decide.json).await;
     }
@@ -124,6 +127,8 @@ pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
     let id = runner.resolve_session(&args.id)?;
     let events = runner.resume(&id, args.prompt).await?;
+    super::logging::log_run_to(runner.home(), &id);
+    tracing::info!(session = %id, "resumed");
     watch_and_decide(&runner, id, events, &args.decide).await
 }
 
@@ -141,6 +146,11 @@ pub async fn watch_and_decide(
         );
         return Ok(ExitCode::SUCCESS);
     };
+    match last.as_ref().map(|e| &e.body) {
+        Some(EventBody::TaskFailed(f)) => tracing::warn!(session = %id, "failed: {}", f.message),
+        Some(body) => tracing::info!(session = %id, last = body.type_name(), "the run ended"),
+        None => tracing::warn!(session = %id, "the run ended without an event"),
+    }
     match last.as_ref().map(|e| &e.body) {
         Some(EventBody::ApprovalRequested(_)) => decide::after_approval(runner, id, decide).await,
         Some(EventBody::TaskStopped(_)) => {

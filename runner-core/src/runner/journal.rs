@@ -70,12 +70,17 @@ fn open_lock_file(path: &Path) -> Result<File> {
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|()| {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(path)
+            // 0600 whatever the umask, like every file under the home (ARCHITECTURE.md,
+            // "Security").
+            std::os::unix::fs::OpenOptionsExt::mode(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+                0o600,
+            )
+            .open(path)
         });
     match made {
         Ok(file) => Ok(file),
