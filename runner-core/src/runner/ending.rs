@@ -58,14 +58,10 @@ impl TurnEnd {
         log: &mut EventLog,
         plan: &TurnPlan,
     ) -> Result<SessionRecord> {
-        let logged = log::read_all(&files.events())?;
-        let turn: Vec<Event> = logged
-            .iter()
-            .filter(|e| e.seq > self.seq_start)
-            .cloned()
-            .collect();
+        let scan = log::scan(&files.events(), self.seq_start, ends_turn)?;
+        let turn = scan.kept;
         let record = shared.store.get(&self.session_id)?;
-        let mut last_seq = logged.last().map_or(0, |e| e.seq);
+        let mut last_seq = scan.last_seq;
         let state = match turn
             .iter()
             .rev()

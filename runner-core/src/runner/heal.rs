@@ -121,8 +121,9 @@ pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> R
     {
         tree::end_group(&agent, shared.settings.stop_grace).await;
     }
-    let logged = log::read_all(&files.events())?;
-    let last = logged.last().map_or(0, |e| e.seq).max(record.last_seq);
+    let last = log::scan(&files.events(), u64::MAX, |_| false)?
+        .last_seq
+        .max(record.last_seq);
     let mut seq = EventSequence::continuing(id, last);
     let failed = seq.next(
         EventBody::TaskFailed(TaskFailed {

@@ -144,6 +144,60 @@ impl LogReader {
     }
 }
 
+/// What one pass over a log keeps: its last seq, and the few events after a seq that a turn's
+/// end needs (`keep` says which), so a log of any length is read in constant memory.
+pub(super) struct Scan {
+    /// The seq of the last whole event (0 for an empty log).
+    pub last_seq: u64,
+    /// The events after the seq asked for that `keep` chose, in order.
+    pub kept: Vec<Event>,
+}
+
+/// Reads the log at `path` line by line, keeping only what [`Scan`] says.
+pub(super) fn scan(
+    path: &Path,
+    after: u64,
+    keep: impl Fn(&crate::event::EventBody) -> bool,
+) -> Result<Scan> {
+    use std::io::BufRead;
+    let mut found = Scan {
+        last_seq: 0,
+        kept: Vec::new(),
+    };
+    let file = match crate::private::open_no_follow(path, std::fs::OpenOptions::new().read(true)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(found),
+        Err(e) => return Err(e),
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), &e))?;
+        // The end, or a last line cut short by a writer that died: not an event.
+        if n == 0 || line.last() != Some(&b'\n') {
+            return Ok(found);
+        }
+        number += 1;
+        if line.len() == 1 {
+            continue;
+        }
+        let event: Event = serde_json::from_slice(&line).map_err(|e| {
+            Error::internal(format!(
+                "line {number} of the event log {} is not an event ({e}): the log is written only by codehands; move the file away to read the session's record without it",
+                path.display()
+            ))
+        })?;
+        found.last_seq = event.seq;
+        if event.seq > after && keep(&event.body) {
+            found.kept.push(event);
+        }
+    }
+}
+
 /// Every whole event of the log at `path` (none when there is no log).
 pub(super) fn read_all(path: &Path) -> Result<Vec<Event>> {
     LogReader::new(path.to_owned()).read_new()
@@ -192,6 +246,23 @@ mod tests {
         let mut log = EventLog::open(&root, &path).unwrap();
         log.append(&all[2..]).unwrap();
         assert_eq!(read_all(&path).unwrap(), all);
+    }
+
+    #[test]
+    fn a_scan_keeps_only_what_it_is_asked_for_after_a_seq() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = PrivateRoot::new(dir.path());
+        let path = dir.path().join("events.jsonl");
+        let all = events(6);
+        EventLog::open(&root, &path).unwrap().append(&all).unwrap();
+        let scan = scan(
+            &path,
+            2,
+            |body| matches!(body, EventBody::Message(m) if m.text.ends_with('4')),
+        )
+        .unwrap();
+        assert_eq!(scan.last_seq, 6);
+        assert_eq!(scan.kept, all[4..5]);
     }
 
     #[test]

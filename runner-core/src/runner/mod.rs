@@ -300,8 +300,9 @@ impl LocalRunner {
         let shared = &self.shared;
         let id = record.session_id;
         let files = RunFiles::in_home(&shared.home, &id);
-        let logged = log::read_all(&files.events())?;
-        let seq_start = logged.last().map_or(0, |e| e.seq).max(record.last_seq);
+        let seq_start = log::scan(&files.events(), u64::MAX, |_| false)?
+            .last_seq
+            .max(record.last_seq);
         let plan = TurnPlan {
             turn: seq_start + 1,
             prompt,

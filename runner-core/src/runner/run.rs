@@ -69,19 +69,18 @@ pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> 
     if record.state != SessionState::Running {
         return Ok(());
     }
-    let logged = log::read_all(&files.events())?;
-    let last_seq = logged.last().map_or(0, |e| e.seq).max(record.last_seq);
     let Some(plan) = files.turn() else {
         drop(lock);
         return super::heal::fail_unplanned(&shared, &record).await;
     };
+    let scan = log::scan(&files.events(), plan.seq_start, |body| {
+        ends_turn(body) || matches!(body, EventBody::TaskStarted(_))
+    })?;
+    let last_seq = scan.last_seq.max(record.last_seq);
     let mut log = EventLog::open(files.root(), &files.events())?;
-    if logged
-        .iter()
-        .any(|e| e.seq > plan.seq_start && ends_turn(&e.body))
-    {
+    if scan.kept.iter().any(|e| ends_turn(&e.body)) {
         // The turn's end is in the log but did not reach the record: settle from the log.
-        let mut ending = TurnEnd::from_log(&record, &plan, &logged);
+        let mut ending = TurnEnd::from_log(&record, &plan, &scan.kept);
         return ending
             .settle(&shared, &files, &mut log, &plan)
             .await
