@@ -23,7 +23,7 @@ use crate::traits::runner::EventStream;
 
 /// The shortest and longest pause between looks at a log with nothing new.
 const POLL_MIN: Duration = Duration::from_millis(1);
-const POLL_MAX: Duration = Duration::from_millis(8);
+const POLL_MAX: Duration = Duration::from_millis(4);
 /// How long a running session may go unsupervised before a follower heals it (a supervisor
 /// just launched needs a moment to take its lock).
 const UNSUPERVISED_GRACE: Duration = Duration::from_millis(750);

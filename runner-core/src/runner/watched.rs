@@ -8,7 +8,7 @@ use crate::process::detached::DetachedAgent;
 use crate::process::tree::{self, ProcessIdentity};
 
 /// The longest pause between looks at an agent or an output file that has nothing new.
-pub(super) const POLL_MAX: Duration = Duration::from_millis(8);
+pub(super) const POLL_MAX: Duration = Duration::from_millis(4);
 
 /// The agent a supervisor watches: its own child, or one adopted from a supervisor that
 /// went away (not our child: its exit code is known only if its parent kept it).
