@@ -116,6 +116,15 @@ pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> R
     let Some(_lock) = SupervisorLock::try_acquire(&files)? else {
         return Ok(());
     };
+    // Looked at again under the lock: the record read before may be stale (a supervisor
+    // that just ended its turn clears the plan and lets go of the lock), and a session that
+    // is no longer running, or has a plan now, is not a start cut short.
+    let record = &shared.store.get(&id)?;
+    if !matches!(record.state, SessionState::Running | SessionState::Queued)
+        || files.turn().is_some()
+    {
+        return Ok(());
+    }
     if let Some(agent) = files.agent()
         && (agent.is_alive() || tree::group_alive(agent.pid))
     {
