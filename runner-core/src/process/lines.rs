@@ -83,7 +83,8 @@ impl<R: AsyncRead + Unpin> LineDecoder<R> {
     }
 }
 
-fn strip_cr(mut text: String) -> String {
+/// `text` without a trailing `\r` (a line ended by CRLF).
+pub(crate) fn strip_cr(mut text: String) -> String {
     if text.ends_with('\r') {
         text.pop();
     }

@@ -149,12 +149,12 @@ impl RunFiles {
 
     /// Records which process supervises the run.
     pub fn set_runner(&self, who: &ProcessIdentity) -> Result<()> {
-        self.write_identity("runner.json", who)
+        self.write_json("runner.json", who)
     }
 
     /// The supervising process, if recorded.
     pub fn runner(&self) -> Option<ProcessIdentity> {
-        self.read_identity("runner.json")
+        self.read_json("runner.json")
     }
 
     /// The agent process, if recorded.
@@ -186,15 +186,6 @@ impl RunFiles {
     /// Clears a stop request (at the start of a run, and once handled).
     pub fn clear_stop(&self) {
         let _ = std::fs::remove_file(self.dir.join("stop-requested"));
-    }
-
-    fn write_identity(&self, name: &str, who: &ProcessIdentity) -> Result<()> {
-        let json = serde_json::to_vec(who).map_err(|e| Error::internal(e.to_string()))?;
-        self.root.replace_file(&self.dir.join(name), &json)
-    }
-
-    fn read_identity(&self, name: &str) -> Option<ProcessIdentity> {
-        self.read_json(name)
     }
 
     fn write_json<T: Serialize + ?Sized>(&self, name: &str, value: &T) -> Result<()> {

@@ -17,6 +17,8 @@ pub(super) struct TurnEnd {
     session_id: SessionId,
     /// Where the turn's events begin in the log.
     seq_start: u64,
+    /// Which turn (its run files are cleared once it is settled).
+    turn: u64,
     /// `Some(message)` when the turn failed.
     pub failed: Option<String>,
     /// The agent's own id of the conversation, when the turn printed one.
@@ -25,9 +27,15 @@ pub(super) struct TurnEnd {
 
 impl TurnEnd {
     pub(super) fn new(record: &SessionRecord, plan: &TurnPlan) -> Self {
+        Self::after(record, plan.seq_start, plan.turn)
+    }
+
+    /// The end of turn `turn`, whose events come after seq `seq_start`.
+    pub(super) fn after(record: &SessionRecord, seq_start: u64, turn: u64) -> Self {
         Self {
             session_id: record.session_id,
-            seq_start: plan.seq_start,
+            seq_start,
+            turn,
             failed: None,
             agent_session_id: None,
         }
@@ -56,7 +64,6 @@ impl TurnEnd {
         shared: &Shared,
         files: &RunFiles,
         log: &mut EventLog,
-        plan: &TurnPlan,
     ) -> Result<SessionRecord> {
         let scan = log::scan(&files.events(), self.seq_start, ends_turn)?;
         let turn = scan.kept;
@@ -118,7 +125,7 @@ impl TurnEnd {
             r.move_to(state, "end the run")
         })?;
         let ((), record) = saved;
-        files.clear_turn(plan.turn);
+        files.clear_turn(self.turn);
         if state == SessionState::Stopped {
             files.clear_stop();
         }

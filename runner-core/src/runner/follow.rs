@@ -15,15 +15,13 @@ use tokio::time::Instant;
 
 use super::control::{RunFiles, SupervisorLock};
 use super::log::LogReader;
+use super::watched::Backoff;
 use super::{Shared, heal, run};
 use crate::event::Event;
 use crate::ids::SessionId;
 use crate::session::SessionState;
 use crate::traits::runner::EventStream;
 
-/// The shortest and longest pause between looks at a log with nothing new.
-const POLL_MIN: Duration = Duration::from_millis(1);
-const POLL_MAX: Duration = Duration::from_millis(4);
 /// How long a running session may go unsupervised before a follower heals it (a supervisor
 /// just launched needs a moment to take its lock).
 const UNSUPERVISED_GRACE: Duration = Duration::from_millis(750);
@@ -37,7 +35,7 @@ struct Follower {
     after: u64,
     live: bool,
     queue: VecDeque<Event>,
-    pause: Duration,
+    pause: Backoff,
     unsupervised_since: Option<Instant>,
     heals: u32,
     done: bool,
@@ -54,7 +52,7 @@ pub(super) fn follow(shared: Arc<Shared>, id: SessionId, after: u64, live: bool)
         after,
         live,
         queue: VecDeque::new(),
-        pause: POLL_MIN,
+        pause: Backoff::new(),
         unsupervised_since: None,
         heals: 0,
         done: false,
@@ -83,7 +81,7 @@ impl Follower {
             match self.reader.read_new() {
                 Ok(events) if !events.is_empty() => {
                     self.queue.extend(events);
-                    self.pause = POLL_MIN;
+                    self.pause.reset();
                     continue;
                 }
                 Ok(_) => {}
@@ -100,8 +98,7 @@ impl Follower {
                 }
                 continue;
             }
-            tokio::time::sleep(self.pause).await;
-            self.pause = (self.pause * 2).min(POLL_MAX);
+            self.pause.wait().await;
         }
     }
 

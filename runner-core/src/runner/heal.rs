@@ -148,18 +148,9 @@ pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> R
     log.append(&[failed])?;
     files.clear_stop();
     files.clear_runner();
-    let plan = super::control::TurnPlan {
-        turn: last + 1,
-        prompt: String::new(),
-        resume_from: None,
-        verify: false,
-        seq_start: last,
-    };
-    let mut ending = TurnEnd::new(record, &plan);
+    // No turn was planned: this closing event is a turn of its own.
+    let mut ending = TurnEnd::after(record, last, last + 1);
     ending.failed = Some(INTERRUPTED.into());
     // A queued record moves to failed too (the table allows both).
-    ending
-        .settle(shared, &files, &mut log, &plan)
-        .await
-        .map(drop)
+    ending.settle(shared, &files, &mut log).await.map(drop)
 }

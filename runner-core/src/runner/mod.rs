@@ -598,13 +598,7 @@ impl Runner for LocalRunner {
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRecord>> {
-        let mut records = self.shared.store.list()?.records;
-        for record in &mut records {
-            if matches!(record.state, SessionState::Running | SessionState::Queued) {
-                *record = self.healed(record.clone()).await?;
-            }
-        }
-        Ok(records)
+        Ok(self.listing().await?.records)
     }
 
     async fn report(&self, session_id: &SessionId) -> Result<crate::report::RunReport> {

@@ -18,7 +18,7 @@ use super::Shared;
 use super::control::{AgentExit, AgentRun, RunFiles, SupervisorLock, TurnPlan};
 pub(super) use super::ending::TurnEnd;
 use super::log::{self, EventLog};
-use super::watched::{POLL_MAX, Watched};
+use super::watched::{Backoff, Watched};
 use crate::error::{ErrorKind, Result};
 use crate::event::{
     ApprovalRequested, Event, EventBody, FailureKind, Message, MessageRole, ProviderState,
@@ -38,9 +38,6 @@ use crate::traits::sandbox::{BoxLimits, SandboxRequest};
 /// How long a caller waits for a supervisor to act on a stop (beyond the stop grace), and for
 /// a turn's end to reach the record once its last event is in the log.
 pub(super) const SETTLE_WAIT: Duration = Duration::from_secs(15);
-
-/// The shortest pause between looks at an output file that has nothing new.
-const POLL_MIN: Duration = Duration::from_millis(1);
 
 /// Why the read loop ended before the agent's output did.
 enum Interruption {
@@ -81,10 +78,7 @@ pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> 
     if scan.kept.iter().any(|e| ends_turn(&e.body)) {
         // The turn's end is in the log but did not reach the record: settle from the log.
         let mut ending = TurnEnd::from_log(&record, &plan, &scan.kept);
-        return ending
-            .settle(&shared, &files, &mut log, &plan)
-            .await
-            .map(drop);
+        return ending.settle(&shared, &files, &mut log).await.map(drop);
     }
     let agent = match shared.agents.get(&record.agent) {
         Ok(agent) => agent,
@@ -100,10 +94,7 @@ pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> 
             log.append(&[seq.next(EventBody::TaskFailed(failed.clone()), None)])?;
             let mut ending = TurnEnd::new(&record, &plan);
             ending.failed = Some(failed.message);
-            return ending
-                .settle(&shared, &files, &mut log, &plan)
-                .await
-                .map(drop);
+            return ending.settle(&shared, &files, &mut log).await.map(drop);
         }
     };
     let supervisor = Supervisor::new(shared, record, agent, plan, files, log, last_seq);
@@ -422,7 +413,7 @@ impl Supervisor {
         let mut held: Option<Held> = None;
         let mut interruption = None;
         let mut idle_until = Instant::now() + watchdog.idle;
-        let mut pause = POLL_MIN;
+        let mut pause = Backoff::new();
         let mut exit: Option<Option<i32>> = None;
         loop {
             let n = match stdout.as_mut().map(|f| f.read(&mut chunk)) {
@@ -442,7 +433,7 @@ impl Supervisor {
                 }
                 self.flush_events();
                 idle_until = Instant::now() + watchdog.idle;
-                pause = POLL_MIN;
+                pause.reset();
                 if interruption.is_some() {
                     break;
                 }
@@ -482,8 +473,7 @@ impl Supervisor {
                 interruption = Some(Interruption::Linger);
                 break;
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(POLL_MAX);
+            pause.wait().await;
         }
         let grace = self.shared.settings.stop_grace;
         if interruption.is_some() {
@@ -561,7 +551,7 @@ impl Supervisor {
         watched: &mut Watched,
     ) {
         let text = match frame {
-            Frame::Line(text) | Frame::NotUtf8(text) => strip_cr(text),
+            Frame::Line(text) | Frame::NotUtf8(text) => crate::process::lines::strip_cr(text),
             Frame::TooLong { bytes } => {
                 self.note(format!(
                     "the agent printed a line of {bytes} bytes, over the limit; it was skipped"
@@ -793,8 +783,8 @@ impl Supervisor {
         let mut ending = TurnEnd::new(&self.record, &self.plan);
         ending.failed = failure;
         ending.agent_session_id = self.record.agent_session_id.clone();
-        let (shared, files, plan) = (self.shared.clone(), self.files.clone(), self.plan.clone());
-        if let Err(e) = ending.settle(&shared, &files, &mut self.log, &plan).await {
+        let (shared, files) = (self.shared.clone(), self.files.clone());
+        if let Err(e) = ending.settle(&shared, &files, &mut self.log).await {
             tracing::error!(session = %self.record.session_id, "cannot save the end of the run: {e}");
         }
     }
@@ -880,13 +870,6 @@ fn secret_values(env: &[(String, String)]) -> Vec<String> {
         .filter(|(k, v)| v.len() >= 8 && MARKS.iter().any(|m| k.to_ascii_uppercase().contains(m)))
         .map(|(_, v)| v.clone())
         .collect()
-}
-
-fn strip_cr(mut text: String) -> String {
-    if text.ends_with('\r') {
-        text.pop();
-    }
-    text
 }
 
 pub(super) fn human(d: Duration) -> String {

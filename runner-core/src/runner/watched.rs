@@ -7,8 +7,32 @@ use tokio::time::Instant;
 use crate::process::detached::DetachedAgent;
 use crate::process::tree::{self, ProcessIdentity};
 
-/// The longest pause between looks at an agent or an output file that has nothing new.
+/// The longest pause between looks at an agent or a file that has nothing new.
 pub(super) const POLL_MAX: Duration = Duration::from_millis(4);
+/// The first pause after something new came.
+const POLL_MIN: Duration = Duration::from_millis(1);
+
+/// The pause between looks at a file that grows: short right after it grew, doubling up to
+/// [`POLL_MAX`] while nothing comes (the supervisor's output file and a follower's log).
+pub(super) struct Backoff(Duration);
+
+impl Backoff {
+    /// Starting short.
+    pub(super) fn new() -> Self {
+        Self(POLL_MIN)
+    }
+
+    /// Something came: look again soon.
+    pub(super) fn reset(&mut self) {
+        self.0 = POLL_MIN;
+    }
+
+    /// Waits, and waits longer next time.
+    pub(super) async fn wait(&mut self) {
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(POLL_MAX);
+    }
+}
 
 /// The agent a supervisor watches: its own child, or one adopted from a supervisor that
 /// went away (not our child: its exit code is known only if its parent kept it).
