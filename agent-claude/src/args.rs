@@ -3,7 +3,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use runner_core::{AgentRequest, Error, Invocation, Result, SessionId, StdinClose};
+use runner_core::{AgentRequest, Error, Invocation, PermissionMode, Result, SessionId, StdinClose};
+
+use crate::input;
 
 /// The tools every run may use without asking. Bash is added only for the repo's
 /// test command, so any other command is refused and reported as denied.
@@ -28,6 +30,7 @@ const OWNED_FLAGS: &[&str] = &[
     "--session-id",
     "--permission-mode",
     "--permission-prompts",
+    "--permission-prompt-tool",
     "--allowedTools",
     "--allowed-tools",
     "--dangerously-skip-permissions",
@@ -95,22 +98,31 @@ pub(crate) fn build(
         "--output-format",
         "stream-json",
         "--verbose",
-        // The prompt is all of stdin, as plain text: never on argv, where it could be read
-        // as a flag or overflow the argument limit. (Stream-json input would also work, but
-        // Claude Code 2.1.332 then takes about 10 ms longer from its answer to its result
-        // line, and it keeps running until stdin closes.)
+        // Stdin is a conversation (ARCHITECTURE.md, "agent-claude"): the prompt is the first
+        // user message, never on argv, where it could be read as a flag or overflow the
+        // argument limit; messages written later steer the turn in flight, and each one
+        // Claude Code takes in comes back on stdout, so the runner knows when every input
+        // has been answered and stdin may close. (It costs about 10 ms from the answer to
+        // the result line against plain-text input.)
         "--input-format",
-        "text",
+        "stream-json",
+        "--replay-user-messages",
         "--permission-mode",
         "acceptEdits",
-        // Without this a tool that needs approval asks the host over stdin and the
-        // run waits forever; with it, the prompt is refused and reported.
-        "--permission-prompts",
-        "none",
         "--strict-mcp-config",
     ]
     .map(OsString::from)
     .to_vec();
+    match request.permissions {
+        // A tool that needs approval is refused and reported (`permission_denied`), so a
+        // run never waits for a person who is not there.
+        PermissionMode::Deny => args.extend(["--permission-prompts", "none"].map(OsString::from)),
+        // It asks over stdin with a `can_use_tool` control request, which the runner turns
+        // into `permission.requested` and answers with the caller's decision.
+        PermissionMode::Ask => {
+            args.extend(["--permission-prompt-tool", "stdio"].map(OsString::from))
+        }
+    }
     match &request.resume {
         Some(from) => {
             // Ours is a UUID; checking keeps an id that looks like a flag off argv.
@@ -167,23 +179,23 @@ pub(crate) fn build(
     ];
     env.extend(request.provider_env.iter().cloned());
 
+    let text = match notes_on_stdin {
+        Some(notes) => format!("{notes}\n\n{prompt}"),
+        None => prompt.to_owned(),
+    };
+    let mut stdin = Vec::new();
+    if request.permissions == PermissionMode::Ask {
+        // Without it first, Claude Code never asks over stdin.
+        stdin.push(input::initialize());
+    }
+    stdin.push(input::user_message(&request.session_id.to_string(), &text));
     Ok(Invocation {
         program,
         args,
         env,
-        // Claude Code reads stdin to its end: the prompt's lines, then stdin is closed.
-        stdin: stdin_lines(notes_on_stdin, prompt),
-        close_stdin: StdinClose::AfterWrite,
+        stdin,
+        close_stdin: StdinClose::Conversation,
     })
-}
-
-/// The lines of stdin: the notes (when there is no file for them), a blank line, the prompt.
-fn stdin_lines(notes: Option<&str>, prompt: &str) -> Vec<String> {
-    let text = match notes {
-        Some(notes) => format!("{notes}\n\n{prompt}"),
-        None => prompt.to_owned(),
-    };
-    text.split('\n').map(str::to_owned).collect()
 }
 
 /// The allow list: the file tools, and Bash for exactly the repo's test command.

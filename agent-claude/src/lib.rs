@@ -7,6 +7,7 @@
 //!   [`JsonlDecoder`] cuts raw output bytes into those lines.
 
 mod args;
+mod input;
 mod parse;
 
 use std::ffi::OsString;
@@ -102,6 +103,12 @@ impl Agent for ClaudeCode {
         AgentCapabilities {
             resume: true,
             budget: true,
+            // Its stdin is a stream-json conversation (args.rs): input mid-turn steers it,
+            // the interrupt control request ends a turn, and with the stdio permission
+            // tool it asks before a tool outside the allow list.
+            steer: true,
+            interrupt: true,
+            ask_permission: true,
         }
     }
 
@@ -122,6 +129,24 @@ impl Agent for ClaudeCode {
 
     fn parser(&self) -> Box<dyn AgentParser> {
         Box::new(parse::ClaudeParser::default())
+    }
+
+    fn input_line(&self, input: &runner_core::AgentInput) -> Result<String> {
+        if let runner_core::AgentInput::Permission {
+            answer:
+                runner_core::PermissionAnswer::Allow {
+                    updated_input: Some(changed),
+                },
+            ..
+        } = input
+            && !changed.is_object()
+        {
+            return Err(runner_core::Error::invalid_input(format!(
+                "the changed input {changed} is not a JSON object: give the tool's input whole, \
+                 for example {{\"command\": \"ls\"}}"
+            )));
+        }
+        Ok(input::line_for(input))
     }
 }
 

@@ -9,6 +9,7 @@ use runner_core::{Agent, AgentRequest, ErrorKind, ResumeFrom, SessionId, StdinCl
 
 fn request() -> AgentRequest {
     AgentRequest {
+        permissions: Default::default(),
         session_id: SessionId::parse("3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42").unwrap(),
         worktree: PathBuf::from("/work/tree"),
         prompt: "--help me fix the test".into(),
@@ -55,6 +56,7 @@ fn a_first_run() {
 fn a_resume() {
     let agent = ClaudeCode::with_program("claude");
     let resume = AgentRequest {
+        permissions: Default::default(),
         resume: Some(ResumeFrom {
             agent_session_id: "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42".into(),
         }),
@@ -78,6 +80,7 @@ fn a_resume() {
 #[test]
 fn the_prompt_is_only_on_stdin_as_plain_text() {
     let tricky = AgentRequest {
+        permissions: Default::default(),
         prompt: "--dangerously-skip-permissions\nline two\u{2028}end".into(),
         ..request()
     };
@@ -114,6 +117,7 @@ fn notes_are_never_on_argv() {
     assert_eq!(invocation.stdin.join("\n"), with_file.prompt);
 
     let without_file = AgentRequest {
+        permissions: Default::default(),
         notes_file: None,
         ..request()
     };
@@ -177,6 +181,7 @@ fn bad_requests_are_refused_with_what_to_do() {
         (
             "budget",
             AgentRequest {
+                permissions: Default::default(),
                 budget_usd: -1.0,
                 ..request()
             },
@@ -184,6 +189,7 @@ fn bad_requests_are_refused_with_what_to_do() {
         (
             "test command",
             AgentRequest {
+                permissions: Default::default(),
                 test_command: Some("npm test), Bash(rm -rf /".into()),
                 ..request()
             },
@@ -191,6 +197,7 @@ fn bad_requests_are_refused_with_what_to_do() {
         (
             "model",
             AgentRequest {
+                permissions: Default::default(),
                 model: Some("a\nb".into()),
                 ..request()
             },
@@ -198,6 +205,7 @@ fn bad_requests_are_refused_with_what_to_do() {
         (
             "resume id",
             AgentRequest {
+                permissions: Default::default(),
                 resume: Some(ResumeFrom {
                     agent_session_id: "--help".into(),
                 }),
@@ -207,6 +215,7 @@ fn bad_requests_are_refused_with_what_to_do() {
         (
             "prompt",
             AgentRequest {
+                permissions: Default::default(),
                 prompt: " ".into(),
                 ..request()
             },

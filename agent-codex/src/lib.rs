@@ -104,8 +104,13 @@ impl Agent for Codex {
 
     fn capabilities(&self) -> AgentCapabilities {
         AgentCapabilities {
+            // `codex exec` reads its prompt and ends: a follow-up is `exec resume`, and it
+            // neither takes input mid-turn nor asks before it runs a tool.
             resume: true,
             budget: false,
+            steer: false,
+            interrupt: false,
+            ask_permission: false,
         }
     }
 

@@ -11,6 +11,7 @@ const THREAD: &str = "01a23690-c196-75e3-9541-355fde112d27";
 
 fn request() -> AgentRequest {
     AgentRequest {
+        permissions: Default::default(),
         session_id: SessionId::parse("3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42").unwrap(),
         worktree: "/work/tree".into(),
         prompt: "Fix the month.\nRun npm test.".into(),
@@ -67,6 +68,7 @@ fn a_run_against_a_custom_server() {
 #[test]
 fn without_a_base_url_codex_keeps_its_own_provider() {
     let request = AgentRequest {
+        permissions: Default::default(),
         provider_env: vec![],
         model: None,
         ..request()
@@ -82,6 +84,7 @@ fn without_a_base_url_codex_keeps_its_own_provider() {
 #[test]
 fn a_resume_names_the_thread_after_the_flags() {
     let request = AgentRequest {
+        permissions: Default::default(),
         resume: Some(ResumeFrom {
             agent_session_id: THREAD.into(),
         }),
@@ -103,6 +106,7 @@ fn a_resume_names_the_thread_after_the_flags() {
     );
     assert_eq!(invocation.stdin, [runner_core::DEFAULT_RESUME_PROMPT]);
     let blank = AgentRequest {
+        permissions: Default::default(),
         prompt: String::new(),
         ..request
     };
@@ -115,6 +119,7 @@ fn a_resume_names_the_thread_after_the_flags() {
 #[test]
 fn caller_text_stays_inside_its_toml_string() {
     let request = AgentRequest {
+        permissions: Default::default(),
         notes: Some("Two spaces.\"\nmodel_provider = \"evil\"\n".into()),
         notes_file: None,
         model: Some("m\" sandbox_mode=\"danger-full-access".into()),
@@ -156,6 +161,7 @@ fn refuses_what_it_cannot_run() {
         (
             "an empty prompt",
             AgentRequest {
+                permissions: Default::default(),
                 prompt: " \n ".into(),
                 ..request()
             },
@@ -163,6 +169,7 @@ fn refuses_what_it_cannot_run() {
         (
             "a budget of zero",
             AgentRequest {
+                permissions: Default::default(),
                 budget_usd: 0.0,
                 ..request()
             },
@@ -170,6 +177,7 @@ fn refuses_what_it_cannot_run() {
         (
             "a model with a newline",
             AgentRequest {
+                permissions: Default::default(),
                 model: Some("a\nb".into()),
                 ..request()
             },
@@ -177,6 +185,7 @@ fn refuses_what_it_cannot_run() {
         (
             "a base URL that is not http",
             AgentRequest {
+                permissions: Default::default(),
                 provider_env: vec![("OPENAI_BASE_URL".into(), "file:///etc/passwd".into())],
                 ..request()
             },
@@ -184,6 +193,7 @@ fn refuses_what_it_cannot_run() {
         (
             "a thread id that is a flag",
             AgentRequest {
+                permissions: Default::default(),
                 resume: Some(ResumeFrom {
                     agent_session_id: "--last".into(),
                 }),
@@ -208,6 +218,7 @@ fn never_bypasses_the_sandbox_or_approvals() {
     for request in [
         request(),
         AgentRequest {
+            permissions: Default::default(),
             resume: Some(ResumeFrom {
                 agent_session_id: THREAD.into(),
             }),

@@ -106,6 +106,7 @@ impl<'a> Harness<'a> {
             .await
             .map_err(|e| format!("model server: {e}"))?;
         let mut request = AgentRequest {
+            permissions: Default::default(),
             session_id: SessionId::new_random(),
             worktree: repo.clone(),
             prompt: scenario.prompt.to_owned(),

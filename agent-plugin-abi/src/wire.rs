@@ -73,6 +73,9 @@ pub struct RequestWire {
     /// The provider variables the runner passes on, as name and value pairs.
     #[serde(default)]
     pub provider_env: Vec<(String, String)>,
+    /// Deny or ask, for tools outside the allow list (absent from an older host: deny).
+    #[serde(default)]
+    pub permissions: runner_core::PermissionMode,
 }
 
 /// [`StdinClose`] as JSON.
@@ -183,6 +186,7 @@ impl TryFrom<&AgentRequest> for RequestWire {
             test_command: request.test_command.clone(),
             resume: request.resume.as_ref().map(|r| r.agent_session_id.clone()),
             provider_env: request.provider_env.clone(),
+            permissions: request.permissions,
         })
     }
 }
@@ -202,6 +206,7 @@ impl From<RequestWire> for AgentRequest {
                 .resume
                 .map(|agent_session_id| ResumeFrom { agent_session_id }),
             provider_env: wire.provider_env,
+            permissions: wire.permissions,
         }
     }
 }
@@ -221,6 +226,14 @@ impl TryFrom<Invocation> for InvocationWire {
             close_stdin: match invocation.close_stdin {
                 StdinClose::AfterWrite => StdinCloseWire::AfterWrite,
                 StdinClose::AfterResult => StdinCloseWire::AfterResult,
+                // The ABI carries no input lines for a turn in flight (version 1).
+                StdinClose::Conversation => {
+                    return Err(
+                        "a plugin agent cannot take input while it runs (ABI version 1): \
+                         close its stdin after the write or after the result"
+                            .into(),
+                    );
+                }
             },
         })
     }
@@ -281,6 +294,7 @@ mod tests {
 
     fn request() -> AgentRequest {
         AgentRequest {
+            permissions: Default::default(),
             session_id: SessionId::parse("3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42").unwrap(),
             worktree: "/tmp/wt".into(),
             prompt: "--fix everything".into(),

@@ -113,8 +113,14 @@ impl Agent for FakeAgent {
         })
     }
 
+    /// A replay takes no input while it runs: it resumes as Claude Code does, and no more.
     fn capabilities(&self) -> AgentCapabilities {
-        self.inner.capabilities()
+        AgentCapabilities {
+            steer: false,
+            interrupt: false,
+            ask_permission: false,
+            ..self.inner.capabilities()
+        }
     }
 
     /// The embedded recording edits the demo's `src/date.js`: on another repo its replay
@@ -140,6 +146,8 @@ impl Agent for FakeAgent {
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
         let mut invocation = self.inner.invocation(request)?;
         invocation.args.insert(0, OsString::from(FAKE_AGENT_ARG));
+        // The replay reads its stdin to the end before it plays: no conversation.
+        invocation.close_stdin = runner_core::StdinClose::AfterWrite;
         let mut set = |key: &str, value: Option<String>| {
             if let Some(value) = value {
                 invocation.env.push((key.to_owned(), value));

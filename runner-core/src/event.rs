@@ -66,6 +66,13 @@ pub enum EventBody {
     /// A person should approve or reject; right after `task.finished`, never after a stop or failure.
     #[serde(rename = "approval.requested")]
     ApprovalRequested(ApprovalRequested),
+    /// The agent asks to use a tool outside its allow list; the caller answers with
+    /// `Runner::answer` (only in a run that asks, see `StartOptions::permissions`).
+    #[serde(rename = "permission.requested")]
+    PermissionRequested(PermissionRequested),
+    /// How a permission request ended: allowed, denied, or denied for want of an answer.
+    #[serde(rename = "permission.resolved")]
+    PermissionResolved(PermissionResolved),
 }
 
 impl EventBody {
@@ -84,6 +91,8 @@ impl EventBody {
             Self::TaskFailed(_) => "task.failed",
             Self::TaskStopped(_) => "task.stopped",
             Self::ApprovalRequested(_) => "approval.requested",
+            Self::PermissionRequested(_) => "permission.requested",
+            Self::PermissionResolved(_) => "permission.resolved",
         }
     }
 
@@ -126,6 +135,9 @@ pub enum MessageRole {
     Assistant,
     /// Said by the agent program or by codehands about the run (refusals, warnings, unparsable lines).
     System,
+    /// The caller's input as the agent took it in (a follow-up or a message that steers a
+    /// turn in flight), where the agent says so.
+    User,
 }
 
 /// Payload of `message`.
@@ -302,6 +314,10 @@ pub struct TaskFinished {
     /// The change since base, filled in by the runner once the process has exited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_stat: Option<DiffStat>,
+    /// True when the turn ended because the caller interrupted it (`Runner::interrupt`):
+    /// the change so far awaits approval, and a follow-up can redirect the agent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// Why a run failed.
@@ -368,4 +384,51 @@ pub struct ApprovalRequested {
     pub branch: String,
     /// The change to decide on.
     pub diff_stat: DiffStat,
+}
+
+/// Payload of `permission.requested`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PermissionRequested {
+    /// The agent's id of the request, which an answer names.
+    pub request_id: String,
+    /// The tool (for example `Bash`).
+    pub tool: String,
+    /// The tool's input, as the agent would run it.
+    pub input: serde_json::Value,
+    /// What the agent suggests (for example rules that would allow it from now on), as it
+    /// says them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestions: Option<serde_json::Value>,
+    /// The tool use this request is for, when the agent names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+}
+
+/// How a permission request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionOutcome {
+    /// The caller allowed it.
+    Allowed,
+    /// The caller denied it.
+    Denied,
+    /// Nobody answered in time: it was denied.
+    TimedOut,
+}
+
+/// Payload of `permission.resolved`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PermissionResolved {
+    /// The request it answers.
+    pub request_id: String,
+    /// How it ended.
+    pub outcome: PermissionOutcome,
+    /// The message the agent was given with a denial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The input the caller changed the tool's to, when it allowed with a change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_input: Option<serde_json::Value>,
 }

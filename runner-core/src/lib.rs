@@ -45,8 +45,8 @@ pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, RecoveryReport, RejectResult,
-    StartOptions,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, PermissionAnswer,
+    PermissionMode, Permissions, RecoveryReport, RejectResult, Sent, StartOptions,
 };
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
 pub use repo_key::RepoKey;
@@ -58,8 +58,8 @@ pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;
 pub use traits::agent::{
-    Agent, AgentCapabilities, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT, Invocation,
-    ResumeFrom, StdinClose, VersionProbe,
+    Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
+    Invocation, ResumeFrom, StdinClose, VersionProbe,
 };
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
 pub use traits::runner::{EventStream, Runner};

@@ -32,6 +32,10 @@ pub struct StartOptions {
     /// Run the repo's tests in the sandbox after the agent finishes.
     #[serde(default)]
     pub verify: bool,
+    /// What happens when the agent wants a tool outside its allow list: denied (the
+    /// default) or asked of the caller as a `permission.requested` event.
+    #[serde(default)]
+    pub permissions: Permissions,
 }
 
 impl StartOptions {
@@ -50,6 +54,92 @@ impl StartOptions {
             model: None,
             budget_usd: None,
             verify: false,
+            permissions: Permissions::default(),
+        }
+    }
+}
+
+/// How long a permission request waits for an answer when the caller gives no limit.
+pub const DEFAULT_PERMISSION_TIMEOUT_SECS: u64 = 300;
+
+/// Whether a tool outside the agent's allow list is refused or asked about.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    /// Refused at once, and reported as a denied `message` (the default).
+    #[default]
+    Deny,
+    /// Asked of the caller: a `permission.requested` event, answered with
+    /// `Runner::answer`; only for an agent whose capabilities say it can ask.
+    Ask,
+}
+
+/// How a session's permission requests are handled; kept on its record, so a follow-up
+/// turn asks as the first did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Permissions {
+    /// Deny or ask.
+    #[serde(default)]
+    pub mode: PermissionMode,
+    /// How long a request waits for an answer before it is denied, in seconds
+    /// ([`DEFAULT_PERMISSION_TIMEOUT_SECS`] when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+impl Permissions {
+    /// Asking, with the default time limit.
+    pub fn ask() -> Self {
+        Self {
+            mode: PermissionMode::Ask,
+            timeout_secs: None,
+        }
+    }
+
+    /// Whether these are the defaults (kept off a record that uses them).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// How long a request waits for an answer.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout_secs.unwrap_or(DEFAULT_PERMISSION_TIMEOUT_SECS))
+    }
+}
+
+/// A caller's answer to a `permission.requested` event (`Runner::answer`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", tag = "behavior", deny_unknown_fields)]
+pub enum PermissionAnswer {
+    /// Let the tool run, with its input changed when `updated_input` is given.
+    Allow {
+        /// The input to run the tool with instead of the one asked for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        updated_input: Option<serde_json::Value>,
+    },
+    /// Refuse it; the agent is told `message`.
+    Deny {
+        /// What the agent is told.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+}
+
+/// What [`crate::Runner::send`] did with the text.
+pub enum Sent {
+    /// The session awaited approval: a follow-up turn runs in the same worktree, and this is
+    /// its stream (ending with `approval.requested`, `task.failed` or `task.stopped`).
+    FollowUp(crate::traits::runner::EventStream),
+    /// The session was running: the text went to the agent, to steer the turn in flight.
+    Steered,
+}
+
+impl std::fmt::Debug for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::FollowUp(_) => f.write_str("FollowUp(..)"),
+            Self::Steered => f.write_str("Steered"),
         }
     }
 }

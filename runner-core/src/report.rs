@@ -257,7 +257,9 @@ pub fn build(input: ReportInput<'_>) -> RunReport {
             EventBody::CommandStarted(_)
             | EventBody::ProviderStatus(_)
             | EventBody::TaskFailed(_)
-            | EventBody::TaskStopped(_) => {}
+            | EventBody::TaskStopped(_)
+            | EventBody::PermissionRequested(_)
+            | EventBody::PermissionResolved(_) => {}
         }
     }
     read.sort();

@@ -52,7 +52,8 @@ impl SessionState {
 
     /// Whether `self → to` is in the state table:
     /// `queued → running → awaiting_approval → approved | rejected`,
-    /// `running → stopped → running`, `stopped → rejected` (a stopped session thrown away
+    /// `running → stopped → running`, `awaiting_approval → running` (a follow-up turn of the
+    /// same conversation, `Runner::send`), `stopped → rejected` (a stopped session thrown away
     /// without paying for the rest of its run), and `queued | running → failed`; approve and reject
     /// are journaled: `awaiting_approval → approving → approved` (or back to
     /// `awaiting_approval` when the commit never reached the branch) and
@@ -68,6 +69,7 @@ impl SessionState {
                 | (Running, Stopped)
                 | (Running, Failed)
                 | (Stopped, Running)
+                | (AwaitingApproval, Running)
                 | (Stopped, Rejecting)
                 | (Stopped, Rejected)
                 | (AwaitingApproval, Approved)
@@ -166,6 +168,12 @@ pub struct SessionRecord {
     /// The tokens the agent's runs of this session used, summed over its turns.
     #[serde(default)]
     pub tokens: Option<TokenCounts>,
+    /// How the agent's permission requests are handled, in every turn (deny by default).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::options::Permissions::is_default"
+    )]
+    pub permissions: crate::options::Permissions,
     /// When the session was created (RFC 3339).
     pub created_at: String,
     /// When the record last changed (RFC 3339).

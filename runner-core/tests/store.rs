@@ -25,6 +25,7 @@ fn record(id: SessionId) -> SessionRecord {
         commit: None,
         cost_usd: None,
         tokens: None,
+        permissions: Default::default(),
         created_at: now.clone(),
         updated_at: now,
     }

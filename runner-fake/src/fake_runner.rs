@@ -236,6 +236,7 @@ impl Runner for FakeRunner {
             commit: None,
             cost_usd: None,
             tokens: None,
+            permissions: Default::default(),
             created_at: now.clone(),
             updated_at: now,
         };
@@ -336,6 +337,48 @@ impl Runner for FakeRunner {
             agent_program: None,
             agent_version: None,
         }))
+    }
+
+    async fn send(&self, session_id: &SessionId, text: String) -> Result<runner_core::Sent> {
+        let record = self.store.get(session_id)?;
+        if record.state == SessionState::Running {
+            return Err(Error::new(
+                runner_core::ErrorKind::Unsupported,
+                "the fake runner's scripted runs take no input while they run: send it once the session awaits approval",
+            ));
+        }
+        if text.trim().is_empty() {
+            return Err(Error::invalid_input(
+                "the message is empty: say what the agent should do next",
+            ));
+        }
+        // A follow-up plays the scripted resumed run, told the text.
+        let record = self
+            .store
+            .move_to(session_id, SessionState::Running, "send a follow-up")?;
+        Ok(runner_core::Sent::FollowUp(
+            self.play(&record, script::resumed_run(Some(&text))),
+        ))
+    }
+
+    async fn answer(
+        &self,
+        session_id: &SessionId,
+        request_id: &str,
+        _answer: runner_core::PermissionAnswer,
+    ) -> Result<()> {
+        self.store.get(session_id)?;
+        Err(Error::not_found(format!(
+            "session {session_id} has no permission request {request_id:?}: the fake runner's scripted runs never ask"
+        )))
+    }
+
+    async fn interrupt(&self, session_id: &SessionId) -> Result<()> {
+        self.store.get(session_id)?;
+        Err(Error::new(
+            runner_core::ErrorKind::Unsupported,
+            "the fake runner's scripted runs cannot be interrupted: stop the session instead",
+        ))
     }
 
     async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {

@@ -161,6 +161,7 @@ fn journal_cost(home: &Path) -> Result<Duration, String> {
         commit: None,
         cost_usd: None,
         tokens: None,
+        permissions: Default::default(),
         created_at: now.clone(),
         updated_at: now,
     };

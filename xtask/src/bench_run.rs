@@ -219,6 +219,7 @@ fn same_flags(
 ) -> Result<Duration, String> {
     use std::io::{BufRead, Write};
     let request = AgentRequest {
+        permissions: Default::default(),
         session_id: SessionId::new_random(),
         worktree: repo.to_path_buf(),
         prompt: PROMPT.into(),
@@ -334,6 +335,7 @@ async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
 
     let agent = agent_claude::ClaudeCode::with_program("true");
     let request = AgentRequest {
+        permissions: Default::default(),
         session_id: id,
         worktree: repo.to_path_buf(),
         prompt: PROMPT.into(),

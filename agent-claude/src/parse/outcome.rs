@@ -20,6 +20,7 @@ pub(super) fn result(line: &Line<'_>, provider: Option<ProviderState>) -> EventB
             duration_ms: wire::u64_of(line.duration_ms),
             num_turns: wire::u64_of(line.num_turns),
             diff_stat: None,
+            interrupted: false,
         });
     }
     let errors: Vec<String> = line

@@ -18,6 +18,7 @@ impl Agent for Tee {
         AgentCapabilities {
             resume: false,
             budget: true,
+            ..AgentCapabilities::default()
         }
     }
     fn provider_env(&self) -> Vec<String> {
@@ -82,6 +83,7 @@ fn read(answer: Answer) -> serde_json::Value {
 
 fn request() -> String {
     let request = AgentRequest {
+        permissions: Default::default(),
         session_id: SessionId::parse("3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42").unwrap(),
         worktree: "/tmp/wt".into(),
         prompt: "Write the notes.".into(),

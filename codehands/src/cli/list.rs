@@ -298,6 +298,7 @@ mod tests {
             commit: None,
             cost_usd: cost,
             tokens: cost.map(|_| runner_core::TokenCounts { input, output: 1 }),
+            permissions: Default::default(),
             created_at: now.clone(),
             updated_at: now.clone(),
         };

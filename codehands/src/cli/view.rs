@@ -127,6 +127,14 @@ fn stderr_tail(colour: bool, stderr: &str) -> String {
     out
 }
 
+/// A tool's input on one line: the command of a shell tool, else its JSON.
+pub fn tool_input(input: &serde_json::Value) -> String {
+    match input.get("command").and_then(serde_json::Value::as_str) {
+        Some(command) => one_line(command),
+        None => one_line(&input.to_string()),
+    }
+}
+
 /// `type` and a short description of an event.
 pub fn describe(body: &EventBody) -> (&'static str, String) {
     let text = match body {
@@ -192,7 +200,28 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
                 .as_ref()
                 .map(|s| format!(" · {}", stat_line(s)))
                 .unwrap_or_default();
-            format!("finished{cost}{stat}")
+            let how = if f.interrupted {
+                "interrupted"
+            } else {
+                "finished"
+            };
+            format!("{how}{cost}{stat}")
+        }
+        EventBody::PermissionRequested(p) => {
+            format!(
+                "asks to use {}: {} (request {})",
+                p.tool,
+                tool_input(&p.input),
+                p.request_id
+            )
+        }
+        EventBody::PermissionResolved(p) => {
+            let how = match p.outcome {
+                runner_core::event::PermissionOutcome::Allowed => "allowed",
+                runner_core::event::PermissionOutcome::Denied => "denied",
+                runner_core::event::PermissionOutcome::TimedOut => "denied (no answer in time)",
+            };
+            format!("request {} {how}", p.request_id)
         }
         EventBody::TaskFailed(f) => one_line(&f.message),
         EventBody::TaskStopped(s) => s

@@ -87,6 +87,7 @@ pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) ->
         capabilities: AgentCapabilities {
             resume: false,
             budget: file.capabilities.budget,
+            ..AgentCapabilities::default()
         },
     })
 }

@@ -2,8 +2,9 @@
 //! signal aimed at the caller's terminal or process group reaches it), its stderr goes straight
 //! to a file of the run and its stdout through a pipe to `cat`, detached as well, appending to
 //! a file of the run (so no pipe ties it to a reader that may die), and its stdin is a private
-//! file that was unlinked once opened (or, for agents that wait for more input, a pipe that
-//! closes when its writer goes away).
+//! file that was unlinked once opened (or, for an agent in a conversation, a pipe fed by a
+//! detached `tail -f` of the run's input file, so any process can give it input by appending
+//! a line, and its stdin closes only when the relay is ended).
 //!
 //! Why `cat` and not the file itself as stdout: an agent may open `/dev/stdout` again and
 //! rewrite it (an agent told `--output=/dev/stdout` may write its whole log there again after
@@ -34,7 +35,8 @@ pub struct AgentOutput<'a> {
     /// Its stderr.
     pub stderr: &'a Path,
     /// Where its stdin messages are written before it starts (the file is unlinked once
-    /// the agent has it open, so the prompt stays on disk only as long as it is read).
+    /// the agent has it open, so the prompt stays on disk only as long as it is read; in a
+    /// conversation it is kept: it is the input file every later line is appended to).
     pub stdin: &'a Path,
 }
 
@@ -46,6 +48,8 @@ pub struct DetachedAgent {
     relay: Child,
     relay_identity: Option<ProcessIdentity>,
     close_stdin: Option<oneshot::Sender<()>>,
+    /// The `tail -f` feeding a conversation's stdin from its input file.
+    input_relay: Option<ProcessIdentity>,
 }
 
 impl DetachedAgent {
@@ -81,7 +85,9 @@ impl DetachedAgent {
             .stdout(Stdio::from(agent_out))
             .stderr(Stdio::from(stderr));
         let from_file = invocation.close_stdin == StdinClose::AfterWrite;
-        if from_file {
+        let conversation = invocation.close_stdin == StdinClose::Conversation;
+        let mut input_relay = None;
+        if from_file || conversation {
             let mut file = truncate(output.stdin)?;
             for message in &invocation.stdin {
                 file.write_all(message.as_bytes())
@@ -91,11 +97,19 @@ impl DetachedAgent {
                     })?;
             }
             drop(file);
+        }
+        if from_file {
             let reader = crate::private::open_no_follow(
                 output.stdin,
                 std::fs::OpenOptions::new().read(true),
             )?;
             command.stdin(Stdio::from(reader));
+        } else if conversation {
+            let (agent_in, relay_out) = std::io::pipe()
+                .map_err(|e| Error::io("cannot make the pipe for the agent's input", &e))?;
+            let tail = spawn_input_relay(output.stdin, relay_out, env)?;
+            input_relay = tail.id().and_then(ProcessIdentity::of);
+            command.stdin(Stdio::from(agent_in));
         } else {
             command.stdin(Stdio::piped());
         }
@@ -105,7 +119,16 @@ impl DetachedAgent {
             // The agent holds it open; nobody else needs the prompt on disk.
             let _ = std::fs::remove_file(output.stdin);
         }
-        let mut child = spawned.map_err(|e| super::spawn_error(&invocation.program, &e))?;
+        drop(command);
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                if let Some(relay) = &input_relay {
+                    tree::kill_group(relay);
+                }
+                return Err(super::spawn_error(&invocation.program, &e));
+            }
+        };
         let pid = child
             .id()
             .ok_or_else(|| Error::internal("the agent exited before it could be watched"))?;
@@ -132,6 +155,7 @@ impl DetachedAgent {
             relay,
             relay_identity,
             close_stdin: Some(close_tx),
+            input_relay,
         })
     }
 
@@ -140,11 +164,20 @@ impl DetachedAgent {
         self.identity
     }
 
-    /// Closes a piped stdin (for agents that wait for more input after their result).
+    /// Closes a piped stdin (for agents that wait for more input after their result), or
+    /// ends the relay that feeds a conversation's.
     pub fn close_stdin(&mut self) {
         if let Some(close) = self.close_stdin.take() {
             let _ = close.send(());
         }
+        if let Some(relay) = self.input_relay.take() {
+            tree::kill_group(&relay);
+        }
+    }
+
+    /// The `tail -f` that feeds a conversation's stdin (`None` for other agents).
+    pub fn input_relay_identity(&self) -> Option<ProcessIdentity> {
+        self.input_relay
     }
 
     /// The `cat` that carries its stdout to the file (`None` if it ended at once).
@@ -203,6 +236,32 @@ fn spawn_relay(
     command.spawn().map_err(|e| {
         Error::io(
             "cannot start `cat`, which carries the agent's output to its file: put it on PATH",
+            &e,
+        )
+    })
+}
+
+/// Starts `tail -f` in a session of its own, copying the input file `from` (from its first
+/// byte, then every line appended) into the pipe `to`, the agent's stdin. Ending it closes
+/// the agent's stdin: nobody else holds the pipe's write end.
+fn spawn_input_relay(
+    from: &Path,
+    to: std::io::PipeWriter,
+    env: &[(String, String)],
+) -> Result<Child> {
+    let mut command = tokio::process::Command::new("tail");
+    command
+        .args(["-c", "+1", "-f"])
+        .arg(from)
+        .env_clear()
+        .envs(env.iter().filter(|(k, _)| k == "PATH").map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(to))
+        .stderr(Stdio::null());
+    super::own_session_with_only_stdio(&mut command);
+    command.spawn().map_err(|e| {
+        Error::io(
+            "cannot start `tail`, which carries input to the agent: put it on PATH",
             &e,
         )
     })

@@ -114,6 +114,12 @@ fn signal_group(leader: &ProcessIdentity, signal: Signal) -> bool {
     killpg(Pid::from_raw(leader.pid as i32), signal).is_ok()
 }
 
+/// SIGKILLs the group of `leader` at once (a relay of ours, which holds nothing to save);
+/// whether a signal was sent.
+pub fn kill_group(leader: &ProcessIdentity) -> bool {
+    signal_group(leader, Signal::SIGKILL)
+}
+
 /// Ends the whole group of `leader`: SIGTERM, then SIGKILL after `grace` for
 /// whatever ignored it. Returns once no live process is left in the group, or
 /// after a bounded wait. Returns whether a signal was sent at all.

@@ -228,6 +228,10 @@ pub struct AgentRun {
     /// The `cat` carrying its stdout to `turn-<n>.stdout`: the output is whole once it is gone.
     #[serde(default)]
     pub relay: Option<ProcessIdentity>,
+    /// The `tail -f` feeding a conversation's stdin from `turn-<n>.stdin`: ending it closes
+    /// the agent's stdin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_relay: Option<ProcessIdentity>,
     /// The log's last seq before the agent's first event: the events after it, up to the
     /// end of the turn, follow from the agent's output alone.
     pub seq_before_agent: u64,

@@ -157,7 +157,7 @@ pub(super) struct Scan {
 pub(super) fn scan(
     path: &Path,
     after: u64,
-    keep: impl Fn(&crate::event::EventBody) -> bool,
+    mut keep: impl FnMut(&crate::event::EventBody) -> bool,
 ) -> Result<Scan> {
     use std::io::BufRead;
     let mut found = Scan {

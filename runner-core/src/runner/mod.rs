@@ -9,10 +9,13 @@
 
 mod cleanup;
 mod control;
+mod conversation;
+mod converse;
 mod ending;
 mod follow;
 mod gc;
 mod heal;
+mod inbox;
 mod journal;
 mod log;
 mod notes;
@@ -284,6 +287,18 @@ impl LocalRunner {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
         }
         let agent = self.agent(&options.agent)?;
+        if options.permissions.mode == crate::options::PermissionMode::Ask
+            && !agent.capabilities().ask_permission
+        {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "the {} agent cannot ask for permission before it uses a tool: run it \
+                     without asking (tools outside its allow list are then refused)",
+                    options.agent
+                ),
+            ));
+        }
         preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
         Ok(agent)
     }
@@ -388,6 +403,7 @@ pub(super) fn request_for(record: &SessionRecord, plan: &TurnPlan) -> AgentReque
         notes: None,
         notes_file: None,
         test_command: None,
+        permissions: record.permissions.mode,
         resume: plan
             .resume_from
             .clone()
@@ -448,6 +464,7 @@ impl Runner for LocalRunner {
             commit: None,
             cost_usd: None,
             tokens: None,
+            permissions: options.permissions,
             created_at: now.clone(),
             updated_at: now,
         };
@@ -619,6 +636,23 @@ impl Runner for LocalRunner {
             agent_program: program.as_deref(),
             agent_version: version.as_deref(),
         }))
+    }
+
+    async fn send(&self, session_id: &SessionId, text: String) -> Result<crate::options::Sent> {
+        self.send_text(session_id, text).await
+    }
+
+    async fn answer(
+        &self,
+        session_id: &SessionId,
+        request_id: &str,
+        answer: crate::options::PermissionAnswer,
+    ) -> Result<()> {
+        self.answer_request(session_id, request_id, answer).await
+    }
+
+    async fn interrupt(&self, session_id: &SessionId) -> Result<()> {
+        self.interrupt_turn(session_id).await
     }
 
     async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {

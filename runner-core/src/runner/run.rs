@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::control::{AgentExit, AgentRun, RunFiles, SupervisorLock, TurnPlan};
+use super::conversation::Conversation;
 pub(super) use super::ending::TurnEnd;
 use super::log::{self, EventLog};
 use super::watched::{Backoff, Watched};
@@ -48,11 +49,13 @@ enum Interruption {
 }
 
 /// The terminal event an output line gave, held back until the agent has exited (so
-/// `task.finished` carries the diff), with how long the agent may take to exit.
+/// `task.finished` carries the diff), with how long the agent may take to exit once its
+/// stdin is closed (`None` while a conversation's agent still owes a result for input
+/// it was given: its next result replaces this one).
 struct Held {
     body: EventBody,
     raw: Option<String>,
-    linger_until: Instant,
+    linger_until: Option<Instant>,
 }
 
 /// Supervises the current turn of session `id` to its end, unless another supervisor holds
@@ -133,8 +136,11 @@ struct Supervisor {
     log: EventLog,
     /// Events made so far that are not yet in the log (written one line's worth at a time).
     pending: Vec<Event>,
-    /// How many of the next events the log already holds (from a supervisor that went away).
+    /// How many of the next events made from the agent's output the log already holds
+    /// (from a supervisor that went away).
     skip: u64,
+    /// The permission requests the log says are resolved (for a conversation taken over).
+    resolved: std::collections::HashSet<String>,
     /// Whether the supervisor that went away had begun to end the turn (then it already ran
     /// the sandbox: its results are in the log).
     took_over_ending: bool,
@@ -167,6 +173,7 @@ impl Supervisor {
             log,
             pending: Vec::new(),
             skip: 0,
+            resolved: Default::default(),
             took_over_ending: false,
             files,
             transcript: None,
@@ -190,6 +197,7 @@ impl Supervisor {
                     Some(agent) => Some(Watched::Adopted {
                         agent,
                         relay: run.relay,
+                        input_relay: run.input_relay,
                     }),
                     // Recorded as being spawned, and no such process: it never started.
                     None => {
@@ -215,9 +223,23 @@ impl Supervisor {
     /// Takes over a turn whose agent a supervisor that went away started: the log holds
     /// every event up to its last seq, and the agent's output is read again from its start.
     fn resume_after(&mut self, run: AgentRun) {
-        let last = self.seq.last_seq();
-        self.seq = EventSequence::continuing(self.record.session_id, run.seq_before_agent);
-        self.skip = last.saturating_sub(run.seq_before_agent);
+        // What callers' answers added (`permission.resolved`) is not made again from the
+        // output: it is not among the events to skip.
+        let files = self.files.clone();
+        let mut made_from_output = 0;
+        let resolved = &mut self.resolved;
+        let scan = log::scan(&files.events(), run.seq_before_agent, |body| {
+            if let EventBody::PermissionResolved(r) = body {
+                resolved.insert(r.request_id.clone());
+            } else {
+                made_from_output += 1;
+            }
+            false
+        });
+        if let Err(e) = scan {
+            tracing::warn!(session = %self.record.session_id, "cannot read the event log: {e}");
+        }
+        self.skip = made_from_output;
         self.redactor = Redactor::new(self.files.secrets());
         self.profile = self
             .shared
@@ -357,6 +379,7 @@ impl Supervisor {
             turn: self.plan.turn,
             process: None,
             relay: None,
+            input_relay: None,
             seq_before_agent,
             transcript_start,
         };
@@ -365,10 +388,7 @@ impl Supervisor {
             self.files.agent_stdout(self.plan.turn),
             self.files.agent_stderr(self.plan.turn),
         );
-        let stdin = self
-            .files
-            .dir()
-            .join(format!("turn-{}.stdin", self.plan.turn));
+        let stdin = super::inbox::input_file(&self.files, self.plan.turn);
         let output = AgentOutput {
             root: self.files.root(),
             stdout: &stdout,
@@ -379,10 +399,12 @@ impl Supervisor {
             DetachedAgent::spawn(&invocation, &self.record.worktree_path, &env, &output)?;
         run.process = Some(agent.identity());
         run.relay = agent.relay_identity();
+        run.input_relay = agent.input_relay_identity();
         if let Err(e) = self.files.set_agent_run(&run) {
             // Without the record no other process could stop or adopt it: do not run it.
             let grace = self.shared.settings.stop_grace;
             agent.end_tree(grace).await;
+            agent.close_stdin();
             return Err(e);
         }
         if invocation.close_stdin == StdinClose::AfterWrite {
@@ -395,6 +417,15 @@ impl Supervisor {
     /// is read (or a watchdog, a stop or an auth failure ends it), then ends the turn.
     async fn watch(&mut self, mut watched: Watched) {
         let mut parser = self.agent.parser();
+        let mut conversation = watched.converses().then(|| {
+            Conversation::new(
+                self.agent.clone(),
+                self.files.clone(),
+                self.plan.turn,
+                self.record.permissions,
+                std::mem::take(&mut self.resolved),
+            )
+        });
         let watchdog = self.shared.settings.watchdog;
         let stdout_path = self.files.agent_stdout(self.plan.turn);
         let mut stdout = match crate::private::open_no_follow(
@@ -429,6 +460,7 @@ impl Supervisor {
                         &mut held,
                         &mut interruption,
                         &mut watched,
+                        conversation.as_mut(),
                     );
                 }
                 self.flush_events();
@@ -449,6 +481,7 @@ impl Supervisor {
                         &mut held,
                         &mut interruption,
                         &mut watched,
+                        conversation.as_mut(),
                     );
                 }
                 self.flush_events();
@@ -464,12 +497,32 @@ impl Supervisor {
                 interruption = Some(Interruption::Stop);
                 break;
             }
+            if let Some(conversation) = conversation.as_mut() {
+                let (events, notes) = conversation.poll();
+                let new = !events.is_empty() || !notes.is_empty();
+                for body in events {
+                    self.emit_own(body, None);
+                }
+                for note in notes {
+                    self.emit_own(system_note(note), None);
+                }
+                if new {
+                    self.flush_events();
+                }
+                if conversation.waiting() {
+                    // Waiting for an answer is not idling: its own deadline ends it.
+                    idle_until = Instant::now() + watchdog.idle;
+                }
+            }
             let now = Instant::now();
             if now >= idle_until {
                 interruption = Some(Interruption::Idle);
                 break;
             }
-            if held.as_ref().is_some_and(|h| now >= h.linger_until) {
+            if held
+                .as_ref()
+                .is_some_and(|h| h.linger_until.is_some_and(|t| now >= t))
+            {
                 interruption = Some(Interruption::Linger);
                 break;
             }
@@ -491,10 +544,11 @@ impl Supervisor {
                 None
             }
         };
-        // Children the agent left behind die with the run.
+        // Children the agent left behind die with the run, and so does a relay feeding it.
         if tree::group_alive(watched.identity().pid) {
             watched.end_tree(grace).await;
         }
+        watched.close_stdin();
         let exit_code = self.exit_code(&watched, exit);
         for body in parser.finish(exit_code) {
             if !body.is_terminal() {
@@ -504,7 +558,7 @@ impl Supervisor {
                 held = Some(Held {
                     body,
                     raw: None,
-                    linger_until: Instant::now(),
+                    linger_until: Some(Instant::now()),
                 });
             }
         }
@@ -516,6 +570,14 @@ impl Supervisor {
         if let Some(out) = &mut self.transcript {
             let _ = out.flush();
         }
+        let interrupted = conversation.as_ref().is_some_and(|c| c.interrupted);
+        let held = held.map(|h| {
+            if interrupted {
+                ended_by_interrupt(h)
+            } else {
+                h
+            }
+        });
         self.conclude(interruption, held, exit_code, stderr).await;
     }
 
@@ -549,6 +611,7 @@ impl Supervisor {
         held: &mut Option<Held>,
         interruption: &mut Option<Interruption>,
         watched: &mut Watched,
+        mut conversation: Option<&mut Conversation>,
     ) {
         let text = match frame {
             Frame::Line(text) | Frame::NotUtf8(text) => crate::process::lines::strip_cr(text),
@@ -578,17 +641,45 @@ impl Supervisor {
             if let Some(why) = self.auth_failure(&body) {
                 interruption.get_or_insert(Interruption::AuthFailed(why));
             }
+            let linger = Instant::now() + self.shared.settings.watchdog.linger;
             if body.is_terminal() {
-                if held.is_none() {
-                    *held = Some(Held {
-                        body,
-                        raw: Some(text.clone()),
-                        linger_until: Instant::now() + self.shared.settings.watchdog.linger,
-                    });
-                    watched.close_stdin();
+                match conversation.as_deref_mut() {
+                    None if held.is_none() => {
+                        *held = Some(Held {
+                            body,
+                            raw: Some(text.clone()),
+                            linger_until: Some(linger),
+                        });
+                        watched.close_stdin();
+                    }
+                    None => {}
+                    // In a conversation the last result is the turn's: one given while
+                    // input was still owed is followed by another.
+                    Some(conversation)
+                        if held.as_ref().is_none_or(|h| h.linger_until.is_none()) =>
+                    {
+                        let settled = conversation.settled();
+                        *held = Some(Held {
+                            body,
+                            raw: Some(text.clone()),
+                            linger_until: settled.then_some(linger),
+                        });
+                        if settled {
+                            conversation.close();
+                            watched.close_stdin();
+                        }
+                    }
+                    Some(_) => {}
                 }
             } else {
+                let more = conversation
+                    .as_deref_mut()
+                    .map(|c| c.see(&body))
+                    .unwrap_or_default();
                 self.emit(body, Some(text.clone()));
+                for body in more {
+                    self.emit_own(body, None);
+                }
             }
         }
     }
@@ -627,8 +718,6 @@ impl Supervisor {
             // The supervisor that went away had begun to end the turn (what it said then
             // depends on more than the agent's output): go on after its last event.
             self.took_over_ending = true;
-            let last = self.seq.last_seq() + self.skip;
-            self.seq = EventSequence::continuing(self.record.session_id, last);
             self.skip = 0;
         }
         match (interruption, held.map(|h| (h.body, h.raw))) {
@@ -811,24 +900,25 @@ impl Supervisor {
     }
 
     fn note(&mut self, text: String) {
-        let body = EventBody::Message(Message {
-            text,
-            role: MessageRole::System,
-            ..Message::default()
-        });
-        self.emit(body, None);
+        self.emit(system_note(text), None);
     }
 
     /// Numbers an event; it goes to the log with the next flush, unless the log already
     /// holds it (from a supervisor that went away).
     fn emit(&mut self, body: EventBody, raw: Option<String>) {
-        let body = self.normalise(body);
-        let event = self.seq.next(body, raw);
         if self.skip > 0 {
             self.skip -= 1;
         } else {
-            self.pending.push(event);
+            self.emit_own(body, raw);
         }
+    }
+
+    /// Numbers an event that does not follow from the agent's output (what callers' input
+    /// made): a replay never makes it again, so it is never skipped.
+    fn emit_own(&mut self, body: EventBody, raw: Option<String>) {
+        let body = self.normalise(body);
+        let event = self.seq.next(body, raw);
+        self.pending.push(event);
     }
 
     /// Appends the events made since the last flush, in one write.
@@ -860,6 +950,41 @@ impl Supervisor {
             Ok(rest) if !rest.as_os_str().is_empty() => rest.to_string_lossy().into_owned(),
             _ => path.to_owned(),
         }
+    }
+}
+
+/// A `message` from codehands about the run.
+fn system_note(text: String) -> EventBody {
+    EventBody::Message(Message {
+        text,
+        role: MessageRole::System,
+        ..Message::default()
+    })
+}
+
+/// The result of a turn the caller interrupted: whatever the agent says of it (an
+/// interrupted turn's result is an error result for Claude Code), the turn ended as asked,
+/// and its change awaits approval.
+fn ended_by_interrupt(held: Held) -> Held {
+    let finished = match held.body {
+        EventBody::TaskFinished(finished) => finished,
+        EventBody::TaskFailed(failed) => TaskFinished {
+            cost_usd: failed.cost_usd,
+            ..TaskFinished::default()
+        },
+        other => {
+            return Held {
+                body: other,
+                ..held
+            };
+        }
+    };
+    Held {
+        body: EventBody::TaskFinished(TaskFinished {
+            interrupted: true,
+            ..finished
+        }),
+        ..held
     }
 }
 

@@ -45,6 +45,8 @@ pub(super) enum Watched {
         agent: ProcessIdentity,
         /// The `cat` carrying its stdout to the file, when recorded.
         relay: Option<ProcessIdentity>,
+        /// The `tail -f` feeding a conversation's stdin, when there is one.
+        input_relay: Option<ProcessIdentity>,
     },
 }
 
@@ -63,7 +65,7 @@ impl Watched {
                 let code = child.try_exit()?.code();
                 child.output_complete().then_some(code)
             }
-            Self::Adopted { agent, relay } => {
+            Self::Adopted { agent, relay, .. } => {
                 let done = !agent.is_alive() && relay.is_none_or(|r| !r.is_alive());
                 done.then_some(None)
             }
@@ -80,8 +82,21 @@ impl Watched {
     }
 
     pub(super) fn close_stdin(&mut self) {
-        if let Self::Child(child) = self {
-            child.close_stdin();
+        match self {
+            Self::Child(child) => child.close_stdin(),
+            Self::Adopted { input_relay, .. } => {
+                if let Some(relay) = input_relay.take() {
+                    tree::kill_group(&relay);
+                }
+            }
+        }
+    }
+
+    /// Whether the agent reads a conversation's input file (its stdin stays open for input).
+    pub(super) fn converses(&self) -> bool {
+        match self {
+            Self::Child(child) => child.input_relay_identity().is_some(),
+            Self::Adopted { input_relay, .. } => input_relay.is_some(),
         }
     }
 

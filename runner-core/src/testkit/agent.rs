@@ -15,6 +15,7 @@ pub const CANARY_SECRET: &str = "sk-canary-4f1d2e3c";
 /// A plain request for `worktree`, with a flag-like prompt and a secret provider variable.
 pub fn sample_request(worktree: &Path) -> AgentRequest {
     AgentRequest {
+        permissions: Default::default(),
         session_id: SessionId::new_random(),
         worktree: worktree.to_path_buf(),
         prompt: FLAG_LIKE_PROMPT.to_owned(),
@@ -126,6 +127,7 @@ pub fn provider_env_reaches_the_agent(agent: &dyn Agent, worktree: &Path) {
 pub fn refuses_bad_requests(agent: &dyn Agent, worktree: &Path) {
     for budget in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         let request = AgentRequest {
+            permissions: Default::default(),
             budget_usd: budget,
             ..sample_request(worktree)
         };
@@ -138,6 +140,7 @@ pub fn refuses_bad_requests(agent: &dyn Agent, worktree: &Path) {
         }
     }
     let request = AgentRequest {
+        permissions: Default::default(),
         prompt: "   ".to_owned(),
         ..sample_request(worktree)
     };
@@ -152,6 +155,7 @@ pub fn refuses_bad_requests(agent: &dyn Agent, worktree: &Path) {
 /// one that does not refuses with `Unsupported`.
 pub fn resume_matches_capabilities(agent: &dyn Agent, worktree: &Path, agent_session_id: &str) {
     let request = AgentRequest {
+        permissions: Default::default(),
         resume: Some(ResumeFrom {
             agent_session_id: agent_session_id.to_owned(),
         }),

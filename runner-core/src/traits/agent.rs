@@ -25,6 +25,17 @@ pub struct AgentCapabilities {
     /// The agent enforces a budget in dollars itself.
     #[serde(default)]
     pub budget: bool,
+    /// The agent takes more input while a turn runs ([`Agent::input_line`]): a message
+    /// that steers the turn in flight.
+    #[serde(default)]
+    pub steer: bool,
+    /// The agent can be told to end its turn without ending its process (an interrupt).
+    #[serde(default)]
+    pub interrupt: bool,
+    /// The agent can ask the caller before it uses a tool outside its allow list
+    /// (`permission.requested`), instead of refusing it.
+    #[serde(default)]
+    pub ask_permission: bool,
 }
 
 /// How to ask an agent's program for its version (`codehands agents`, `doctor`).
@@ -97,6 +108,10 @@ pub struct AgentRequest {
     pub test_command: Option<String>,
     /// Set for a resume: the agent's own session or thread id from the first run.
     pub resume: Option<ResumeFrom>,
+    /// Whether a tool outside the allow list is refused or asked of the caller (only
+    /// [`PermissionMode::Ask`](crate::options::PermissionMode) for an agent whose
+    /// capabilities say it can ask; the runner refuses it otherwise).
+    pub permissions: crate::options::PermissionMode,
     /// Provider variables from the caller's environment that this agent may receive
     /// (for example its provider's base URL): only names the agent asked for in
     /// [`Agent::provider_env`], already filtered by the runner.
@@ -152,6 +167,41 @@ pub enum StdinClose {
     AfterWrite,
     /// Once a terminal event (a result) has been parsed: agents that wait for more input.
     AfterResult,
+    /// A conversation: stdin stays open while the turn runs, fed from the run's input file
+    /// (so input reaches the agent from any process, and whoever supervises the run can
+    /// change); the runner writes the caller's input there with [`Agent::input_line`] and
+    /// closes stdin once a result has come and the agent has taken in every input sent
+    /// (each comes back as a `message` with role `user`), or an interrupt ended the turn.
+    Conversation,
+}
+
+/// Input for an agent while its turn runs (its capabilities say which kinds it takes).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentInput {
+    /// A message from the caller that steers the turn; `id` is a fresh UUID the line may
+    /// carry.
+    User {
+        /// A fresh UUID.
+        id: String,
+        /// The caller's text.
+        text: String,
+    },
+    /// The answer to one of the agent's permission requests.
+    Permission {
+        /// The agent's id of the request.
+        request_id: String,
+        /// The tool's input as the agent asked to run it (an allow without a change
+        /// gives it back).
+        input: serde_json::Value,
+        /// Allow or deny.
+        answer: crate::options::PermissionAnswer,
+    },
+    /// End the current turn without ending the process; `id` is a fresh UUID naming this
+    /// request.
+    Interrupt {
+        /// A fresh UUID.
+        id: String,
+    },
 }
 
 /// A program to run: no shell is ever involved.
@@ -220,4 +270,16 @@ pub trait Agent: Send + Sync {
 
     /// A fresh parser for one run.
     fn parser(&self) -> Box<dyn AgentParser>;
+
+    /// The stdin line that gives `input` to a running turn of this agent (invoked with
+    /// [`StdinClose::Conversation`]). The same input always gives the same line: the
+    /// runner finds what it already delivered by looking for it. Refuses
+    /// ([`crate::ErrorKind::Unsupported`]) what the agent cannot take, by default everything.
+    fn input_line(&self, input: &AgentInput) -> Result<String> {
+        let _ = input;
+        Err(crate::Error::new(
+            crate::ErrorKind::Unsupported,
+            format!("the {} agent takes no input while it runs", self.name()),
+        ))
+    }
 }

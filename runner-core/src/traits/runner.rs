@@ -8,7 +8,9 @@ use futures::Stream;
 use crate::error::Result;
 use crate::event::Event;
 use crate::ids::SessionId;
-use crate::options::{ApproveResult, DiffResult, RecoveryReport, StartOptions};
+use crate::options::{
+    ApproveResult, DiffResult, PermissionAnswer, RecoveryReport, Sent, StartOptions,
+};
 use crate::report::RunReport;
 use crate::session::SessionRecord;
 
@@ -56,4 +58,28 @@ pub trait Runner: Send + Sync {
     /// The session's final report (seed 003's summary), built from its event log: how it
     /// ended, times, agent, tools, files, commands, tests, denials, cost and the diff stat.
     async fn report(&self, session_id: &SessionId) -> Result<RunReport>;
+
+    /// Sends the caller's text to a session. One awaiting approval gets a follow-up turn of
+    /// the same conversation in the same worktree (`awaiting_approval → running →
+    /// awaiting_approval`; seq continues, and approve then commits every turn's change
+    /// as one commit). A running one gets the text while its turn runs, to steer it, when
+    /// its agent can take input then (`AgentCapabilities::steer`); returns once the agent
+    /// has been given it. Refused clearly otherwise.
+    async fn send(&self, session_id: &SessionId, text: String) -> Result<Sent>;
+
+    /// Answers the running session's permission request `request_id` (a
+    /// `permission.requested` event); returns once `permission.resolved` is in the log.
+    /// A request already resolved (answered, or denied for want of an answer) is refused.
+    async fn answer(
+        &self,
+        session_id: &SessionId,
+        request_id: &str,
+        answer: PermissionAnswer,
+    ) -> Result<()>;
+
+    /// Ends the running session's current turn without ending its agent's process
+    /// (`AgentCapabilities::interrupt`): the turn ends with `task.finished` (marked
+    /// `interrupted`) and `approval.requested`, so a follow-up can redirect the agent.
+    /// Returns once the agent has been told.
+    async fn interrupt(&self, session_id: &SessionId) -> Result<()>;
 }

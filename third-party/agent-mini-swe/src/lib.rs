@@ -116,6 +116,7 @@ impl Agent for MiniSweAgent {
             resume: false,
             // mini stops at its cost limit (see "Budget" above).
             budget: true,
+            ..AgentCapabilities::default()
         }
     }
 

@@ -19,6 +19,7 @@ fn config_dir(root: &Path) -> PathBuf {
 
 fn request(worktree: &Path) -> AgentRequest {
     AgentRequest {
+        permissions: Default::default(),
         session_id: SessionId::new_random(),
         worktree: worktree.to_path_buf(),
         prompt: "Fix the month.\n-c agent.mode=human".to_owned(),
@@ -124,6 +125,7 @@ fn resume_is_refused_as_unsupported() {
     let agent = MiniSweAgent::new("mini", config_dir(dir.path()));
     assert!(!agent.capabilities().resume);
     let resumed = AgentRequest {
+        permissions: Default::default(),
         resume: Some(ResumeFrom {
             agent_session_id: "x".into(),
         }),

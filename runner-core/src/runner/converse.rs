@@ -1,0 +1,331 @@
+//! What a caller says to a session after it started: a follow-up turn, a message that steers
+//! the turn in flight, an answer to a permission request, an interrupt. Steering, answers
+//! and interrupts go through the run's inbox (`inbox.rs`) to whichever process supervises
+//! the turn; the caller returns once the agent has been given the request (the line is in
+//! the turn's input file) or, for an answer, once the log says how the request ended.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::control::RunFiles;
+use super::inbox::{self, Request};
+use super::{LocalRunner, log, run};
+use crate::error::{Error, ErrorKind, Result};
+use crate::event::{EventBody, PermissionOutcome};
+use crate::ids::SessionId;
+use crate::options::{PermissionAnswer, Sent};
+use crate::session::{SessionRecord, SessionState};
+use crate::traits::agent::{Agent, AgentInput, AgentRequest};
+
+/// How often a caller looks whether its request has reached the agent.
+const POLL: Duration = Duration::from_millis(5);
+
+impl LocalRunner {
+    /// [`crate::Runner::send`].
+    pub(super) async fn send_text(&self, id: &SessionId, text: String) -> Result<Sent> {
+        AgentRequest::check_prompt(&text)?;
+        if text.len() > super::MAX_PROMPT_BYTES {
+            return Err(Error::invalid_input(format!(
+                "the message is {} bytes, over the limit of {}: shorten it",
+                text.len(),
+                super::MAX_PROMPT_BYTES
+            )));
+        }
+        let record = self.healed(self.shared.store.get(id)?).await?;
+        match record.state {
+            SessionState::AwaitingApproval => self.follow_up(id, text).await.map(Sent::FollowUp),
+            SessionState::Running => self.steer(&record, text).await,
+            other => Err(Error::illegal_move(
+                other,
+                SessionState::Running,
+                "send a message to",
+            )),
+        }
+    }
+
+    /// A follow-up turn of a session awaiting approval, in the same worktree and the same
+    /// conversation of its agent.
+    async fn follow_up(&self, id: &SessionId, text: String) -> Result<crate::EventStream> {
+        let shared = &self.shared;
+        // Not while an approve or reject of the same session is under way.
+        let _lock = super::journal::SessionLock::acquire(shared, id).await?;
+        let record = super::journal::settle(shared, shared.store.get(id)?).await?;
+        record.state.check_move(
+            SessionState::Running,
+            SessionState::Running,
+            "send a follow-up to",
+        )?;
+        let agent = self.agent(&record.agent)?;
+        if !agent.capabilities().resume {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "the {} agent cannot continue a conversation, so it takes no follow-up: \
+                     approve or reject this session, then start a new one",
+                    record.agent
+                ),
+            ));
+        }
+        if !record.worktree_path.exists() {
+            return Err(Error::not_found(format!(
+                "the worktree of session {id} is gone: it takes no follow-up"
+            )));
+        }
+        let files = RunFiles::in_home(&shared.home, id);
+        files.prepare()?;
+        // A session that was verified is verified again: the change is a new one.
+        let verify = matches!(super::verify::Verdict::load(&shared.home, id), Ok(Some(_)));
+        let record = shared
+            .store
+            .move_to(id, SessionState::Running, "send a follow-up")?;
+        let resume_from = record
+            .agent_session_id
+            .clone()
+            .unwrap_or_else(|| id.to_string());
+        match self.begin_turn(&record, text, Some(resume_from), verify) {
+            Ok(stream) => Ok(stream),
+            Err(e) => {
+                let _ = shared.store.update(id, |r| {
+                    r.move_to(SessionState::AwaitingApproval, "take the follow-up back")
+                });
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives `text` to the running turn's agent; a turn that ends before its agent took it
+    /// gets it as a follow-up instead.
+    async fn steer(&self, record: &SessionRecord, text: String) -> Result<Sent> {
+        let agent = self.capable(
+            record,
+            |c| c.steer,
+            "take a message while it runs: wait for \
+             the turn to end (the session then awaits approval) and send it as a follow-up",
+        )?;
+        let id = fresh_id();
+        let line = agent.input_line(&AgentInput::User {
+            id: id.clone(),
+            text: text.clone(),
+        })?;
+        let (files, turn) = self.current_turn(record)?;
+        inbox::post(
+            &files,
+            &Request::Send {
+                id,
+                turn,
+                text: text.clone(),
+            },
+        )?;
+        match self.until_given(record, &files, turn, &line).await? {
+            true => Ok(Sent::Steered),
+            false => {
+                let now = self.shared.store.get(&record.session_id)?;
+                if now.state == SessionState::AwaitingApproval {
+                    self.follow_up(&record.session_id, text)
+                        .await
+                        .map(Sent::FollowUp)
+                } else {
+                    Err(Error::illegal_move(
+                        now.state,
+                        SessionState::Running,
+                        "send a message to",
+                    ))
+                }
+            }
+        }
+    }
+
+    /// [`crate::Runner::interrupt`].
+    pub(super) async fn interrupt_turn(&self, id: &SessionId) -> Result<()> {
+        let record = self.healed(self.shared.store.get(id)?).await?;
+        if record.state != SessionState::Running {
+            return Err(Error::illegal_move(
+                record.state,
+                SessionState::AwaitingApproval,
+                "interrupt",
+            ));
+        }
+        let agent = self.capable(
+            &record,
+            |c| c.interrupt,
+            "be interrupted: stop the \
+             session instead (`stop`), then resume it",
+        )?;
+        let request = fresh_id();
+        let line = agent.input_line(&AgentInput::Interrupt {
+            id: request.clone(),
+        })?;
+        let (files, turn) = self.current_turn(&record)?;
+        inbox::post(&files, &Request::Interrupt { id: request, turn })?;
+        match self.until_given(&record, &files, turn, &line).await? {
+            true => Ok(()),
+            false => Err(Error::illegal_move(
+                self.shared.store.get(id)?.state,
+                SessionState::AwaitingApproval,
+                "interrupt",
+            )),
+        }
+    }
+
+    /// [`crate::Runner::answer`].
+    pub(super) async fn answer_request(
+        &self,
+        id: &SessionId,
+        request_id: &str,
+        answer: PermissionAnswer,
+    ) -> Result<()> {
+        let record = self.healed(self.shared.store.get(id)?).await?;
+        let files = RunFiles::in_home(&self.shared.home, id);
+        if let Some(outcome) = resolution(&files, request_id)? {
+            return Err(already(request_id, outcome));
+        }
+        if record.state != SessionState::Running {
+            return Err(Error::illegal_move(
+                record.state,
+                SessionState::Running,
+                "answer a permission request of",
+            ));
+        }
+        self.capable(&record, |c| c.ask_permission, "ask for permission")?;
+        let (files, turn) = self.current_turn(&record)?;
+        let asked = log::scan(
+            &files.events(),
+            0,
+            |body| matches!(body, EventBody::PermissionRequested(r) if r.request_id == request_id),
+        )?;
+        if asked.kept.is_empty() {
+            return Err(Error::not_found(format!(
+                "session {id} has no permission request {request_id:?}: answer one that a \
+                 `permission.requested` event names (`codehands events {id}`)"
+            )));
+        }
+        let wanted = match answer {
+            PermissionAnswer::Allow { .. } => PermissionOutcome::Allowed,
+            PermissionAnswer::Deny { .. } => PermissionOutcome::Denied,
+        };
+        inbox::post(
+            &files,
+            &Request::Answer {
+                id: fresh_id(),
+                turn,
+                request_id: request_id.to_owned(),
+                answer,
+            },
+        )?;
+        let deadline = Instant::now() + run::SETTLE_WAIT;
+        loop {
+            match resolution(&files, request_id)? {
+                Some(outcome) if outcome == wanted => return Ok(()),
+                Some(outcome) => return Err(already(request_id, outcome)),
+                None => {}
+            }
+            let state = self.shared.store.get(id)?.state;
+            if state != SessionState::Running {
+                return Err(Error::illegal_move(
+                    state,
+                    SessionState::Running,
+                    "answer a permission request of",
+                ));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::internal(format!(
+                    "the answer to {request_id:?} did not reach session {id}'s agent within {}: \
+                     its supervisor may hang; run `codehands recover`",
+                    run::human(run::SETTLE_WAIT)
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The session's agent, when its capabilities (`can`) allow what is asked.
+    fn capable(
+        &self,
+        record: &SessionRecord,
+        can: impl Fn(&crate::AgentCapabilities) -> bool,
+        what: &str,
+    ) -> Result<std::sync::Arc<dyn Agent>> {
+        let agent = self.agent(&record.agent)?;
+        if !can(&agent.capabilities()) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!("the {} agent cannot {what}", record.agent),
+            ));
+        }
+        Ok(agent)
+    }
+
+    /// The run files and the number of the running turn.
+    fn current_turn(&self, record: &SessionRecord) -> Result<(RunFiles, u64)> {
+        let files = RunFiles::in_home(&self.shared.home, &record.session_id);
+        let plan = files.turn().ok_or_else(|| {
+            Error::new(
+                ErrorKind::IllegalMove,
+                format!(
+                    "session {} has no turn under way: wait for it to start, or send a follow-up once it awaits approval",
+                    record.session_id
+                ),
+            )
+        })?;
+        Ok((files, plan.turn))
+    }
+
+    /// Waits until `line` is in the turn's input file (`true`) or the turn ended without it
+    /// (`false`).
+    async fn until_given(
+        &self,
+        record: &SessionRecord,
+        files: &RunFiles,
+        turn: u64,
+        line: &str,
+    ) -> Result<bool> {
+        let deadline = Instant::now() + run::SETTLE_WAIT;
+        loop {
+            if inbox::delivered(files, turn, line) {
+                return Ok(true);
+            }
+            let now = self.shared.store.get(&record.session_id)?;
+            let same_turn = files.turn().is_some_and(|t| t.turn == turn);
+            if now.state != SessionState::Running || !same_turn {
+                return Ok(inbox::delivered(files, turn, line));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::internal(format!(
+                    "session {}'s agent was not given the message within {}: its supervisor may hang; run `codehands recover`",
+                    record.session_id,
+                    run::human(run::SETTLE_WAIT)
+                )));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// How the log says permission request `request_id` ended, if it did.
+fn resolution(files: &RunFiles, request_id: &str) -> Result<Option<PermissionOutcome>> {
+    let scan = log::scan(
+        &files.events(),
+        0,
+        |body| matches!(body, EventBody::PermissionResolved(r) if r.request_id == request_id),
+    )?;
+    Ok(scan.kept.iter().find_map(|e| match &e.body {
+        EventBody::PermissionResolved(r) => Some(r.outcome),
+        _ => None,
+    }))
+}
+
+fn already(request_id: &str, outcome: PermissionOutcome) -> Error {
+    let how = match outcome {
+        PermissionOutcome::Allowed => "allowed",
+        PermissionOutcome::Denied => "denied",
+        PermissionOutcome::TimedOut => "denied for want of an answer in time",
+    };
+    Error::invalid_input(format!(
+        "permission request {request_id:?} was already {how}: an answer counts only once"
+    ))
+}
+
+fn fresh_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
