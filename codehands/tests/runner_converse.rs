@@ -587,3 +587,34 @@ async fn codex_takes_a_follow_up_through_exec_resume_and_refuses_what_it_cannot_
     );
     assert_contiguous(&runner.logged_events(&id, 0).unwrap());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_request_outlives_the_runner_that_saw_it() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let server = ModelServer::start(asks_for_python()).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let (id, stream, request) = asking_run(&world, &runner, Permissions::ask()).await;
+    // The daemon goes away while the agent waits for an answer: its supervisor with it.
+    drop(stream);
+    drop(runner);
+    let runner = claude_runner(&world, &claude, &server);
+    let report = runner.recover().await.unwrap();
+    assert_eq!(report.adopted, vec![id], "{report:?}");
+    runner
+        .answer(&id, &request, PermissionAnswer::Allow { updated_input: None })
+        .await
+        .unwrap();
+    let all = suite::collect(runner.events(&id, 0).await.unwrap()).await;
+    assert_eq!(types(&all).last(), Some(&"approval.requested"), "{:?}", types(&all));
+    assert_contiguous(&all);
+    let asked = all
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::PermissionRequested(_)))
+        .count();
+    assert_eq!(asked, 1, "asked once, whoever watched: {:?}", types(&all));
+    assert_eq!(resolved(&all), [(request, PermissionOutcome::Allowed)]);
+    assert!(tool_results(&server).iter().any(|r| r.contains("42")));
+}
