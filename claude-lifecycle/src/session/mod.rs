@@ -1,0 +1,166 @@
+//! Persistent sessions: one Claude process, inputs over time, events as they come.
+
+mod shared;
+mod tasks;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use crate::error::{Error, Result};
+use crate::events::{SessionEvent, SessionState};
+use crate::message;
+use crate::options::{ResolvedConfig, check_text};
+use crate::process::{self, ExitInfo};
+use shared::Shared;
+pub use shared::SessionStatus;
+
+/// A running Claude Code process that takes inputs on stdin and reports what it prints.
+///
+/// Dropping a session closes it as [`Session::close`] does, in the background.
+pub struct Session {
+    config: ResolvedConfig,
+    inputs: mpsc::UnboundedSender<tasks::Write>,
+    /// Set by `close`; dropping it (with the session) is a close too.
+    closing: watch::Sender<bool>,
+    status: watch::Receiver<SessionStatus>,
+    shared: Arc<Shared>,
+    /// Subscribed before the process could print anything, for the first subscriber.
+    first_events: Mutex<Option<broadcast::Receiver<SessionEvent>>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("program", &self.config.program)
+            .field("status", &*self.status.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Spawns `config` and starts its tasks; returns once the process is spawned.
+    pub(crate) fn start(config: ResolvedConfig) -> Result<Self> {
+        let shared = Arc::new(Shared::new());
+        let first_events = shared.subscribe();
+        let spawned = process::spawn(&config)?;
+        let (inputs, queue) = mpsc::unbounded_channel();
+        let (closing, closing_rx) = watch::channel(false);
+        let owner = spawned.owner;
+        let writer = tasks::writer(
+            spawned.stdin,
+            queue,
+            closing_rx.clone(),
+            owner.clone(),
+            shared.clone(),
+        );
+        let readers = vec![
+            tasks::stdout_reader(spawned.stdout, shared.clone()),
+            tasks::stderr_reader(spawned.stderr, shared.clone()),
+        ];
+        tasks::supervisor(
+            owner,
+            closing_rx,
+            writer,
+            readers,
+            config.shutdown_grace,
+            shared.clone(),
+        );
+        shared.move_to(SessionState::Ready);
+        Ok(Self {
+            config,
+            inputs,
+            closing,
+            status: shared.status(),
+            shared,
+            first_events: Mutex::new(Some(first_events)),
+        })
+    }
+
+    /// Writes `text` to Claude as one user message. The input is queued when this is
+    /// called (so concurrent sends go out in the order they were made); the future
+    /// resolves once the line is written to stdin, not when Claude answers: listen for
+    /// [`SessionEvent::Result`] for that. An input sent during a turn steers that turn.
+    ///
+    /// Fails with [`Error::Closed`] once the session is closing or has ended (also for
+    /// inputs still queued when `close` was called), [`Error::InvalidInput`] for an empty
+    /// text, [`Error::Write`] when the pipe is broken.
+    pub fn send(&self, text: &str) -> impl Future<Output = Result<()>> + Send + use<> {
+        let queued = self.enqueue(text);
+        async move {
+            match queued?.await {
+                Ok(written) => written,
+                // The writer is gone: the session ended.
+                Err(_) => Err(Error::Closed),
+            }
+        }
+    }
+
+    fn enqueue(&self, text: &str) -> Result<oneshot::Receiver<Result<()>>> {
+        check_text(text, "input")?;
+        if *self.closing.borrow() || self.status.borrow().state.is_final() {
+            return Err(Error::Closed);
+        }
+        let (reply, written) = oneshot::channel();
+        let line = message::user_line(text);
+        self.inputs
+            .send(tasks::Write { line, reply })
+            .map_err(|_| Error::Closed)?;
+        Ok(written)
+    }
+
+    /// The session's events from now on. The first call also gets every event since the
+    /// spawn; later calls only what happens after them. Events are never replayed: a
+    /// listener that falls more than 4096 events behind is told it lagged and misses them.
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        let first = self
+            .first_events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        first.unwrap_or_else(|| self.shared.subscribe())
+    }
+
+    /// Where the session is now.
+    pub fn status(&self) -> SessionStatus {
+        self.status.borrow().clone()
+    }
+
+    /// The state now.
+    pub fn state(&self) -> SessionState {
+        self.status.borrow().state
+    }
+
+    /// Claude's session id, once its output has named it (pass it to `resume_session_id`).
+    pub fn session_id(&self) -> Option<String> {
+        self.status.borrow().session_id.clone()
+    }
+
+    /// A copy of what the session was started with.
+    pub fn config(&self) -> &ResolvedConfig {
+        &self.config
+    }
+
+    /// Waits for the process to end by itself (it does when Claude exits or its stdin is
+    /// closed) and its output to be read, without closing anything.
+    pub async fn wait(&self) -> ExitInfo {
+        let mut status = self.status.clone();
+        let ended = status.wait_for(|s| s.state.is_final()).await.map(|s| ExitInfo {
+            code: s.exit_code,
+            signal: s.exit_signal,
+        });
+        // The sender lives in `shared`, which this session holds: it cannot be gone.
+        ended.unwrap_or_default()
+    }
+
+    /// Closes the session: refuses inputs still queued and any sent later, ends stdin,
+    /// waits the grace period, sends SIGTERM, then SIGKILL after another grace period.
+    /// Returns once the process is reaped and its output read (reading after the exit is
+    /// bounded by the same grace). Results may still arrive while it waits. Idempotent:
+    /// every call returns the same exit.
+    pub async fn close(&self) -> ExitInfo {
+        self.closing.send_replace(true);
+        self.wait().await
+    }
+}
