@@ -21,7 +21,9 @@ pub enum Error {
     },
     /// The session is closed or closing: the input was not written. Create a new session
     /// (with `resume_session_id` to go on with the same conversation).
-    #[error("the session is closed or closing: the input was not written; create a new session to go on")]
+    #[error(
+        "the session is closed or closing: the input was not written; create a new session to go on"
+    )]
     Closed,
     /// Writing to Claude's stdin failed, usually because the process has exited.
     #[error("cannot write to Claude's stdin (has the process exited? see the session's exit): {0}")]

@@ -150,7 +150,10 @@ impl Owner {
 
 /// Reads a pipe to its end into a shared buffer, so what was read survives an abort
 /// (a descendant of Claude may hold the pipe open after Claude has exited).
-pub(crate) fn collect<R>(mut pipe: R, cap: usize) -> (Arc<Mutex<Vec<u8>>>, tokio::task::JoinHandle<()>)
+pub(crate) fn collect<R>(
+    mut pipe: R,
+    cap: usize,
+) -> (Arc<Mutex<Vec<u8>>>, tokio::task::JoinHandle<()>)
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
 {

@@ -13,8 +13,8 @@ use crate::events::{SessionEvent, SessionState};
 use crate::message;
 use crate::options::{ResolvedConfig, check_text};
 use crate::process::{self, ExitInfo};
-use shared::Shared;
 pub use shared::SessionStatus;
+use shared::Shared;
 
 /// A running Claude Code process that takes inputs on stdin and reports what it prints.
 ///
@@ -146,10 +146,13 @@ impl Session {
     /// closed) and its output to be read, without closing anything.
     pub async fn wait(&self) -> ExitInfo {
         let mut status = self.status.clone();
-        let ended = status.wait_for(|s| s.state.is_final()).await.map(|s| ExitInfo {
-            code: s.exit_code,
-            signal: s.exit_signal,
-        });
+        let ended = status
+            .wait_for(|s| s.state.is_final())
+            .await
+            .map(|s| ExitInfo {
+                code: s.exit_code,
+                signal: s.exit_signal,
+            });
         // The sender lives in `shared`, which this session holds: it cannot be gone.
         ended.unwrap_or_default()
     }

@@ -81,7 +81,8 @@ impl Shared {
 
     /// A line is about to be written: the session is busy from now on.
     pub fn writing(&self) {
-        self.status.send_modify(|status| status.last_activity_at = SystemTime::now());
+        self.status
+            .send_modify(|status| status.last_activity_at = SystemTime::now());
         self.move_to(SessionState::Running);
     }
 
