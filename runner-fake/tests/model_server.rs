@@ -131,3 +131,65 @@ async fn speaks_chat_completions_whole_and_streamed() {
     assert_eq!(turns, [(500, Some(0)), (200, Some(1)), (200, Some(2))]);
     assert!(server.requests()[2].body.contains(r#""role":"tool""#));
 }
+
+#[tokio::test]
+async fn a_delayed_reply_is_recorded_at_once_and_holds_up_no_other_request() {
+    let server = ModelServer::start(Script::new([
+        Turn::blocks([Block::tool_use("t0", "Read", json!({ "file_path": "/a" }))])
+            .delayed(std::time::Duration::from_secs(3)),
+        Turn::text("done"),
+    ]))
+    .await
+    .unwrap();
+    let url = server.base_url();
+    let slow = tokio::spawn({
+        let url = url.clone();
+        async move { send(&url, "POST", "/v1/messages", &conversation(0)).await }
+    });
+    while server.requests().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(server.requests()[0].turn, Some(0), "recorded as it arrives");
+    assert!(!slow.is_finished(), "still waiting out its delay");
+
+    let (status, fast) = send(&url, "POST", "/v1/messages", &conversation(1)).await;
+    assert_eq!(status, 200);
+    assert!(fast.contains(r#""stop_reason":"end_turn""#));
+    assert!(
+        !slow.is_finished(),
+        "the other request was answered meanwhile"
+    );
+
+    let (status, slow) = slow.await.unwrap();
+    assert_eq!(status, 200);
+    assert!(slow.contains(r#""stop_reason":"tool_use""#));
+    let turns: Vec<Option<usize>> = server.requests().iter().map(|r| r.turn).collect();
+    assert_eq!(turns, [Some(0), Some(1)]);
+}
+
+#[tokio::test]
+async fn a_second_prompt_is_answered_from_its_follow_up() {
+    let server = ModelServer::start(
+        Script::new([Turn::text("first answer")])
+            .follow_up("[again]", Script::new([Turn::text("second answer")])),
+    )
+    .await
+    .unwrap();
+    let url = server.base_url();
+    let (_, first) = send(&url, "POST", "/v1/messages", &conversation(0)).await;
+    assert!(first.contains(r#""text":"first ""#), "{first}");
+    let body = json!({ "model": "m", "stream": true, "messages": [
+        { "role": "user", "content": "hi" },
+        { "role": "assistant", "content": [{ "type": "text", "text": "first answer" }] },
+        { "role": "user", "content": [{ "type": "text", "text": "once more [again]" }] },
+    ]})
+    .to_string();
+    let (_, second) = send(&url, "POST", "/v1/messages", &body).await;
+    assert!(second.contains(r#""text":"second""#), "{second}");
+    let seen: Vec<(Option<usize>, Option<String>)> = server
+        .requests()
+        .into_iter()
+        .map(|r| (r.turn, r.script))
+        .collect();
+    assert_eq!(seen, [(Some(0), None), (Some(0), Some("[again]".into()))]);
+}

@@ -75,6 +75,7 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     let server = ModelServer::start(Script {
         turns: vec![Turn::text("Hello.")],
         after_end: Some(Turn::text("Hello.")),
+        ..Script::default()
     })
     .await
     .map_err(|e| e.to_string())?;

@@ -309,6 +309,7 @@ pub fn all() -> Vec<Scenario> {
                                 json!({ "file_path": path(repo, "src/date.js") }),
                             )],
                             usage: expensive,
+                            delay: None,
                         }),
                         Turn::Reply(Reply {
                             blocks: vec![tool(
@@ -317,6 +318,7 @@ pub fn all() -> Vec<Scenario> {
                                 json!({ "file_path": path(repo, "README.md") }),
                             )],
                             usage: expensive,
+                            delay: None,
                         }),
                         Turn::text("Done."),
                     ])

@@ -33,17 +33,44 @@ pub(super) fn pick_turn(script: &Script, tool_results: usize, hits: &[u32]) -> O
     (index < script.turns.len()).then_some(index)
 }
 
-/// How many `tool_result` blocks the request's messages hold.
-pub(super) fn count_tool_results(request: &Value) -> usize {
+/// How many `tool_result` blocks the request's messages hold, from message `from` on.
+pub(super) fn count_tool_results(request: &Value, from: usize) -> usize {
     let Some(messages) = request.get("messages").and_then(Value::as_array) else {
         return 0;
     };
     messages
         .iter()
+        .skip(from)
         .filter_map(|m| m.get("content").and_then(Value::as_array))
         .flatten()
         .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool_result"))
         .count()
+}
+
+/// The last user message whose text (a string content or a `text` block) holds one
+/// of `markers`: its position in `messages` and which marker.
+pub(super) fn marked_message(request: &Value, markers: &[&str]) -> Option<super::Marked> {
+    let messages = request.get("messages").and_then(Value::as_array)?;
+    let users = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|(position, m)| (position, message_texts(m.get("content"))));
+    super::last_marked(users, markers)
+}
+
+/// The texts of a message content: the content itself when it is a string, else
+/// its `text` blocks.
+fn message_texts(content: Option<&Value>) -> Vec<&str> {
+    match content {
+        Some(Value::String(text)) => vec![text.as_str()],
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The answer to `POST /v1/messages` for `turn` (or the fallback text when the script is over).
@@ -246,7 +273,34 @@ mod tests {
                                           { "type": "tool_result", "tool_use_id": "b" }] },
             { "role": "user", "content": "plain" },
         ]});
-        assert_eq!(count_tool_results(&request), 2);
+        assert_eq!(count_tool_results(&request, 0), 2);
+        assert_eq!(count_tool_results(&request, 1), 2);
+        assert_eq!(count_tool_results(&request, 2), 0, "only from message 2 on");
+    }
+
+    #[test]
+    fn finds_the_last_user_message_with_a_marker() {
+        let request = json!({ "messages": [
+            { "role": "user", "content": "first [A]" },
+            { "role": "assistant", "content": [{ "type": "text", "text": "[B] said by the model" }] },
+            { "role": "user", "content": [{ "type": "tool_result", "tool_use_id": "a", "content": "[B] in a result" }] },
+            { "role": "user", "content": [{ "type": "text", "text": "then [B]" }] },
+            { "role": "user", "content": [{ "type": "tool_result", "tool_use_id": "b" }] },
+        ]});
+        assert_eq!(marked_message(&request, &["[A]", "[B]"]), Some((3, 1)));
+        assert_eq!(marked_message(&request, &["[A]"]), Some((0, 0)));
+        assert_eq!(
+            marked_message(&request, &["[C]"]),
+            None,
+            "model text and tool results are not user text"
+        );
+        let both = json!({ "messages": [{ "role": "user", "content": "[B] and [A]" }] });
+        assert_eq!(
+            marked_message(&both, &["[A]", "[B]"]),
+            Some((0, 0)),
+            "in one message the marker listed first"
+        );
+        assert_eq!(marked_message(&json!({}), &["[A]"]), None);
     }
 
     #[test]

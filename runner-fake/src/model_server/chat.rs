@@ -15,16 +15,41 @@ use super::anthropic::Answer;
 use super::openai::error_answer;
 use super::script::{Block, Reply, Turn};
 
-/// How many tool results the request's messages hold (`role: "tool"`): each
-/// answers one call of an earlier turn, so the count picks the next turn.
-pub(super) fn count_tool_messages(request: &Value) -> usize {
+/// How many tool results the request's messages hold (`role: "tool"`) from
+/// message `from` on: each answers one call of an earlier turn, so the count picks
+/// the next turn.
+pub(super) fn count_tool_messages(request: &Value, from: usize) -> usize {
     request
         .get("messages")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        .skip(from)
         .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
         .count()
+}
+
+/// The last user message whose text (a string content or a `text` part) holds one
+/// of `markers`: its position in `messages` and which marker.
+pub(super) fn marked_message(request: &Value, markers: &[&str]) -> Option<super::Marked> {
+    let messages = request.get("messages").and_then(Value::as_array)?;
+    let users = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|(position, m)| {
+            let texts = match m.get("content") {
+                Some(Value::String(text)) => vec![text.as_str()],
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            (position, texts)
+        });
+    super::last_marked(users, markers)
 }
 
 /// The answer to `POST /v1/chat/completions` for `turn` (or a short text once the script is over).
@@ -237,8 +262,23 @@ mod tests {
             { "role": "tool", "tool_call_id": "a", "content": "x" },
             { "role": "tool", "tool_call_id": "b", "content": "y" },
         ]});
-        assert_eq!(count_tool_messages(&request), 2);
-        assert_eq!(count_tool_messages(&json!({})), 0);
+        assert_eq!(count_tool_messages(&request, 0), 2);
+        assert_eq!(count_tool_messages(&request, 4), 1, "from message 4 on");
+        assert_eq!(count_tool_messages(&json!({}), 0), 0);
+    }
+
+    #[test]
+    fn finds_the_last_user_message_with_a_marker() {
+        let request = json!({ "messages": [
+            { "role": "system", "content": "[B] is a word" },
+            { "role": "user", "content": "go [A]" },
+            { "role": "assistant", "content": "[B]", "tool_calls": [{ "id": "a" }] },
+            { "role": "tool", "tool_call_id": "a", "content": "[B]" },
+            { "role": "user", "content": [{ "type": "text", "text": "then [B]" }] },
+        ]});
+        assert_eq!(marked_message(&request, &["[A]", "[B]"]), Some((4, 1)));
+        assert_eq!(marked_message(&request, &["[A]"]), Some((1, 0)));
+        assert_eq!(marked_message(&request, &["[C]"]), None);
     }
 
     #[test]

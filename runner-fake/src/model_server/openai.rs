@@ -12,14 +12,15 @@ use serde_json::{Value, json};
 use super::anthropic::Answer;
 use super::script::{Block, HttpError, Reply, Turn};
 
-/// How many tool outputs the request's input holds: each answers one call of an
-/// earlier turn, so the count picks the next turn.
-pub(super) fn count_tool_outputs(request: &Value) -> usize {
+/// How many tool outputs the request's input holds from item `from` on: each
+/// answers one call of an earlier turn, so the count picks the next turn.
+pub(super) fn count_tool_outputs(request: &Value, from: usize) -> usize {
     let Some(input) = request.get("input").and_then(Value::as_array) else {
         return 0;
     };
     input
         .iter()
+        .skip(from)
         .filter(|item| {
             matches!(
                 item.get("type").and_then(Value::as_str),
@@ -27,6 +28,51 @@ pub(super) fn count_tool_outputs(request: &Value) -> usize {
             )
         })
         .count()
+}
+
+/// The last user message of the request's input whose text (a string content or an
+/// `input_text` part) holds one of `markers`: its position in `input` and which
+/// marker. An `input` that is a string is one user message at position 0.
+pub(super) fn marked_input(request: &Value, markers: &[&str]) -> Option<super::Marked> {
+    match request.get("input")? {
+        Value::String(text) => {
+            super::last_marked(std::iter::once((0, vec![text.as_str()])), markers)
+        }
+        Value::Array(items) => {
+            let users = items
+                .iter()
+                .enumerate()
+                .filter(|(_, item)| {
+                    item.get("role").and_then(Value::as_str) == Some("user")
+                        && item
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .is_none_or(|t| t == "message")
+                })
+                .map(|(position, item)| (position, input_texts(item.get("content"))));
+            super::last_marked(users, markers)
+        }
+        _ => None,
+    }
+}
+
+/// The texts of a message item's content: the content itself when it is a string,
+/// else its `input_text` (or `text`) parts.
+fn input_texts(content: Option<&Value>) -> Vec<&str> {
+    match content {
+        Some(Value::String(text)) => vec![text.as_str()],
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter(|p| {
+                matches!(
+                    p.get("type").and_then(Value::as_str),
+                    Some("input_text" | "text")
+                )
+            })
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The answer to `POST /v1/responses` for `turn` (or a short text once the script is over).
@@ -209,8 +255,28 @@ mod tests {
             { "type": "function_call_output", "call_id": "a", "output": "x" },
             { "type": "custom_tool_call_output", "call_id": "b", "output": "y" },
         ]});
-        assert_eq!(count_tool_outputs(&request), 2);
-        assert_eq!(count_tool_outputs(&json!({ "input": "text" })), 0);
+        assert_eq!(count_tool_outputs(&request, 0), 2);
+        assert_eq!(count_tool_outputs(&request, 3), 1, "from item 3 on");
+        assert_eq!(count_tool_outputs(&json!({ "input": "text" }), 0), 0);
+    }
+
+    #[test]
+    fn finds_the_last_user_input_with_a_marker() {
+        let request = json!({ "input": [
+            { "type": "message", "role": "developer", "content": [{ "type": "input_text", "text": "[B] rules" }] },
+            { "type": "message", "role": "user", "content": [{ "type": "input_text", "text": "fix it [A]" }] },
+            { "type": "function_call", "call_id": "a" },
+            { "type": "function_call_output", "call_id": "a", "output": "[B] printed" },
+            { "role": "user", "content": "now [B]" },
+            { "type": "message", "role": "assistant", "content": [{ "type": "output_text", "text": "[C]" }] },
+        ]});
+        assert_eq!(marked_input(&request, &["[A]", "[B]"]), Some((4, 1)));
+        assert_eq!(marked_input(&request, &["[A]"]), Some((1, 0)));
+        assert_eq!(marked_input(&request, &["[C]"]), None, "only user messages");
+        assert_eq!(
+            marked_input(&json!({ "input": "do [A]" }), &["[A]"]),
+            Some((0, 0))
+        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! What the scripted model server answers: a list of turns.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 /// A script: the turns of one conversation, in order.
@@ -9,12 +11,20 @@ use serde_json::Value;
 /// later turn starts once every tool use of the turns before it has a result.
 /// Counting results instead of looking at the last message keeps the script
 /// right when the agent merges, repeats or reorders messages.
+///
+/// A script may hold follow-up scripts ([`Script::follow_up`]), each known by a
+/// marker: a request whose conversation holds a user message containing the
+/// marker is answered from that follow-up script, counting only the tool results
+/// after that message. A conversation of several turns (a second prompt, a
+/// message sent mid-turn) is scripted this way.
 #[derive(Debug, Clone, Default)]
 pub struct Script {
     /// The turns, in order.
     pub turns: Vec<Turn>,
     /// What to answer once the turns are used up (a short text by default).
     pub after_end: Option<Turn>,
+    /// The follow-up scripts with their markers, in the order they were added.
+    pub follow_ups: Vec<FollowUp>,
 }
 
 impl Script {
@@ -23,8 +33,34 @@ impl Script {
         Self {
             turns: turns.into_iter().collect(),
             after_end: None,
+            follow_ups: Vec::new(),
         }
     }
+
+    /// Adds a follow-up script: a request whose conversation holds a user message
+    /// with `marker` in its text is answered from `script` instead, its turn picked
+    /// by the tool results in the messages after that marked message.
+    ///
+    /// When the markers of several follow-ups appear, the one whose message comes
+    /// last in the conversation wins; within one message, the follow-up added
+    /// first. Only this script's follow-ups are looked at: those of `script`
+    /// itself are not.
+    pub fn follow_up(mut self, marker: impl Into<String>, script: Script) -> Self {
+        self.follow_ups.push(FollowUp {
+            marker: marker.into(),
+            script,
+        });
+        self
+    }
+}
+
+/// A follow-up script and the marker that selects it (see [`Script::follow_up`]).
+#[derive(Debug, Clone)]
+pub struct FollowUp {
+    /// The text a user message must contain.
+    pub marker: String,
+    /// The script that answers from that message on.
+    pub script: Script,
 }
 
 /// One answer of the model.
@@ -47,6 +83,23 @@ impl Turn {
         Self::Reply(Reply::new(blocks.into_iter().collect()))
     }
 
+    /// The same turn, answered only after `delay` (see [`Reply::delay`]). An error
+    /// turn has no delay and is returned unchanged.
+    pub fn delayed(self, delay: Duration) -> Self {
+        match self {
+            Self::Reply(reply) => Self::Reply(reply.delayed(delay)),
+            error @ Self::Error(_) => error,
+        }
+    }
+
+    /// How long the server waits before it answers with this turn.
+    pub fn delay(&self) -> Option<Duration> {
+        match self {
+            Self::Reply(reply) => reply.delay,
+            Self::Error(_) => None,
+        }
+    }
+
     /// How many tool results this turn asks for.
     pub fn tool_uses(&self) -> usize {
         match self {
@@ -67,15 +120,26 @@ pub struct Reply {
     pub blocks: Vec<Block>,
     /// Tokens reported in `message_start` / `message_delta` (what the agent prices).
     pub usage: Usage,
+    /// How long the server waits before it answers (none by default). The request
+    /// is recorded as soon as it arrives, and other requests are answered meanwhile,
+    /// so a test can act while the agent waits for the model.
+    pub delay: Option<Duration>,
 }
 
 impl Reply {
-    /// A reply with the default usage.
+    /// A reply with the default usage and no delay.
     pub fn new(blocks: Vec<Block>) -> Self {
         Self {
             blocks,
             usage: Usage::default(),
+            delay: None,
         }
+    }
+
+    /// The same reply, answered only after `delay`.
+    pub fn delayed(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
     }
 }
 
