@@ -48,8 +48,8 @@ fn message_event(kind: String, raw: Value) -> SessionEvent {
             raw,
         }),
         "result" => SessionEvent::Result(turn_result(raw)),
-        // Tool results come back as `user` lines too; only a message without one is an input.
-        "user" if !has_tool_result(&raw["message"]["content"]) => {
+        // Tool results come back as `user` lines too; Claude marks the inputs it replays.
+        "user" if raw.get("isReplay").and_then(Value::as_bool) == Some(true) => {
             SessionEvent::Input(ReplayedInput {
                 text: text_of(&raw["message"]["content"]),
                 raw,
@@ -100,12 +100,6 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-fn has_tool_result(content: &Value) -> bool {
-    content
-        .as_array()
-        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,7 +126,8 @@ mod tests {
             r#"{"type":"assistant","message":{"content":[{"type":"text","text":"a"},{"type":"tool_use"},{"type":"text","text":"b"}]}}"#,
         );
         assert!(matches!(assistant, SessionEvent::Assistant(m) if m.text == "ab"));
-        let input = line(r#"{"type":"user","message":{"role":"user","content":"steer"}}"#);
+        let input =
+            line(r#"{"type":"user","message":{"role":"user","content":"steer"},"isReplay":true}"#);
         assert!(matches!(input, SessionEvent::Input(i) if i.text == "steer"));
         let tool = line(r#"{"type":"user","message":{"content":[{"type":"tool_result"}]}}"#);
         assert!(matches!(tool, SessionEvent::Message { kind, .. } if kind == "user"));

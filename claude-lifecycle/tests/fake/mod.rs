@@ -69,14 +69,14 @@ fn scripts() -> Vec<(&'static str, String)> {
              while :; do sleep 0.05; done\n"
                 .into(),
         ),
-        // A session: replays each input, answers it, ends its turn; exits 0 at the end of stdin.
+        // A session: replays each input (marked as Claude marks it), answers it, ends its turn; exits 0 at the end of stdin.
         (
             "echo",
             format!(
                 "echo $$ > \"${{OUT:-/tmp}}/pid\"\necho 'fake claude: starting' >&2\necho '{INIT}'\nn=0\n\
                  while IFS= read -r line; do\n  n=$((n+1))\n\
                  \x20 printf '%s\\n' \"$line\" >> \"${{OUT:-/tmp}}/inputs\"\n\
-                 \x20 printf '%s\\n' \"$line\"\n\
+                 \x20 printf '%s\\n' \"$line\" | sed 's/}}$/,\"isReplay\":true}}/'\n\
                  \x20 echo '{{\"type\":\"assistant\",\"message\":{{\"content\":[{{\"type\":\"text\",\"text\":\"ack '$n'\"}}]}}}}'\n\
                  \x20 echo '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"turn '$n'\",\"session_id\":\"{SID}\"}}'\n\
                  done\n"
