@@ -148,8 +148,9 @@ impl Owner {
     }
 }
 
-/// Reads a pipe to its end into a shared buffer, so what was read survives an abort
-/// (a descendant of Claude may hold the pipe open after Claude has exited).
+/// Reads a pipe to its end into a shared buffer, keeping its last `cap` bytes. The buffer
+/// is shared so what was read survives an abort (a descendant of Claude may hold the pipe
+/// open after Claude has exited, and draining is bounded).
 pub(crate) fn collect<R>(
     mut pipe: R,
     cap: usize,
@@ -167,7 +168,7 @@ where
             }
             let mut buffer = shared.lock().unwrap_or_else(|p| p.into_inner());
             buffer.extend_from_slice(&chunk[..n]);
-            // Keep the end: for stderr it says why; stdout is passed an unbounded cap.
+            // The end is what says why a run failed.
             if buffer.len() > cap {
                 let cut = buffer.len() - cap;
                 buffer.drain(..cut);
