@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use uuid::Uuid;
 
 use crate::process::ExitInfo;
 
@@ -57,6 +58,8 @@ pub struct AssistantMessage {
 pub struct ReplayedInput {
     /// The input's text.
     pub text: String,
+    /// Its uuid: the one [`crate::Session::send`] returned, or one Claude made up.
+    pub uuid: Option<Uuid>,
     /// The whole line.
     pub raw: Value,
 }
@@ -64,8 +67,11 @@ pub struct ReplayedInput {
 /// The result line that ends a turn.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TurnResult {
-    /// False when Claude marked the result `is_error`.
+    /// False when Claude marked the result `is_error` (also a turn cut short by an interrupt).
     pub ok: bool,
+    /// The uuids of the inputs this turn took (`user_message_uuids`): more than one when an
+    /// input sent mid-turn steered it.
+    pub inputs: Vec<Uuid>,
     /// The result's text (`result`), empty if it has none.
     pub text: String,
     /// The Claude session id the result names.

@@ -36,7 +36,7 @@ pub(crate) async fn run(config: &ResolvedConfig, prompt: &str) -> Result<RunResu
     let spawned = process::spawn(config)?;
     let owner = spawned.owner;
     let mut stdin = spawned.stdin;
-    let line = message::user_line(prompt);
+    let line = message::user_line(prompt, None);
     // Written in the background: a prompt bigger than the pipe must not hold up reading.
     // Stdin is closed once written, so Claude ends after the one turn.
     tokio::spawn(async move {

@@ -2,15 +2,39 @@
 
 use runner_core::process::framing::Frame;
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 use crate::events::{AssistantMessage, ProtocolError, ReplayedInput, SessionEvent, TurnResult};
 
-/// One user message, the line Claude reads from stdin (with its newline).
-pub(crate) fn user_line(text: &str) -> Vec<u8> {
-    let message = json!({ "type": "user", "message": { "role": "user", "content": text } });
+/// One user message, the line Claude reads from stdin (with its newline). A `uuid` is
+/// echoed on the input's replay and listed in the `user_message_uuids` of the result that
+/// covers it, which is how a caller tells a steer merged into a turn from a queued one.
+pub(crate) fn user_line(text: &str, uuid: Option<Uuid>) -> Vec<u8> {
+    let mut message = json!({ "type": "user", "message": { "role": "user", "content": text } });
+    if let Some(uuid) = uuid {
+        message["uuid"] = uuid.to_string().into();
+    }
+    line_of(&message)
+}
+
+/// The control request that interrupts the running turn (Claude answers it with a
+/// `control_response` and ends the turn with an error result; the process stays).
+pub(crate) fn interrupt_line(request_id: Uuid) -> Vec<u8> {
+    line_of(&json!({
+        "type": "control_request",
+        "request_id": request_id.to_string(),
+        "request": { "subtype": "interrupt" },
+    }))
+}
+
+fn line_of(message: &Value) -> Vec<u8> {
     let mut line = message.to_string().into_bytes();
     line.push(b'\n');
     line
+}
+
+fn uuid_of(value: &Value) -> Option<Uuid> {
+    value.as_str().and_then(|s| Uuid::parse_str(s).ok())
 }
 
 /// Turns one framed stdout line into an event.
@@ -52,6 +76,7 @@ fn message_event(kind: String, raw: Value) -> SessionEvent {
         "user" if raw.get("isReplay").and_then(Value::as_bool) == Some(true) => {
             SessionEvent::Input(ReplayedInput {
                 text: text_of(&raw["message"]["content"]),
+                uuid: uuid_of(&raw["uuid"]),
                 raw,
             })
         }
@@ -63,6 +88,10 @@ fn message_event(kind: String, raw: Value) -> SessionEvent {
 pub(crate) fn turn_result(raw: Value) -> TurnResult {
     TurnResult {
         ok: raw.get("is_error").and_then(Value::as_bool) != Some(true),
+        inputs: raw["user_message_uuids"]
+            .as_array()
+            .map(|ids| ids.iter().filter_map(uuid_of).collect())
+            .unwrap_or_default(),
         text: raw
             .get("result")
             .and_then(Value::as_str)
@@ -110,13 +139,25 @@ mod tests {
 
     #[test]
     fn the_input_line_is_a_stream_json_user_message() {
-        let line = user_line("hi \"there\"\nnext");
+        let line = user_line("hi \"there\"\nnext", None);
         assert_eq!(line.last(), Some(&b'\n'));
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         let value: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(
             value,
             json!({"type":"user","message":{"role":"user","content":"hi \"there\"\nnext"}})
+        );
+    }
+
+    #[test]
+    fn an_input_may_carry_its_uuid_and_an_interrupt_is_a_control_request() {
+        let uuid = Uuid::new_v4();
+        let value: Value = serde_json::from_slice(&user_line("x", Some(uuid))).unwrap();
+        assert_eq!(value["uuid"], uuid.to_string());
+        let value: Value = serde_json::from_slice(&interrupt_line(uuid)).unwrap();
+        assert_eq!(
+            value,
+            json!({"type":"control_request","request_id":uuid.to_string(),"request":{"subtype":"interrupt"}})
         );
     }
 

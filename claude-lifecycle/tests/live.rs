@@ -109,6 +109,14 @@ fn result_text(events: &[SessionEvent]) -> String {
     }
 }
 
+/// The uuids of the inputs the last event, a result, says its turn took.
+fn result_inputs(events: &[SessionEvent]) -> Vec<uuid::Uuid> {
+    match events.last() {
+        Some(SessionEvent::Result(result)) => result.inputs.clone(),
+        other => panic!("a result, got {other:?}"),
+    }
+}
+
 fn inputs(events: &[SessionEvent]) -> Vec<String> {
     events
         .iter()
@@ -136,16 +144,22 @@ async fn two_turns_in_one_session_share_the_conversation() {
         .follow_up("SECOND", Script::new([Turn::text("second answer")]));
     let live = Live::start(|_| script).await;
     let (session, mut events) = session(&live, claude).await;
-    session.send("hello FIRST").await.unwrap();
+    let one = session.send("hello FIRST").await.unwrap();
     let first = until(&mut events, is_result).await;
+    assert_eq!(
+        result_inputs(&first),
+        [one],
+        "the result names the input it took"
+    );
     assert_eq!(result_text(&first), "first answer");
     assert_eq!(
         inputs(&first),
         ["hello FIRST"],
         "the input is replayed as taken"
     );
-    session.send("now SECOND").await.unwrap();
+    let two = session.send("now SECOND").await.unwrap();
     let second = until(&mut events, is_result).await;
+    assert_eq!(result_inputs(&second), [two]);
     assert_eq!(result_text(&second), "second answer");
     assert_eq!(inputs(&second), ["now SECOND"]);
     let requests = live.server.message_requests();
@@ -184,9 +198,9 @@ async fn an_input_sent_mid_turn_steers_that_turn() {
     })
     .await;
     let (session, mut events) = session(&live, claude).await;
-    session.send("hello FIRST").await.unwrap();
+    let first = session.send("hello FIRST").await.unwrap();
     live.requests(1).await;
-    session.send("also MIDTURN").await.unwrap();
+    let steer = session.send("also MIDTURN").await.unwrap();
     assert_eq!(session.state(), SessionState::Running);
     let turn = until(&mut events, is_result).await;
     assert_eq!(
@@ -194,9 +208,10 @@ async fn an_input_sent_mid_turn_steers_that_turn() {
         ["hello FIRST", "also MIDTURN"],
         "the steer came back as an input before the turn's result"
     );
+    assert_eq!(result_text(&turn), "steered answer");
     assert_eq!(
-        result_text(&turn),
-        "steered answer",
+        result_inputs(&turn),
+        [first, steer],
         "one result for both inputs"
     );
     let requests = live.server.message_requests();
@@ -288,4 +303,46 @@ async fn a_job_past_its_timeout_is_ended() {
         "Claude timed out ended with {:?} after {took:?}",
         result.exit
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_ends_the_turn_and_the_session_goes_on() {
+    let Some(claude) = claude() else { return };
+    let live = Live::start(|_| {
+        Script::new([Turn::text("too slow").delayed(Duration::from_secs(60))])
+            .follow_up("AFTER", Script::new([Turn::text("after answer")]))
+    })
+    .await;
+    let (session, mut events) = session(&live, claude).await;
+    session.send("hello FIRST").await.unwrap();
+    live.requests(1).await;
+    session.interrupt().await.unwrap();
+    let cut = until(&mut events, is_result).await;
+    let Some(SessionEvent::Result(result)) = cut.last() else {
+        unreachable!()
+    };
+    assert!(
+        !result.ok,
+        "an interrupted turn's result is an error: {result:?}"
+    );
+    assert_eq!(result.raw["terminal_reason"], "aborted_streaming");
+    until(&mut events, |e| {
+        matches!(
+            e,
+            SessionEvent::State {
+                to: SessionState::Ready,
+                ..
+            }
+        )
+    })
+    .await;
+    session.send("then AFTER").await.unwrap();
+    let after = until(&mut events, is_result).await;
+    assert_eq!(
+        result_text(&after),
+        "after answer",
+        "the same process takes the next input"
+    );
+    let exit = session.close().await;
+    assert_eq!(exit.code, Some(0), "the last result was a success");
 }

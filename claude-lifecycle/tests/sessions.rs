@@ -40,12 +40,17 @@ async fn a_turn_moves_the_state_and_captures_the_session_id() {
         .unwrap();
     assert_eq!(session.state(), Ready, "ready once spawned");
     let mut events = session.subscribe();
-    session.send("hello").await.unwrap();
+    let uuid = session.send("hello").await.unwrap();
     let seen = events_until(&mut events, |e| matches!(e, SessionEvent::Result(_))).await;
     assert_eq!(
         inputs(&seen),
         ["hello"],
         "the input came back as it was taken"
+    );
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, SessionEvent::Input(i) if i.uuid == Some(uuid))),
+        "with the uuid send gave"
     );
     assert!(
         seen.iter()
@@ -356,4 +361,33 @@ async fn an_empty_input_is_refused() {
         Err(Error::InvalidInput(_))
     ));
     session.close().await;
+}
+
+#[tokio::test]
+async fn an_interrupt_is_written_in_order_with_the_inputs() {
+    let out = Out::new();
+    let session = runner("echo", &out, GRACE)
+        .create_session(&SessionOptions::new())
+        .await
+        .unwrap();
+    let first = session.send("first");
+    let interrupt = session.interrupt();
+    let second = session.send("second");
+    let (first, (), second) = (
+        first.await.unwrap(),
+        interrupt.await.unwrap(),
+        second.await.unwrap(),
+    );
+    session.close().await;
+    let lines: Vec<serde_json::Value> = out
+        .read("inputs")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["uuid"], first.to_string());
+    assert_eq!(lines[1]["type"], "control_request");
+    assert_eq!(lines[1]["request"]["subtype"], "interrupt");
+    assert_eq!(lines[2]["uuid"], second.to_string());
+    assert!(matches!(session.interrupt().await, Err(Error::Closed)));
 }

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::events::{SessionEvent, SessionState};
@@ -78,36 +79,57 @@ impl Session {
         })
     }
 
-    /// Writes `text` to Claude as one user message. The input is queued when this is
-    /// called (so concurrent sends go out in the order they were made); the future
-    /// resolves once the line is written to stdin, not when Claude answers: listen for
-    /// [`SessionEvent::Result`] for that. An input sent during a turn steers that turn.
+    /// Writes `text` to Claude as one user message, and gives the uuid it carries (its
+    /// replay, [`SessionEvent::Input`], and the result that covers it name the same uuid).
+    /// The input is queued when this is called, so concurrent sends go out in the order
+    /// they were made; the future resolves once the line is written to stdin, not when
+    /// Claude answers: listen for [`SessionEvent::Result`] for that. An input sent during a
+    /// turn steers it: Claude adds it to the running turn after the next tool result, or
+    /// runs it as the next turn when the turn has no tool call left.
     ///
     /// Fails with [`Error::Closed`] once the session is closing or has ended (also for
     /// inputs still queued when `close` was called), [`Error::InvalidInput`] for an empty
     /// text, [`Error::Write`] when the pipe is broken.
-    pub fn send(&self, text: &str) -> impl Future<Output = Result<()>> + Send + use<> {
-        let queued = self.enqueue(text);
+    pub fn send(&self, text: &str) -> impl Future<Output = Result<Uuid>> + Send + use<> {
+        let queued = check_text(text, "input").and_then(|()| {
+            let uuid = Uuid::new_v4();
+            let line = message::user_line(text, Some(uuid));
+            self.enqueue(line, true).map(|written| (uuid, written))
+        });
         async move {
-            match queued?.await {
-                Ok(written) => written,
-                // The writer is gone: the session ended.
-                Err(_) => Err(Error::Closed),
-            }
+            let (uuid, written) = queued?;
+            written.await.map(|()| uuid)
         }
     }
 
-    fn enqueue(&self, text: &str) -> Result<oneshot::Receiver<Result<()>>> {
-        check_text(text, "input")?;
+    /// Asks Claude to stop the running turn (a `control_request` of subtype `interrupt`,
+    /// written in order with the inputs). Claude ends the turn with a result that is not
+    /// ok and stays ready for the next input; with no turn running it only answers the
+    /// request. Resolves once the request is written. Fails as [`Session::send`] does.
+    pub fn interrupt(&self) -> impl Future<Output = Result<()>> + Send + use<> {
+        let queued = self.enqueue(message::interrupt_line(Uuid::new_v4()), false);
+        async move { queued?.await }
+    }
+
+    /// Queues a line for the writer; the future resolves once it is written.
+    fn enqueue(
+        &self,
+        line: Vec<u8>,
+        starts_turn: bool,
+    ) -> Result<impl Future<Output = Result<()>> + Send + use<>> {
         if *self.closing.borrow() || self.status.borrow().state.is_final() {
             return Err(Error::Closed);
         }
         let (reply, written) = oneshot::channel();
-        let line = message::user_line(text);
         self.inputs
-            .send(tasks::Write { line, reply })
+            .send(tasks::Write {
+                line,
+                starts_turn,
+                reply,
+            })
             .map_err(|_| Error::Closed)?;
-        Ok(written)
+        // A writer gone without answering means the session ended.
+        Ok(async move { written.await.unwrap_or(Err(Error::Closed)) })
     }
 
     /// The session's events from now on. The first call also gets every event since the

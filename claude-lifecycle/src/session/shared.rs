@@ -79,11 +79,14 @@ impl Shared {
         });
     }
 
-    /// A line is about to be written: the session is busy from now on.
-    pub fn writing(&self) {
+    /// A line is about to be written; an input makes the session busy from now on (set
+    /// before the write, so a quick result cannot come before it and leave it running).
+    pub fn writing(&self, starts_turn: bool) {
         self.status
             .send_modify(|status| status.last_activity_at = SystemTime::now());
-        self.move_to(SessionState::Running);
+        if starts_turn {
+            self.move_to(SessionState::Running);
+        }
     }
 
     /// One stdout line, decoded.

@@ -16,9 +16,11 @@ use crate::error::{Error, Result};
 use crate::message;
 use crate::process::{self, Owner};
 
-/// One input waiting to be written, and who waits for it.
+/// One line waiting to be written, and who waits for it.
 pub(crate) struct Write {
     pub line: Vec<u8>,
+    /// A user message (the session is busy from its write on); false for a control request.
+    pub starts_turn: bool,
     pub reply: oneshot::Sender<Result<()>>,
 }
 
@@ -55,7 +57,7 @@ pub(crate) fn writer(
                     None => break,
                 },
             };
-            shared.writing();
+            shared.writing(write.starts_turn);
             let written = tokio::select! {
                 biased;
                 () = stopped(&mut closing, &owner) => {
