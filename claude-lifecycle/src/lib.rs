@@ -43,6 +43,8 @@ pub use job::RunResult;
 pub use options::{DEFAULT_SHUTDOWN_GRACE, Defaults, Job, ResolvedConfig, SessionOptions};
 pub use process::ExitInfo;
 pub use session::{Session, SessionStatus};
+/// The uuid type of inputs and results, re-exported so callers need not depend on `uuid`.
+pub use uuid::Uuid;
 
 use args::Mode;
 use options::Call;

@@ -46,6 +46,8 @@ impl Session {
         let shared = Arc::new(Shared::new());
         let first_events = shared.subscribe();
         let spawned = process::spawn(&config)?;
+        // Ready before any task runs, so no output can move the state first.
+        shared.move_to(SessionState::Ready);
         let (inputs, queue) = mpsc::unbounded_channel();
         let (closing, closing_rx) = watch::channel(false);
         let owner = spawned.owner;
@@ -68,7 +70,6 @@ impl Session {
             config.shutdown_grace,
             shared.clone(),
         );
-        shared.move_to(SessionState::Ready);
         Ok(Self {
             config,
             inputs,
