@@ -62,6 +62,14 @@ pub(crate) fn check_caller_args(args: &[String]) -> Result<()> {
                 "the argument {arg:?} contains a NUL byte, which no program can receive"
             )));
         }
+        // The one rule of the workspace this crate keeps against seed 004's pass-through:
+        // codehands never bypasses Claude Code's permissions (ARCHITECTURE.md, "Security").
+        if arg.contains("dangerously-skip-permissions") || arg.contains("bypassPermissions") {
+            return Err(Error::invalid(format!(
+                "the argument {arg:?} would bypass Claude Code's permissions, which codehands \
+                 never does: drop it, and allow the tools the job needs with --allowedTools"
+            )));
+        }
         if let Some(flag) = owned_flag(arg) {
             return Err(Error::invalid(format!(
                 "the argument {arg:?} names {flag}, which the runner owns (it sets -p \
@@ -117,6 +125,28 @@ mod tests {
 
     fn refused(arg: &str) -> bool {
         check_caller_args(&[arg.to_owned()]).is_err()
+    }
+
+    #[test]
+    fn a_permission_bypass_is_refused() {
+        for arg in [
+            "--dangerously-skip-permissions",
+            "--allow-dangerously-skip-permissions",
+            "--permission-mode=bypassPermissions",
+            "bypassPermissions",
+        ] {
+            let error = check_caller_args(&[arg.to_owned()]).unwrap_err();
+            assert!(error.to_string().contains("bypass"), "{arg}: {error}");
+        }
+        assert!(!refused("--permission-mode=acceptEdits"));
+    }
+
+    #[test]
+    fn debug_output_names_the_variables_but_never_their_values() {
+        let defaults = crate::Defaults::default().env("ANTHROPIC_API_KEY", "sk-ant-secret-value");
+        let text = format!("{defaults:?}");
+        assert!(text.contains("ANTHROPIC_API_KEY=[redacted]"), "{text}");
+        assert!(!text.contains("sk-ant-secret-value"), "{text}");
     }
 
     #[test]

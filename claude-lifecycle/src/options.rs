@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// The runner's defaults, applied to every job and session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Defaults {
     /// The program: `CLAUDE_BIN` when set and not empty, else `claude` on PATH.
@@ -92,7 +92,7 @@ impl Defaults {
 }
 
 /// A one-shot job: one prompt, one result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Job {
     /// The prompt, sent on stdin as one stream-json user message (never on argv).
@@ -154,7 +154,7 @@ impl Job {
 }
 
 /// The options of one persistent session.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SessionOptions {
     /// The working folder; `None`: the defaults'.
@@ -208,7 +208,7 @@ impl SessionOptions {
 
 /// What a job or session resolved to: the defaults merged with the call, checked. A
 /// session keeps a copy ([`crate::Session::config`]); nothing of the caller's is changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResolvedConfig {
     /// The program started.
@@ -293,4 +293,68 @@ pub(crate) fn check_text(text: &str, what: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+impl std::fmt::Debug for Defaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Defaults")
+            .field("program", &self.program)
+            .field("cwd", &self.cwd)
+            .field("env", &Redacted(&self.env))
+            .field("args", &self.args)
+            .field("resume_session_id", &self.resume_session_id)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("prompt", &self.prompt)
+            .field("cwd", &self.cwd)
+            .field("args", &self.args)
+            .field("env", &Redacted(&self.env))
+            .field("timeout", &self.timeout)
+            .field("resume_session_id", &self.resume_session_id)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("cwd", &self.cwd)
+            .field("args", &self.args)
+            .field("env", &Redacted(&self.env))
+            .field("resume_session_id", &self.resume_session_id)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ResolvedConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedConfig")
+            .field("program", &self.program)
+            .field("cwd", &self.cwd)
+            .field("argv", &self.argv)
+            .field("env", &Redacted(&self.env))
+            .field("resume_session_id", &self.resume_session_id)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// An environment overlay in debug output: the names, never the values (they hold API keys).
+struct Redacted<'a>(&'a [(String, String)]);
+
+impl std::fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| format!("{name}=[redacted]")))
+            .finish()
+    }
 }

@@ -220,7 +220,10 @@ fn a_processs_results_cost_their_own_share_summed() {
     assert_eq!(spent, Some(0.0008));
     // Two turns in one process (a message taken in after a result): both shares, and the
     // tokens of both.
-    let (spent, usage) = cost(&parse(&[&result(0.0024, 0.0008, 100), &result(0.0032, 0.0008, 50)]));
+    let (spent, usage) = cost(&parse(&[
+        &result(0.0024, 0.0008, 100),
+        &result(0.0032, 0.0008, 50),
+    ]));
     assert_eq!(spent, Some(0.0016));
     assert_eq!(usage["input_tokens"], 150);
     assert_eq!(usage["output_tokens"], 40);
