@@ -519,7 +519,8 @@ async fn codex_takes_a_follow_up_through_exec_resume_and_refuses_what_it_cannot_
         Turn::blocks([Block::tool_use(id, "exec_command", json!({ "cmd": cmd }))])
     };
     let script = Script::new([
-        exec("call_c1", "echo one > first.txt"),
+        // Slow enough to be asked things while it runs.
+        exec("call_c1", "echo one > first.txt").delayed(Duration::from_secs(2)),
         Turn::text("Wrote first.txt."),
     ])
     .follow_up(
@@ -553,7 +554,23 @@ async fn codex_takes_a_follow_up_through_exec_resume_and_refuses_what_it_cannot_
     assert_eq!(refused.kind(), ErrorKind::Unsupported, "{refused}");
     assert!(refused.to_string().contains("cannot ask"), "{refused}");
 
-    let events = suite::collect(runner.start(start).await.unwrap()).await;
+    let stream = runner.start(start).await.unwrap();
+    runner
+        .wait_for_agent(&id, Duration::from_secs(20))
+        .await
+        .unwrap();
+    // `codex exec` reads its prompt and takes nothing more: both are refused, saying so.
+    let steer = runner.send(&id, "and faster".into()).await.unwrap_err();
+    assert_eq!(steer.kind(), ErrorKind::Unsupported, "{steer}");
+    assert!(
+        steer
+            .to_string()
+            .contains("cannot take a message while it runs"),
+        "{steer}"
+    );
+    let stop = runner.interrupt(&id).await.unwrap_err();
+    assert_eq!(stop.kind(), ErrorKind::Unsupported, "{stop}");
+    let events = suite::collect(stream).await;
     assert_eq!(
         types(&events).last(),
         Some(&"approval.requested"),
@@ -601,8 +618,17 @@ async fn a_permission_request_outlives_the_runner_that_saw_it() {
     drop(stream);
     drop(runner);
     let runner = claude_runner(&world, &claude, &server);
-    let report = runner.recover().await.unwrap();
-    assert_eq!(report.adopted, vec![id], "{report:?}");
+    // The dropped runner's supervisor task ends at its next await: until then it holds the
+    // run's lock, as a dying daemon would for a moment.
+    let mut adopted = Vec::new();
+    for _ in 0..50 {
+        adopted = runner.recover().await.unwrap().adopted;
+        if !adopted.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(adopted, vec![id], "the new runner took the turn over");
     runner
         .answer(
             &id,

@@ -236,6 +236,7 @@ mod tests {
         (Running, Stopped),
         (Running, Failed),
         (Stopped, Running),
+        (AwaitingApproval, Running),
         (Stopped, Rejecting),
         (Stopped, Rejected),
         (AwaitingApproval, Approved),

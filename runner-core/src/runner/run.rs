@@ -964,9 +964,9 @@ fn system_note(text: String) -> EventBody {
     })
 }
 
-/// The result of a turn the caller interrupted: whatever the agent says of it (an
-/// interrupted turn's result is an error result for Claude Code), the turn ended as asked,
-/// and its change awaits approval.
+/// The result of a turn the caller interrupted: whatever the agent says of it (an agent
+/// may well call an interrupted turn an error), the turn ended as asked, and its change
+/// awaits approval.
 fn ended_by_interrupt(held: Held) -> Held {
     let finished = match held.body {
         EventBody::TaskFinished(finished) => finished,

@@ -15,7 +15,9 @@ use crate::error::Result;
 use crate::event::EventBody;
 use crate::ids::SessionId;
 
-/// What an agent can do beyond a plain run; callers read it to refuse clearly.
+/// What an agent can do beyond a plain run; callers read it to refuse clearly. The
+/// capabilities added after the first two are written only when true, so a plugin host of
+/// an older version still reads what a newer plugin says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentCapabilities {
@@ -27,14 +29,14 @@ pub struct AgentCapabilities {
     pub budget: bool,
     /// The agent takes more input while a turn runs ([`Agent::input_line`]): a message
     /// that steers the turn in flight.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub steer: bool,
     /// The agent can be told to end its turn without ending its process (an interrupt).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupt: bool,
     /// The agent can ask the caller before it uses a tool outside its allow list
     /// (`permission.requested`), instead of refusing it.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ask_permission: bool,
 }
 
