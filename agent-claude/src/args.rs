@@ -188,7 +188,12 @@ pub(crate) fn build(
         // Without it first, Claude Code never asks over stdin.
         stdin.push(input::initialize());
     }
-    stdin.push(input::user_message(&request.session_id.to_string(), &text));
+    // A fresh id: Claude Code keeps each message's id in the session's history, and a
+    // follow-up's prompt must not carry the first one's.
+    stdin.push(input::user_message(
+        &uuid::Uuid::new_v4().to_string(),
+        &text,
+    ));
     Ok(Invocation {
         program,
         args,

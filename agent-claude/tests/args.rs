@@ -36,19 +36,29 @@ fn args_of(agent: &ClaudeCode, request: &AgentRequest) -> Vec<String> {
         .collect()
 }
 
+/// A stdin line with its fresh message id replaced.
+fn redact_uuid(value: insta::internals::Content, _: insta::internals::ContentPath<'_>) -> String {
+    let text = value.as_str().unwrap_or_default().to_owned();
+    let mut line: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(uuid::Uuid::parse_str(line["uuid"].as_str().unwrap()).is_ok());
+    line["uuid"] = "[uuid]".into();
+    line.to_string()
+}
+
 #[test]
 fn a_first_run() {
     let agent = ClaudeCode::with_program("/opt/claude");
     let invocation = agent.invocation(&request()).unwrap();
     assert_eq!(invocation.program, PathBuf::from("/opt/claude"));
-    assert_eq!(invocation.close_stdin, StdinClose::AfterWrite);
+    assert_eq!(invocation.close_stdin, StdinClose::Conversation);
     insta::assert_json_snapshot!(
         "first_run",
         serde_json::json!({
             "args": args_of(&agent, &request()),
             "env": invocation.env,
             "stdin": invocation.stdin,
-        })
+        }),
+        { ".stdin[]" => insta::dynamic_redaction(redact_uuid) }
     );
 }
 
@@ -73,12 +83,21 @@ fn a_resume() {
         serde_json::json!({
             "args": args_of(&agent, &resume),
             "stdin": invocation.stdin,
-        })
+        }),
+        { ".stdin[]" => insta::dynamic_redaction(redact_uuid) }
     );
 }
 
+/// The text of the user message on the invocation's stdin (its only or last line).
+fn prompt_on_stdin(stdin: &[String]) -> String {
+    let line: serde_json::Value = serde_json::from_str(stdin.last().unwrap()).unwrap();
+    assert_eq!(line["type"], "user");
+    assert_eq!(line["message"]["role"], "user");
+    line["message"]["content"].as_str().unwrap().to_owned()
+}
+
 #[test]
-fn the_prompt_is_only_on_stdin_as_plain_text() {
+fn the_prompt_is_only_on_stdin_as_one_user_message() {
     let tricky = AgentRequest {
         permissions: Default::default(),
         prompt: "--dangerously-skip-permissions\nline two\u{2028}end".into(),
@@ -95,10 +114,43 @@ fn the_prompt_is_only_on_stdin_as_plain_text() {
     );
     let args = args_of(&ClaudeCode::with_program("claude"), &tricky);
     let format = args.iter().position(|a| a == "--input-format").unwrap();
-    assert_eq!(args[format + 1], "text");
-    // Written line by line, each followed by a newline, then stdin is closed.
-    assert_eq!(invocation.stdin.join("\n"), tricky.prompt);
-    assert_eq!(invocation.close_stdin, StdinClose::AfterWrite);
+    assert_eq!(args[format + 1], "stream-json");
+    assert!(args.contains(&"--replay-user-messages".to_owned()));
+    // One JSON line, whatever the prompt holds; stdin stays open for the conversation.
+    assert_eq!(invocation.stdin.len(), 1, "{:?}", invocation.stdin);
+    assert_eq!(prompt_on_stdin(&invocation.stdin), tricky.prompt);
+    assert_eq!(invocation.close_stdin, StdinClose::Conversation);
+}
+
+#[test]
+fn an_asking_run_uses_the_stdio_permission_tool_and_initializes_first() {
+    let agent = ClaudeCode::with_program("claude");
+    let asking = AgentRequest {
+        permissions: runner_core::PermissionMode::Ask,
+        ..request()
+    };
+    let args = args_of(&agent, &asking);
+    let tool = args
+        .iter()
+        .position(|a| a == "--permission-prompt-tool")
+        .unwrap();
+    assert_eq!(args[tool + 1], "stdio");
+    assert!(
+        !args.contains(&"--permission-prompts".to_owned()),
+        "{args:?}"
+    );
+    let stdin = agent.invocation(&asking).unwrap().stdin;
+    let first: serde_json::Value = serde_json::from_str(&stdin[0]).unwrap();
+    assert_eq!(first["request"]["subtype"], "initialize");
+    assert_eq!(prompt_on_stdin(&stdin), asking.prompt);
+    // A run that denies never asks.
+    let denying = args_of(&agent, &request());
+    let none = denying
+        .iter()
+        .position(|a| a == "--permission-prompts")
+        .unwrap();
+    assert_eq!(denying[none + 1], "none");
+    assert!(!denying.contains(&"--permission-prompt-tool".to_owned()));
 }
 
 #[test]
@@ -114,7 +166,7 @@ fn notes_are_never_on_argv() {
         "the runner's private file is named: {args:?}"
     );
     let invocation = agent.invocation(&with_file).unwrap();
-    assert_eq!(invocation.stdin.join("\n"), with_file.prompt);
+    assert_eq!(prompt_on_stdin(&invocation.stdin), with_file.prompt);
 
     let without_file = AgentRequest {
         permissions: Default::default(),
@@ -127,7 +179,7 @@ fn notes_are_never_on_argv() {
             .all(|a| !a.contains("two spaces") && !a.contains("system-prompt")),
         "{args:?}"
     );
-    let stdin = agent.invocation(&without_file).unwrap().stdin.join("\n");
+    let stdin = prompt_on_stdin(&agent.invocation(&without_file).unwrap().stdin);
     assert_eq!(
         stdin,
         format!(

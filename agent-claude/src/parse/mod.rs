@@ -71,6 +71,8 @@ pub(crate) struct ClaudeParser {
     denied: std::collections::HashSet<String>,
     /// The last provider trouble seen, which explains an error result.
     provider: Option<ProviderState>,
+    /// Whether `init` was seen.
+    started: bool,
 }
 
 impl AgentParser for ClaudeParser {
@@ -122,6 +124,40 @@ fn system_message(text: String, tool: Option<String>) -> EventBody {
     })
 }
 
+/// A user message Claude Code took in (the prompt, a follow-up, or a message that steered
+/// the turn), as `--replay-user-messages` prints it back.
+fn user_text(text: String) -> Option<EventBody> {
+    (!text.trim().is_empty()).then(|| {
+        EventBody::Message(Message {
+            text,
+            role: MessageRole::User,
+            denied: false,
+            tool: None,
+        })
+    })
+}
+
+/// `can_use_tool`: Claude Code asks before it uses a tool outside the allow list (only when
+/// it was started with `--permission-prompt-tool stdio`); other control requests say
+/// nothing about the run.
+fn control_request(line: &Line<'_>) -> Option<EventBody> {
+    let request: wire::ControlRequest<'_> =
+        serde_json::from_str(line.request?.get()).unwrap_or_default();
+    if !request.subtype.is("can_use_tool") {
+        return None;
+    }
+    let json = |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str(r.get()).ok());
+    Some(EventBody::PermissionRequested(
+        runner_core::event::PermissionRequested {
+            request_id: line.request_id.owned()?,
+            tool: request.tool_name.owned().unwrap_or_default(),
+            input: json(request.input).unwrap_or(serde_json::Value::Null),
+            suggestions: json(request.permission_suggestions),
+            tool_use_id: request.tool_use_id.owned(),
+        },
+    ))
+}
+
 impl ClaudeParser {
     fn events_of(&mut self, line: Line<'_>) -> Vec<EventBody> {
         match line.kind.get() {
@@ -129,13 +165,18 @@ impl ClaudeParser {
             Some("assistant") => self.assistant(line),
             Some("user") => self.user(line),
             Some("result") => vec![outcome::result(&line, self.provider)],
+            Some("control_request") => control_request(&line).into_iter().collect(),
             _ => Vec::new(),
         }
     }
 
     fn system(&mut self, line: &Line<'_>) -> Option<EventBody> {
         match line.subtype.get()? {
+            // Each turn of a conversation prints `init` again (a message taken in after a
+            // result starts one): the run started once.
+            "init" if self.started => None,
             "init" => {
+                self.started = true;
                 self.cwd = line.cwd.owned();
                 let tools = line
                     .tools
@@ -292,9 +333,20 @@ impl ClaudeParser {
         let MessageField::Body(body) = line.message else {
             return Vec::new();
         };
-        let Content::Blocks(blocks) = body.content else {
-            return Vec::new();
+        let replay = wire::bool_of(line.is_replay) == Some(true);
+        let blocks = match body.content {
+            Content::Blocks(blocks) => blocks,
+            Content::Text(text) if replay => return user_text(text).into_iter().collect(),
+            Content::Text(_) | Content::Other => return Vec::new(),
         };
+        if replay && !blocks.iter().any(|b| b.kind.is("tool_result")) {
+            let text: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b.kind.is("text"))
+                .filter_map(|b| b.text.get())
+                .collect();
+            return user_text(text.join("\n")).into_iter().collect();
+        }
         let mut events = Vec::new();
         for block in blocks.iter().filter(|b| b.kind.is("tool_result")) {
             self.tool_result(block, line.tool_use_result, &mut events);

@@ -161,3 +161,42 @@ fn a_huge_output_keeps_its_end() {
     );
     assert!(matches!(&events[2], EventBody::TestResult(t) if !t.passed));
 }
+
+/// The conversation lines of Claude Code 2.1.332 with `--input-format stream-json
+/// --replay-user-messages --permission-prompt-tool stdio`, as seen against the scripted server.
+#[test]
+fn a_conversation_gives_the_inputs_taken_in_the_permission_requests_and_one_start() {
+    let events = parse(&[
+        r##"{"type":"control_response","response":{"subtype":"success","request_id":"codehands-initialize","response":{"commands":[]}}}"##,
+        r##"{"type":"system","subtype":"init","cwd":"/w","session_id":"s1","tools":["Bash"],"model":"m"}"##,
+        r##"{"type":"user","message":{"role":"user","content":"hello FIRST"},"session_id":"s1","parent_tool_use_id":null,"uuid":"u1","isReplay":true}"##,
+        r##"{"type":"command_lifecycle","command_uuid":"u2","state":"queued","uuid":"x","session_id":"s1"}"##,
+        r##"{"type":"control_request","request_id":"r-1","request":{"subtype":"can_use_tool","tool_name":"Bash","display_name":"Bash","input":{"command":"python3 -c \"print(42)\"","description":"run it"},"permission_suggestions":[{"type":"addRules","behavior":"allow"}],"decision_reason":"This command requires approval","tool_use_id":"toolu_01bash"}}"##,
+        r##"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"also MIDTURN"}]},"isReplay":true}"##,
+        r##"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}"##,
+        r##"{"type":"system","subtype":"init","cwd":"/w","session_id":"s1","tools":["Bash"],"model":"m"}"##,
+        r##"{"type":"control_request","request_id":"r-2","request":{"subtype":"hook_callback"}}"##,
+    ]);
+    let user = |text: &str| {
+        EventBody::Message(Message {
+            text: text.into(),
+            role: MessageRole::User,
+            denied: false,
+            tool: None,
+        })
+    };
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert!(
+        matches!(&events[0], EventBody::TaskStarted(s) if s.agent_session_id.as_deref() == Some("s1"))
+    );
+    assert_eq!(events[1], user("hello FIRST"));
+    let EventBody::PermissionRequested(asked) = &events[2] else {
+        panic!("{:?}", events[2]);
+    };
+    assert_eq!(asked.request_id, "r-1");
+    assert_eq!(asked.tool, "Bash");
+    assert_eq!(asked.input["command"], "python3 -c \"print(42)\"");
+    assert_eq!(asked.tool_use_id.as_deref(), Some("toolu_01bash"));
+    assert_eq!(asked.suggestions.as_ref().unwrap()[0]["type"], "addRules");
+    assert_eq!(events[3], user("also MIDTURN"));
+}

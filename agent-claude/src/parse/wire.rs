@@ -67,6 +67,30 @@ pub(super) struct Line<'a> {
     pub errors: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub tool_use_result: Option<&'a RawValue>,
+    /// `isReplay` on a user message Claude Code took in (`--replay-user-messages`).
+    #[serde(rename = "isReplay", borrow, default)]
+    pub is_replay: Option<&'a RawValue>,
+    /// A control request's id (`control_request` lines).
+    #[serde(borrow, default)]
+    pub request_id: Str<'a>,
+    /// A control request's body.
+    #[serde(borrow, default)]
+    pub request: Option<&'a RawValue>,
+}
+
+/// The body of a `control_request` Claude Code sends (`can_use_tool` asks to use a tool).
+#[derive(Deserialize, Default)]
+pub(super) struct ControlRequest<'a> {
+    #[serde(borrow, default)]
+    pub subtype: Str<'a>,
+    #[serde(borrow, default)]
+    pub tool_name: Str<'a>,
+    #[serde(borrow, default)]
+    pub input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub permission_suggestions: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub tool_use_id: Str<'a>,
 }
 
 /// The `message` of an assistant or user line.
@@ -249,7 +273,7 @@ pub(super) enum Content<'a> {
     /// Content blocks.
     Blocks(Vec<Block<'a>>),
     /// A plain string (a user prompt).
-    Text,
+    Text(String),
     /// Absent or of another type.
     #[default]
     Other,
@@ -266,8 +290,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 Vec::<Block<'de>>::deserialize(SeqAccessDeserializer::new(seq)).map(Content::Blocks)
             }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Content::Text)
+            fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(text.to_owned()))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}

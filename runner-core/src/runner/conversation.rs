@@ -32,6 +32,9 @@ pub(super) fn timeout_message(limit: Duration) -> String {
 /// What an agent is told when it asks in a run that does not ask the caller.
 const NOT_ASKING: &str = "this run does not ask for permission: the tool is denied";
 
+/// Why a request still waiting when the turn ended was denied.
+const WITHDRAWN: &str = "the turn ended before an answer came: the tool did not run";
+
 /// The conversation side of one turn.
 pub(super) struct Conversation {
     agent: Arc<dyn Agent>,
@@ -133,9 +136,24 @@ impl Conversation {
         !self.waiting.is_empty()
     }
 
-    /// Nothing more is given to the agent: its stdin is closed.
-    pub(super) fn close(&mut self) {
+    /// Nothing more is given to the agent: its stdin is closed. A request still waiting
+    /// was withdrawn by the turn's end (an interrupt): it is denied, and the log says so.
+    pub(super) fn close(&mut self) -> Vec<EventBody> {
         self.closed = true;
+        let waiting: Vec<String> = self.waiting.keys().cloned().collect();
+        waiting
+            .into_iter()
+            .map(|request_id| {
+                self.waiting.remove(&request_id);
+                self.resolved.insert(request_id.clone());
+                EventBody::PermissionResolved(PermissionResolved {
+                    request_id,
+                    outcome: PermissionOutcome::Denied,
+                    message: Some(WITHDRAWN.to_owned()),
+                    updated_input: None,
+                })
+            })
+            .collect()
     }
 
     /// Gives the agent what the inbox holds for this turn, and denies the requests whose

@@ -665,7 +665,9 @@ impl Supervisor {
                             linger_until: settled.then_some(linger),
                         });
                         if settled {
-                            conversation.close();
+                            for body in conversation.close() {
+                                self.emit_own(body, None);
+                            }
                             watched.close_stdin();
                         }
                     }

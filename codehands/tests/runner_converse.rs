@@ -1,0 +1,620 @@
+//! Conversations through the library, with the real Claude Code (2.1.332) and Codex
+//! (0.163.0) against the scripted model server: a follow-up turn after approval was
+//! requested, a message that steers a turn in flight, permission requests allowed, denied
+//! and left unanswered, and an interrupt followed by a follow-up.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures::StreamExt;
+use runner_core::event::PermissionOutcome;
+use runner_core::testkit::runner as suite;
+use runner_core::{
+    AgentName, ErrorKind, Event, EventBody, EventStream, LocalRunner, PermissionAnswer,
+    Permissions, Runner, Sent, SessionId, SessionState, StartOptions,
+};
+use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use serde_json::json;
+use support::{World, types};
+
+fn claude_runner(world: &World, claude: &Path, server: &ModelServer) -> LocalRunner {
+    let mut settings = world.settings();
+    settings
+        .caller_env
+        .push(("ANTHROPIC_BASE_URL".into(), server.base_url()));
+    settings
+        .caller_env
+        .push(("ANTHROPIC_API_KEY".into(), "sk-ant-dummy-for-tests".into()));
+    world.runner_with(settings, |s| s.claude_bin = claude.to_path_buf())
+}
+
+fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
+    StartOptions::new(
+        id,
+        &world.repo,
+        prompt,
+        AgentName::parse("claude-code").unwrap(),
+    )
+}
+
+fn write(id: &str, path: &str, text: &str) -> Turn {
+    Turn::blocks([Block::tool_use(
+        id,
+        "Write",
+        json!({ "file_path": path, "content": text }),
+    )])
+}
+
+/// The worktree a session of `world` gets (the model names files by absolute path).
+async fn worktree_for(world: &World, id: &SessionId) -> PathBuf {
+    let key = runner_core::Vcs::repo_key(&vcs_git::GitVcs::new(), &world.repo)
+        .await
+        .unwrap();
+    world.home.worktree_path(&key, id).unwrap()
+}
+
+/// Every `tool_result` text the server was sent, in order.
+fn tool_results(server: &ModelServer) -> Vec<String> {
+    let mut out = Vec::new();
+    for request in server.message_requests() {
+        for message in request["messages"].as_array().into_iter().flatten() {
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" {
+                    out.push(block["content"].to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a user message the server was sent holds `text`.
+fn server_saw(server: &ModelServer, text: &str) -> bool {
+    server
+        .message_requests()
+        .iter()
+        .any(|r| r["messages"].to_string().contains(text))
+}
+
+/// Reads `stream` until an event `until` says stop; returns the events read.
+async fn read_until(stream: &mut EventStream, until: impl Fn(&Event) -> bool) -> Vec<Event> {
+    let mut seen = Vec::new();
+    let read = async {
+        while let Some(event) = stream.next().await {
+            let stop = until(&event);
+            seen.push(event);
+            if stop {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(90), read)
+        .await
+        .expect("the events came within 90 s");
+    seen
+}
+
+fn assert_contiguous(events: &[Event]) {
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "seq 1..N: {:?}",
+        types(events)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_turn_continues_the_conversation_and_approve_commits_both_changes() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let id = SessionId::new_random();
+    let wt = worktree_for(&world, &id).await;
+    let first = wt.join("first.txt").display().to_string();
+    let second = wt.join("second.txt").display().to_string();
+    let script = Script::new([
+        write("toolu_f1", &first, "one\n"),
+        Turn::text("Wrote first.txt."),
+    ])
+    .follow_up(
+        "FOLLOW-UP-MARK",
+        Script::new([
+            write("toolu_f2", &second, "two\n"),
+            Turn::text("Wrote second.txt as well."),
+        ]),
+    );
+    let server = ModelServer::start(script).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let events = suite::collect(
+        runner
+            .start(options(&world, id, "Write first.txt"))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        types(&events).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&events)
+    );
+
+    let Sent::FollowUp(stream) = runner
+        .send(&id, "FOLLOW-UP-MARK: now write second.txt too".into())
+        .await
+        .unwrap()
+    else {
+        panic!("a session awaiting approval takes a follow-up turn");
+    };
+    let more = suite::collect(stream).await;
+    assert_eq!(
+        types(&more).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&more)
+    );
+    let all = runner.logged_events(&id, 0).unwrap();
+    assert_contiguous(&all);
+    assert_eq!(
+        all.len(),
+        events.len() + more.len(),
+        "the follow-up's events continue the seq"
+    );
+    let Some(EventBody::ApprovalRequested(asked)) = more.last().map(|e| &e.body) else {
+        unreachable!()
+    };
+    let paths: Vec<&str> = asked
+        .diff_stat
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        ["first.txt", "second.txt"],
+        "the second diff holds both changes"
+    );
+    // The follow-up continued the same conversation: the server saw the first exchange.
+    let last = server.message_requests().pop().unwrap();
+    assert!(
+        last["messages"].to_string().contains("Wrote first.txt."),
+        "{last}"
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.script.as_deref() == Some("FOLLOW-UP-MARK")),
+        "the follow-up's script answered"
+    );
+
+    let approved = runner.approve(&id, "Both files").await.unwrap();
+    let files = world.git(&["show", "--name-only", "--format=%s", &approved.commit]);
+    assert_eq!(files.trim(), "Both files\n\nfirst.txt\nsecond.txt");
+    let parent = world.git(&["rev-parse", &format!("{}^", approved.commit)]);
+    assert_eq!(
+        parent.trim(),
+        runner.session(&id).await.unwrap().base_commit,
+        "one commit on the base"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_mid_turn_steers_the_turn_in_flight() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let id = SessionId::new_random();
+    let wt = worktree_for(&world, &id).await;
+    let first = wt.join("first.txt").display().to_string();
+    let steered = wt.join("steered.txt").display().to_string();
+    // The first answer takes a while: the message arrives while the model "thinks".
+    let script = Script::new([
+        write("toolu_s1", &first, "one\n").delayed(Duration::from_secs(3)),
+        Turn::text("Wrote first.txt."),
+    ])
+    .follow_up(
+        "STEER-MARK",
+        Script::new([
+            write("toolu_s2", &steered, "steered\n"),
+            Turn::text("Wrote steered.txt as asked."),
+        ]),
+    );
+    let server = ModelServer::start(script).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let mut stream = runner
+        .start(options(&world, id, "Write first.txt"))
+        .await
+        .unwrap();
+    read_until(&mut stream, |e| matches!(e.body, EventBody::TaskStarted(_))).await;
+    let sent = runner
+        .send(&id, "STEER-MARK: also write steered.txt".into())
+        .await
+        .unwrap();
+    assert!(matches!(sent, Sent::Steered), "{sent:?}");
+    let rest = suite::collect(stream).await;
+    assert_eq!(
+        types(&rest).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&rest)
+    );
+    let finished = rest
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::TaskFinished(_)))
+        .count();
+    assert_eq!(finished, 1, "one turn: {:?}", types(&rest));
+    assert!(
+        rest.iter().any(|e| matches!(&e.body, EventBody::Message(m)
+            if m.role == runner_core::event::MessageRole::User && m.text.contains("STEER-MARK"))),
+        "the message comes back as the agent took it in: {:?}",
+        types(&rest)
+    );
+    let diff = runner.diff(&id).await.unwrap();
+    let paths: Vec<&str> = diff.stat.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["first.txt", "steered.txt"]);
+    assert!(server_saw(&server, "STEER-MARK"));
+    assert_contiguous(&runner.logged_events(&id, 0).unwrap());
+}
+
+/// A script whose model runs a command outside the allow list, then says what it got.
+fn asks_for_python() -> Script {
+    Script::new([
+        Turn::blocks([Block::tool_use(
+            "toolu_p1",
+            "Bash",
+            json!({ "command": "python3 -c \"print(6*7)\"", "description": "Compute" }),
+        )]),
+        Turn::text("Done."),
+    ])
+}
+
+/// Starts an asking run of `asks_for_python` and reads up to its permission request.
+async fn asking_run(
+    world: &World,
+    runner: &LocalRunner,
+    permissions: Permissions,
+) -> (SessionId, EventStream, String) {
+    let id = SessionId::new_random();
+    let mut options = options(world, id, "Compute six times seven with python");
+    options.permissions = permissions;
+    let mut stream = runner.start(options).await.unwrap();
+    let seen = read_until(&mut stream, |e| {
+        matches!(e.body, EventBody::PermissionRequested(_))
+    })
+    .await;
+    let Some(EventBody::PermissionRequested(asked)) = seen.last().map(|e| &e.body) else {
+        panic!("a permission request: {:?}", types(&seen));
+    };
+    assert_eq!(asked.tool, "Bash");
+    assert_eq!(asked.input["command"], "python3 -c \"print(6*7)\"");
+    (id, stream, asked.request_id.clone())
+}
+
+fn resolved(events: &[Event]) -> Vec<(String, PermissionOutcome)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::PermissionResolved(r) => Some((r.request_id.clone(), r.outcome)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_permission_request_runs_the_tool() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let server = ModelServer::start(asks_for_python()).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let (id, stream, request) = asking_run(&world, &runner, Permissions::ask()).await;
+    runner
+        .answer(
+            &id,
+            &request,
+            PermissionAnswer::Allow {
+                updated_input: None,
+            },
+        )
+        .await
+        .unwrap();
+    let rest = suite::collect(stream).await;
+    assert_eq!(
+        types(&rest).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&rest)
+    );
+    assert_eq!(
+        resolved(&rest),
+        [(request.clone(), PermissionOutcome::Allowed)]
+    );
+    let results = tool_results(&server);
+    assert!(
+        results.iter().any(|r| r.contains("42")),
+        "the tool ran: {results:?}"
+    );
+    // An answer counts once.
+    let again = runner
+        .answer(&id, &request, PermissionAnswer::Deny { message: None })
+        .await
+        .unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::InvalidInput, "{again}");
+    assert!(again.to_string().contains("already allowed"), "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_permission_request_tells_the_agent_why() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let server = ModelServer::start(asks_for_python()).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let (id, stream, request) = asking_run(&world, &runner, Permissions::ask()).await;
+    runner
+        .answer(
+            &id,
+            &request,
+            PermissionAnswer::Deny {
+                message: Some("No python today, please.".into()),
+            },
+        )
+        .await
+        .unwrap();
+    let rest = suite::collect(stream).await;
+    assert_eq!(resolved(&rest), [(request, PermissionOutcome::Denied)]);
+    let results = tool_results(&server);
+    assert!(
+        results.iter().any(|r| r.contains("No python today")),
+        "the server saw the refusal: {results:?}"
+    );
+    assert!(
+        !results.iter().any(|r| r.contains("42")),
+        "the tool never ran"
+    );
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::AwaitingApproval
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_permission_request_is_denied_after_its_timeout() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let server = ModelServer::start(asks_for_python()).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let permissions = Permissions {
+        timeout_secs: Some(1),
+        ..Permissions::ask()
+    };
+    let (id, stream, request) = asking_run(&world, &runner, permissions).await;
+    let rest = suite::collect(stream).await;
+    assert_eq!(
+        resolved(&rest),
+        [(request.clone(), PermissionOutcome::TimedOut)]
+    );
+    let results = tool_results(&server);
+    assert!(
+        results.iter().any(|r| r.contains("nobody answered")),
+        "the server saw the denial: {results:?}"
+    );
+    let late = runner
+        .answer(
+            &id,
+            &request,
+            PermissionAnswer::Allow {
+                updated_input: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(late.to_string().contains("for want of an answer"), "{late}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_ends_the_turn_and_a_follow_up_redirects_the_agent() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let id = SessionId::new_random();
+    let wt = worktree_for(&world, &id).await;
+    let slow = wt.join("slow.txt").display().to_string();
+    let other = wt.join("other.txt").display().to_string();
+    let script = Script::new([
+        write("toolu_i1", &slow, "never\n").delayed(Duration::from_secs(20)),
+        Turn::text("Wrote slow.txt."),
+    ])
+    .follow_up(
+        "REDIRECT-MARK",
+        Script::new([
+            write("toolu_i2", &other, "other\n"),
+            Turn::text("Wrote other.txt instead."),
+        ]),
+    );
+    let server = ModelServer::start(script).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let mut stream = runner
+        .start(options(&world, id, "Write slow.txt"))
+        .await
+        .unwrap();
+    read_until(&mut stream, |e| matches!(e.body, EventBody::TaskStarted(_))).await;
+    // The model is "thinking" (the server holds its answer back) when the interrupt comes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while server.message_requests().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let asked = std::time::Instant::now();
+    runner.interrupt(&id).await.unwrap();
+    let rest = suite::collect(stream).await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "the turn ended at the interrupt, not after the model's answer"
+    );
+    assert_eq!(
+        types(&rest).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&rest)
+    );
+    let interrupted = rest
+        .iter()
+        .any(|e| matches!(&e.body, EventBody::TaskFinished(f) if f.interrupted));
+    assert!(
+        interrupted,
+        "task.finished says interrupted: {:?}",
+        types(&rest)
+    );
+    assert!(
+        !wt.join("slow.txt").exists(),
+        "the interrupted turn wrote nothing"
+    );
+
+    let Sent::FollowUp(stream) = runner
+        .send(&id, "REDIRECT-MARK: write other.txt instead".into())
+        .await
+        .unwrap()
+    else {
+        panic!("an interrupted session takes a follow-up");
+    };
+    let more = suite::collect(stream).await;
+    assert_eq!(
+        types(&more).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&more)
+    );
+    let diff = runner.diff(&id).await.unwrap();
+    let paths: Vec<&str> = diff.stat.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["other.txt"]);
+    assert_contiguous(&runner.logged_events(&id, 0).unwrap());
+}
+
+/// The pinned Codex, or a skip (a failure under CI=true).
+fn codex() -> Option<PathBuf> {
+    let found =
+        runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
+    if found.is_none() {
+        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_takes_a_follow_up_through_exec_resume_and_refuses_what_it_cannot_do() {
+    let Some(codex) = codex() else { return };
+    let world = World::demo();
+    let exec = |id: &str, cmd: &str| {
+        Turn::blocks([Block::tool_use(id, "exec_command", json!({ "cmd": cmd }))])
+    };
+    let script = Script::new([
+        exec("call_c1", "echo one > first.txt"),
+        Turn::text("Wrote first.txt."),
+    ])
+    .follow_up(
+        "CODEX-FOLLOW-UP",
+        Script::new([
+            exec("call_c2", "echo two > second.txt"),
+            Turn::text("Wrote second.txt."),
+        ]),
+    );
+    let server = ModelServer::start(script).await.unwrap();
+    let mut settings = world.settings();
+    settings
+        .caller_env
+        .push(("OPENAI_BASE_URL".into(), server.openai_base_url()));
+    settings
+        .caller_env
+        .push(("OPENAI_API_KEY".into(), "sk-dummy-for-codex-tests".into()));
+    let runner = world.runner_with(settings, |s| s.codex_bin = codex.to_path_buf());
+    let id = SessionId::new_random();
+    let mut start = StartOptions::new(
+        id,
+        &world.repo,
+        "Write first.txt",
+        AgentName::parse("codex").unwrap(),
+    );
+    start.model = Some("scripted-model".into());
+    let mut asking = start.clone();
+    asking.session_id = SessionId::new_random();
+    asking.permissions = Permissions::ask();
+    let refused = runner.start(asking).await.err().expect("codex cannot ask");
+    assert_eq!(refused.kind(), ErrorKind::Unsupported, "{refused}");
+    assert!(refused.to_string().contains("cannot ask"), "{refused}");
+
+    let events = suite::collect(runner.start(start).await.unwrap()).await;
+    assert_eq!(
+        types(&events).last(),
+        Some(&"approval.requested"),
+        "{events:#?}"
+    );
+    let Sent::FollowUp(stream) = runner
+        .send(&id, "CODEX-FOLLOW-UP: and second.txt".into())
+        .await
+        .unwrap()
+    else {
+        panic!("a follow-up");
+    };
+    let more = suite::collect(stream).await;
+    assert_eq!(
+        types(&more).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&more)
+    );
+    let diff = runner.diff(&id).await.unwrap();
+    let paths: Vec<&str> = diff.stat.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["first.txt", "second.txt"]);
+    // `exec resume` carried the first exchange.
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.script.as_deref() == Some("CODEX-FOLLOW-UP")
+                && r.body.contains("Wrote first.txt.")),
+        "the follow-up continued the thread"
+    );
+    assert_contiguous(&runner.logged_events(&id, 0).unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_request_outlives_the_runner_that_saw_it() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let server = ModelServer::start(asks_for_python()).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let (id, stream, request) = asking_run(&world, &runner, Permissions::ask()).await;
+    // The daemon goes away while the agent waits for an answer: its supervisor with it.
+    drop(stream);
+    drop(runner);
+    let runner = claude_runner(&world, &claude, &server);
+    let report = runner.recover().await.unwrap();
+    assert_eq!(report.adopted, vec![id], "{report:?}");
+    runner
+        .answer(&id, &request, PermissionAnswer::Allow { updated_input: None })
+        .await
+        .unwrap();
+    let all = suite::collect(runner.events(&id, 0).await.unwrap()).await;
+    assert_eq!(types(&all).last(), Some(&"approval.requested"), "{:?}", types(&all));
+    assert_contiguous(&all);
+    let asked = all
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::PermissionRequested(_)))
+        .count();
+    assert_eq!(asked, 1, "asked once, whoever watched: {:?}", types(&all));
+    assert_eq!(resolved(&all), [(request, PermissionOutcome::Allowed)]);
+    assert!(tool_results(&server).iter().any(|r| r.contains("42")));
+}
