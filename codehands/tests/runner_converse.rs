@@ -604,11 +604,22 @@ async fn a_permission_request_outlives_the_runner_that_saw_it() {
     let report = runner.recover().await.unwrap();
     assert_eq!(report.adopted, vec![id], "{report:?}");
     runner
-        .answer(&id, &request, PermissionAnswer::Allow { updated_input: None })
+        .answer(
+            &id,
+            &request,
+            PermissionAnswer::Allow {
+                updated_input: None,
+            },
+        )
         .await
         .unwrap();
     let all = suite::collect(runner.events(&id, 0).await.unwrap()).await;
-    assert_eq!(types(&all).last(), Some(&"approval.requested"), "{:?}", types(&all));
+    assert_eq!(
+        types(&all).last(),
+        Some(&"approval.requested"),
+        "{:?}",
+        types(&all)
+    );
     assert_contiguous(&all);
     let asked = all
         .iter()
