@@ -219,6 +219,9 @@ fn a_run_that_retried_and_then_answered_finishes() {
         [
             "task.started",
             "provider.status",
+            // The prompt, as Claude Code took it in (`--replay-user-messages`), once the
+            // request went through.
+            "message",
             "message",
             "task.finished"
         ]

@@ -168,7 +168,7 @@ impl<'a> Harness<'a> {
                     Ok(0) => break,
                     Ok(_) => {
                         let text = line.strip_suffix('\n').unwrap_or(&line).to_owned();
-                        if invocation.close_stdin == StdinClose::AfterResult
+                        if invocation.close_stdin != StdinClose::AfterWrite
                             && parser.parse_line(&text).iter().any(|e| e.is_terminal())
                         {
                             // The program waits for more input after its result: end it.

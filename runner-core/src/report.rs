@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::agent_name::AgentName;
-use crate::event::{Event, EventBody, FailureKind, FileChangeKind, MessageRole};
+use crate::event::{Event, EventBody, FailureKind, FileChangeKind, MessageRole, PermissionOutcome};
 use crate::ids::SessionId;
 use crate::options::DiffStat;
 use crate::session::{SessionRecord, SessionState, TokenCounts};
@@ -211,6 +211,8 @@ pub fn build(input: ReportInput<'_>) -> RunReport {
     let mut commands = Vec::new();
     let mut tests = Vec::new();
     let mut denied_tools = Vec::new();
+    // The tool of each permission request, for the denial its answer may be.
+    let mut asked: BTreeMap<&str, &str> = BTreeMap::new();
     let mut last_assistant = None;
     let mut last_result = None;
     let mut diff_stat = None;
@@ -257,9 +259,22 @@ pub fn build(input: ReportInput<'_>) -> RunReport {
             EventBody::CommandStarted(_)
             | EventBody::ProviderStatus(_)
             | EventBody::TaskFailed(_)
-            | EventBody::TaskStopped(_)
-            | EventBody::PermissionRequested(_)
-            | EventBody::PermissionResolved(_) => {}
+            | EventBody::TaskStopped(_) => {}
+            EventBody::PermissionRequested(p) => {
+                asked.insert(&p.request_id, &p.tool);
+            }
+            EventBody::PermissionResolved(p) if p.outcome != PermissionOutcome::Allowed => {
+                let tool = asked.get(p.request_id.as_str()).map(|t| (*t).to_owned());
+                let why = p.message.as_deref().unwrap_or("denied");
+                denied_tools.push(DeniedTool {
+                    text: format!(
+                        "{} was asked for and not allowed: {why}",
+                        tool.as_deref().unwrap_or("a tool")
+                    ),
+                    tool,
+                });
+            }
+            EventBody::PermissionResolved(_) => {}
         }
     }
     read.sort();

@@ -73,6 +73,8 @@ pub(crate) struct ClaudeParser {
     provider: Option<ProviderState>,
     /// Whether `init` was seen.
     started: bool,
+    /// What the results of this process cost so far.
+    spent: outcome::Spent,
 }
 
 impl AgentParser for ClaudeParser {
@@ -164,7 +166,11 @@ impl ClaudeParser {
             Some("system") => self.system(&line).into_iter().collect(),
             Some("assistant") => self.assistant(line),
             Some("user") => self.user(line),
-            Some("result") => vec![outcome::result(&line, self.provider)],
+            Some("result") => {
+                let mut event = outcome::result(&line, self.provider);
+                self.spent.add(&line, &mut event);
+                vec![event]
+            }
             Some("control_request") => control_request(&line).into_iter().collect(),
             _ => Vec::new(),
         }

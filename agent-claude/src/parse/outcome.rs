@@ -85,3 +85,65 @@ pub(super) fn result(line: &Line<'_>, provider: Option<ProviderState>) -> EventB
         cost_usd,
     })
 }
+
+/// What the results of one process cost and used, summed: a conversation prints a result
+/// per turn it runs, and the runner keeps the last, which must stand for them all. Claude
+/// Code's `total_cost_usd` counts the whole session, runs a resume continues included, so
+/// each result's own share is read from `model_usage_since_last_result` when it is there.
+#[derive(Debug, Default)]
+pub(super) struct Spent {
+    cost: Option<f64>,
+    usage: Option<serde_json::Value>,
+}
+
+impl Spent {
+    /// Adds the result `line` and sets the sums on its `event`.
+    pub(super) fn add(&mut self, line: &Line<'_>, event: &mut EventBody) {
+        let own = line
+            .model_usage_since_last_result
+            .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok())
+            .and_then(|models| {
+                let models = models.as_object()?.clone();
+                Some(
+                    models
+                        .values()
+                        .filter_map(|m| m.get("costUSD").and_then(serde_json::Value::as_f64))
+                        .sum::<f64>(),
+                )
+            })
+            .or_else(|| wire::f64_of(line.total_cost_usd));
+        if let Some(own) = own {
+            self.cost = Some(self.cost.unwrap_or(0.0) + own);
+        }
+        let usage = line
+            .usage
+            .and_then(|raw| serde_json::from_str::<serde_json::Value>(raw.get()).ok());
+        self.usage = match (self.usage.take(), usage) {
+            (Some(before), Some(now)) => Some(sum_numbers(before, now)),
+            (before, now) => now.or(before),
+        };
+        match event {
+            EventBody::TaskFinished(finished) => {
+                finished.cost_usd = self.cost;
+                finished.usage = self.usage.clone();
+            }
+            EventBody::TaskFailed(failed) => failed.cost_usd = self.cost,
+            _ => {}
+        }
+    }
+}
+
+/// `now` with each top-level number of `before` added to its own (token counts).
+fn sum_numbers(before: serde_json::Value, mut now: serde_json::Value) -> serde_json::Value {
+    if let (Some(before), Some(now)) = (before.as_object(), now.as_object_mut()) {
+        for (key, value) in now.iter_mut() {
+            if let (Some(a), Some(b)) = (
+                before.get(key).and_then(serde_json::Value::as_u64),
+                value.as_u64(),
+            ) {
+                *value = (a + b).into();
+            }
+        }
+    }
+    now
+}

@@ -200,3 +200,35 @@ fn a_conversation_gives_the_inputs_taken_in_the_permission_requests_and_one_star
     assert_eq!(asked.suggestions.as_ref().unwrap()[0]["type"], "addRules");
     assert_eq!(events[3], user("also MIDTURN"));
 }
+
+/// Claude Code 2.1.332's `total_cost_usd` counts the whole session (earlier results of the
+/// process, and the runs a resume continues); each result's own share is in
+/// `model_usage_since_last_result`.
+#[test]
+fn a_processs_results_cost_their_own_share_summed() {
+    let result = |total: f64, own: f64, input: u64| {
+        format!(
+            r#"{{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":{total},"usage":{{"input_tokens":{input},"output_tokens":20,"service_tier":"standard"}},"model_usage_since_last_result":{{"m":{{"costUSD":{own}}}}}}}"#
+        )
+    };
+    let cost = |events: &[EventBody]| match events.last() {
+        Some(EventBody::TaskFinished(f)) => (f.cost_usd, f.usage.clone().unwrap_or_default()),
+        other => panic!("{other:?}"),
+    };
+    // A resumed session's run: its own share only, not the first run's.
+    let (spent, _) = cost(&parse(&[&result(0.0016, 0.0008, 100)]));
+    assert_eq!(spent, Some(0.0008));
+    // Two turns in one process (a message taken in after a result): both shares, and the
+    // tokens of both.
+    let (spent, usage) = cost(&parse(&[
+        &result(0.0024, 0.0008, 100),
+        &result(0.0032, 0.0008, 50),
+    ]));
+    assert_eq!(spent, Some(0.0016));
+    assert_eq!(usage["input_tokens"], 150);
+    assert_eq!(usage["output_tokens"], 40);
+    assert_eq!(usage["service_tier"], "standard");
+    // An older line without the share: its total.
+    let old = r#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5}"#;
+    assert_eq!(cost(&parse(&[old])).0, Some(0.5));
+}

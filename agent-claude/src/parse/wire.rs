@@ -55,6 +55,11 @@ pub(super) struct Line<'a> {
     pub result: Str<'a>,
     #[serde(borrow, default)]
     pub total_cost_usd: Option<&'a RawValue>,
+    /// Per model, what the turn since the last result used and cost (`costUSD`): unlike
+    /// `total_cost_usd`, it leaves out earlier results of the process and the runs a
+    /// resumed session continues.
+    #[serde(borrow, default)]
+    pub model_usage_since_last_result: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub usage: Option<&'a RawValue>,
     #[serde(borrow, default)]

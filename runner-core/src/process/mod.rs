@@ -93,7 +93,7 @@ impl AgentProcess {
                     }
                 }
                 let _ = stdin.flush().await;
-                if policy == StdinClose::AfterResult {
+                if policy != StdinClose::AfterWrite {
                     // Keep stdin open until the runner says the result has arrived (or it is dropped).
                     let _ = close_rx.await;
                 }
