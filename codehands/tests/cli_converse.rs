@@ -140,6 +140,11 @@ fn answer_refuses_bad_arguments_before_anything_and_unknown_sessions_clearly() {
             "{args:?}: {}",
             text(&out.stderr)
         );
+        assert!(
+            text(&out.stderr).contains("Usage: codehands answer"),
+            "{}",
+            text(&out.stderr)
+        );
         assert!(out.stdout.is_empty());
     }
     assert!(
@@ -414,6 +419,83 @@ fn a_follow_up_typed_at_the_question_runs_another_turn_then_the_question_comes_a
     assert_eq!(record(&world)["state"], "awaiting_approval");
 }
 
+/// `codehands run --json` going on in the background, its events read as they come.
+struct Streaming {
+    child: std::process::Child,
+    events: std::sync::mpsc::Receiver<serde_json::Value>,
+    seen: Vec<serde_json::Value>,
+}
+
+impl Streaming {
+    fn start(cmd: &mut Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, events) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in
+                std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok)
+            {
+                let event: serde_json::Value = serde_json::from_str(&line).unwrap();
+                if tx.send(event).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            child,
+            events,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next event, `None` once the run's output has ended; panics after a minute of
+    /// silence (the run is killed first).
+    fn next(&mut self) -> Option<serde_json::Value> {
+        match self.events.recv_timeout(Duration::from_secs(60)) {
+            Ok(event) => {
+                self.seen.push(event.clone());
+                Some(event)
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                panic!("no event for 60 s after {:?}", self.seen);
+            }
+        }
+    }
+
+    /// Reads until the first event of type `kind`, and returns it.
+    fn until(&mut self, kind: &str) -> serde_json::Value {
+        while let Some(event) = self.next() {
+            if event["type"] == kind {
+                return event;
+            }
+        }
+        panic!("no {kind} in {:?}", self.seen);
+    }
+
+    /// Every event read, once the run has ended successfully.
+    fn rest(mut self) -> Vec<serde_json::Value> {
+        while self.next().is_some() {}
+        assert!(self.child.wait().unwrap().success(), "{:?}", self.seen);
+        std::mem::take(&mut self.seen)
+    }
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// What the terminal showed, with the parts that change from run to run redacted.
 fn redacted(seen: &str, request_ids: &[String]) -> String {
     let mut out = seen.replace("\r\x1b[2K", "").replace("\r\n", "\n");
@@ -523,8 +605,8 @@ async fn run_ask_json_waits_for_another_process_to_answer_and_a_denial_reaches_t
     let mut stop = codehands(&world);
     stop.args(["stop", ID]);
     let _stop = StopOnDrop(stop);
-    let mut child = codehands_claude(&world, &claude, &server)
-        .args(["run", ".", "What does Python print?", "--ask", "--json"])
+    let mut cmd = codehands_claude(&world, &claude, &server);
+    cmd.args(["run", ".", "What does Python print?", "--ask", "--json"])
         .args([
             "--then",
             "reject",
@@ -532,32 +614,9 @@ async fn run_ask_json_waits_for_another_process_to_answer_and_a_denial_reaches_t
             "claude-code",
             "--session-id",
             ID,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
-    std::thread::spawn(move || {
-        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
-            if tx.send(serde_json::from_str(&line).unwrap()).is_err() {
-                return;
-            }
-        }
-    });
-    let mut events = Vec::new();
-    let request = loop {
-        let Ok(event) = rx.recv_timeout(Duration::from_secs(60)) else {
-            let _ = child.kill();
-            panic!("no permission.requested within 60 s: {events:?}");
-        };
-        events.push(event.clone());
-        if event["type"] == "permission.requested" {
-            break event;
-        }
-    };
+        ]);
+    let mut run_json = Streaming::start(&mut cmd);
+    let request = run_json.until("permission.requested");
     assert_eq!(request["payload"]["tool"], "Bash");
     assert_eq!(
         request["payload"]["input"]["command"],
@@ -583,17 +642,7 @@ async fn run_ask_json_waits_for_another_process_to_answer_and_a_denial_reaches_t
         "{}",
         text(&out.stderr)
     );
-    loop {
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(event) => events.push(event),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                panic!("the run did not end within 60 s of the answer: {events:?}");
-            }
-        }
-    }
-    assert!(child.wait().unwrap().success());
+    let events = run_json.rest();
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert!(types.contains(&"permission.resolved"), "{types:?}");
     assert!(
@@ -615,4 +664,75 @@ async fn run_ask_json_waits_for_another_process_to_answer_and_a_denial_reaches_t
         "the model was told why: {:?}",
         server.message_requests()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_to_a_running_turn_steers_it_and_says_so_in_one_line() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let key = runner_core::Vcs::repo_key(&vcs_git::GitVcs::new(), &world.repo)
+        .await
+        .unwrap();
+    let worktree = world
+        .home
+        .worktree_path(&key, &ID.parse().unwrap())
+        .unwrap();
+    let write = |id: &str, name: &str| {
+        Turn::blocks([Block::tool_use(
+            id,
+            "Write",
+            json!({"file_path": worktree.join(name).display().to_string(), "content": "x\n"}),
+        )])
+    };
+    // The first answer takes a while: the message arrives while the model "thinks".
+    let script = Script::new([
+        write("toolu_1", "first.txt").delayed(Duration::from_secs(3)),
+        Turn::text("Wrote first.txt."),
+    ])
+    .follow_up(
+        "STEER-MARK",
+        Script::new([
+            write("toolu_2", "steered.txt"),
+            Turn::text("Wrote steered.txt."),
+        ]),
+    );
+    let server = ModelServer::start(script).await.unwrap();
+    let mut stop = codehands(&world);
+    stop.args(["stop", ID]);
+    let _stop = StopOnDrop(stop);
+    let mut cmd = codehands_claude(&world, &claude, &server);
+    cmd.args(["run", ".", "Write first.txt", "--json", "--then", "keep"])
+        .args(["--agent", "claude-code", "--session-id", ID]);
+    let mut run_json = Streaming::start(&mut cmd);
+    run_json.until("task.started");
+    let out = run(codehands_claude(&world, &claude, &server).args([
+        "send",
+        &ID[..8],
+        "STEER-MARK: also write steered.txt",
+    ]));
+    assert_eq!(ok(&out), format!("sent to the running turn of {ID}\n"));
+    let events = run_json.rest();
+    assert!(
+        events.iter().any(|e| e["type"] == "message"
+            && e["payload"]["role"] == "user"
+            && e["payload"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("STEER-MARK"))),
+        "the steer came back as the agent took it in: {events:?}"
+    );
+    let finished = events
+        .iter()
+        .filter(|e| e["type"] == "task.finished")
+        .count();
+    assert_eq!(finished, 1, "one turn: {events:?}");
+    let diff = json_lines(&run(codehands(&world).args(["diff", ID, "--json"])));
+    let paths: Vec<&str> = diff[0]["stat"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["first.txt", "steered.txt"]);
 }

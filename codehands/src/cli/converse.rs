@@ -84,6 +84,8 @@ fn usage_error(message: String) -> ExitCode {
         .find_subcommand_mut("answer")
         .expect("answer is a subcommand");
     let _ = command
+        .clone()
+        .bin_name("codehands answer")
         .error(clap::error::ErrorKind::ArgumentConflict, message)
         .print();
     ExitCode::from(2)
