@@ -341,7 +341,7 @@ impl OnTerminal {
     }
 }
 
-const QUESTION: &str = "[a]pprove, [r]eject or [k]eep (Enter keeps)? ";
+const QUESTION: &str = "[a]pprove, [r]eject, [k]eep, or type a follow-up (Enter keeps): ";
 
 #[test]
 fn on_a_terminal_enter_keeps_and_says_so() {

@@ -129,14 +129,12 @@ fn system_message(text: String, tool: Option<String>) -> EventBody {
 /// A user message Claude Code took in (the prompt, a follow-up, or a message that steered
 /// the turn), as `--replay-user-messages` prints it back.
 fn user_text(text: String) -> Option<EventBody> {
-    (!text.trim().is_empty()).then(|| {
-        EventBody::Message(Message {
-            text,
-            role: MessageRole::User,
-            denied: false,
-            tool: None,
-        })
-    })
+    (!text.trim().is_empty()).then_some(EventBody::Message(Message {
+        text,
+        role: MessageRole::User,
+        denied: false,
+        tool: None,
+    }))
 }
 
 /// `can_use_tool`: Claude Code asks before it uses a tool outside the allow list (only when

@@ -1,6 +1,7 @@
-//! After `approval.requested`: approve, reject or keep (asked when a person is at a terminal).
+//! After `approval.requested`: approve, reject or keep (asked when a person is at a
+//! terminal, who may type a follow-up for the agent instead).
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -41,12 +42,21 @@ pub enum Then {
     Keep,
 }
 
+/// What [`after_approval`] came to.
+#[derive(Debug)]
+pub enum Decided {
+    /// The session was approved, rejected or kept; the command ends with this code.
+    Done(ExitCode),
+    /// The person typed this follow-up for the agent instead of deciding.
+    FollowUp(String),
+}
+
 /// Shows the diff stat, decides, and acts.
 pub async fn after_approval(
     runner: &LocalRunner,
     id: SessionId,
     args: &DecideArgs,
-) -> Result<ExitCode> {
+) -> Result<Decided> {
     if !args.json {
         let diff = runner.diff(&id).await?;
         output::line(&view::stat_table(&diff.stat))?;
@@ -54,11 +64,12 @@ pub async fn after_approval(
     let then = match args.then {
         Some(then) => then,
         None if !args.json && output::interactive() => match ask().await {
-            Some(then) => then,
+            Some(Answer::Then(then)) => then,
+            Some(Answer::FollowUp(text)) => return Ok(Decided::FollowUp(text)),
             None => {
                 eprintln!();
                 output::line(&format!("kept (interrupted). {}", decide_later(&id)))?;
-                return Ok(ExitCode::from(INTERRUPTED));
+                return Ok(Decided::Done(ExitCode::from(INTERRUPTED)));
             }
         },
         None => Then::Keep,
@@ -90,7 +101,7 @@ pub async fn after_approval(
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Decided::Done(ExitCode::SUCCESS))
 }
 
 /// How to decide on a kept session later.
@@ -99,38 +110,56 @@ fn decide_later(id: &SessionId) -> String {
     format!("Decide later: codehands approve {short} -m \"…\"  or  codehands reject {short}")
 }
 
-/// Asks until the answer is one of ours; `None` when the person presses Ctrl-C or input ends.
+/// The question at the end of a run on a terminal.
+pub const QUESTION: &str = "[a]pprove, [r]eject, [k]eep, or type a follow-up (Enter keeps): ";
+
+/// The person's answer to [`QUESTION`].
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Then(Then),
+    FollowUp(String),
+}
+
+/// A known word decides; any other text is a follow-up for the agent.
+fn answer(line: &str) -> Answer {
+    match line.trim().to_lowercase().as_str() {
+        "a" | "approve" => Answer::Then(Then::Approve),
+        "r" | "reject" => Answer::Then(Then::Reject),
+        "k" | "keep" | "" => Answer::Then(Then::Keep),
+        _ => Answer::FollowUp(line.trim().to_owned()),
+    }
+}
+
+/// Asks once; `None` when the person presses Ctrl-C or input ends.
 ///
-/// stdin is read on a thread of its own, so Ctrl-C (which the run's watch turned into a
-/// tokio signal, not the default "end the process") still ends the question; the thread is
-/// left blocked in `read_line` and ends with the process.
-async fn ask() -> Option<Then> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        loop {
-            let mut answer = String::new();
-            let read = stdin.lock().read_line(&mut answer).unwrap_or(0);
-            let done = read == 0;
-            if tx.send((read > 0).then_some(answer)).is_err() || done {
-                return;
-            }
-        }
-    });
+/// stdin is read by the one reader of the process (`keyboard.rs`), so Ctrl-C (which the
+/// run's watch turned into a tokio signal, not the default "end the process") still ends
+/// the question.
+async fn ask() -> Option<Answer> {
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
-    loop {
-        eprint!("[a]pprove, [r]eject or [k]eep (Enter keeps)? ");
-        let _ = std::io::stderr().flush();
-        let answer = tokio::select! {
-            answer = rx.recv() => answer.flatten()?,
-            _ = &mut ctrl_c => return None,
-        };
-        match answer.trim().to_lowercase().as_str() {
-            "a" | "approve" => return Some(Then::Approve),
-            "r" | "reject" => return Some(Then::Reject),
-            "k" | "keep" | "" => return Some(Then::Keep),
-            _ => eprintln!("answer a, r or k (or press Enter to keep)"),
-        }
+    super::keyboard::discard_typed_ahead();
+    eprint!("{QUESTION}");
+    let _ = std::io::stderr().flush();
+    tokio::select! {
+        line = super::keyboard::next_line() => line.map(|l| answer(&l)),
+        _ = &mut ctrl_c => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_word_decides_and_other_text_is_a_follow_up() {
+        assert_eq!(answer("A\n"), Answer::Then(Then::Approve));
+        assert_eq!(answer(" reject "), Answer::Then(Then::Reject));
+        assert_eq!(answer(""), Answer::Then(Then::Keep));
+        assert_eq!(answer("k"), Answer::Then(Then::Keep));
+        assert_eq!(
+            answer("  also fix the README\n"),
+            Answer::FollowUp("also fix the README".into())
+        );
     }
 }

@@ -2,15 +2,18 @@
 
 mod agents;
 mod completions;
+mod converse;
 mod decide;
 mod demo;
 mod doctor;
 mod events;
 mod fake;
 mod gc;
+mod keyboard;
 mod list;
 mod logging;
 mod output;
+mod permissions;
 mod probe;
 mod run;
 mod sandbox;
@@ -71,6 +74,14 @@ enum Command {
     Stop(sessions::IdArgs),
     /// Resume a stopped session in the same worktree.
     Resume(run::ResumeArgs),
+    /// Tell a session more: a finished one gets a follow-up turn in the same worktree, a
+    /// running one gets the text mid-turn, to steer it.
+    Send(converse::SendArgs),
+    /// Answer a permission request of a running session (`run --ask --json`): allow or deny.
+    Answer(converse::AnswerArgs),
+    /// End a running session's current turn, not the session: it awaits approval with the
+    /// change so far, and `send` can redirect the agent.
+    Interrupt(converse::InterruptArgs),
     /// List the sessions: a table (id, repo, agent, state, age, cost, branch), or JSON.
     Sessions(list::ListArgs),
     /// Clean up after a crash: interrupted sessions fail, leftovers are removed.
@@ -114,6 +125,9 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Reject(args) => sessions::reject(args).await,
         Command::Stop(args) => sessions::stop(args).await,
         Command::Resume(args) => run::resume(args).await,
+        Command::Send(args) => converse::send(args).await,
+        Command::Answer(args) => converse::answer(args).await,
+        Command::Interrupt(args) => converse::interrupt(args).await,
         Command::Sessions(args) => list::run(args).await,
         Command::Gc(args) => gc::run(args).await,
         Command::Completions(args) => completions::run(args),

@@ -6,12 +6,14 @@ use std::process::ExitCode;
 use clap::Args;
 use futures::StreamExt;
 use runner_core::{
-    AgentName, Event, EventBody, EventStream, Result, Runner, SessionId, StartOptions,
+    AgentName, Event, EventBody, EventStream, PermissionMode, Permissions, Result, Runner, Sent,
+    SessionId, StartOptions,
 };
 
-use super::decide;
 pub use super::decide::DecideArgs;
+use super::decide::{self, Decided};
 use super::output;
+use super::permissions::{self, Questions};
 use super::view::HumanView;
 
 /// The prompt when none is given.
@@ -45,6 +47,17 @@ pub struct RunArgs {
     /// return; the run goes on (`codehands events ID --follow` watches it).
     #[arg(long)]
     pub detach: bool,
+    /// Ask before the agent uses a tool outside its allow list, instead of denying it: on a
+    /// terminal each request is a question (`allow Bash: …? [y/N]`); with `--json` or
+    /// `--detach` it is a `permission.requested` event that another process answers
+    /// (`codehands answer`). Anywhere else such tools stay denied.
+    #[arg(long)]
+    pub ask: bool,
+    /// With `--ask`: how many seconds a request waits for an answer before it is denied
+    /// (default 300).
+    #[arg(long, value_name = "SECS", requires = "ask",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub permission_timeout: Option<u64>,
     #[command(flatten)]
     pub decide: DecideArgs,
 }
@@ -64,6 +77,7 @@ pub struct ResumeArgs {
 
 /// `codehands run`.
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
+    let permissions = permissions_of(&args);
     let agent = args.agent;
     let runner = super::runner_for(&agent)?;
     let id = args.session_id.unwrap_or_else(SessionId::new_random);
@@ -71,6 +85,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.model = args.model;
     options.budget_usd = args.budget_usd;
     options.verify = args.verify;
+    options.permissions = permissions;
     warn_if_dirty(&options.repo_path);
     let (repo, agent) = (options.repo_path.clone(), options.agent.clone());
     let events = runner.start(options).await?;
@@ -80,6 +95,25 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         return detached(&runner, id, args.decide.json).await;
     }
     watch_and_decide(&runner, id, events, &args.decide).await
+}
+
+/// What `--ask` comes to: asking where someone can answer (a person at the terminal, or
+/// another process reading the JSON or the detached run), denying elsewhere (with a note).
+fn permissions_of(args: &RunArgs) -> Permissions {
+    if !args.ask {
+        return Permissions::default();
+    }
+    if args.decide.json || args.detach || output::interactive() {
+        return Permissions {
+            mode: PermissionMode::Ask,
+            timeout_secs: args.permission_timeout,
+        };
+    }
+    eprintln!(
+        "note: --ask asks at a terminal, and this is none: tools outside the allow list are \
+         denied (with --json, another process answers the requests: `codehands answer`)"
+    );
+    Permissions::default()
 }
 
 /// `run --detach`: waits until the agent runs, then says which session it is.
@@ -132,46 +166,89 @@ pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
     watch_and_decide(&runner, id, events, &args.decide).await
 }
 
-/// Streams the events (Ctrl-C stops the session cleanly), then decides.
+/// Streams the events (Ctrl-C stops the session cleanly; a session that asks has its
+/// permission requests asked at the terminal), then decides; a follow-up the person types
+/// instead of deciding is sent, and its turn streams and is decided on the same way.
 pub async fn watch_and_decide(
+    runner: &runner_core::LocalRunner,
+    id: SessionId,
+    mut events: EventStream,
+    decide: &DecideArgs,
+) -> Result<ExitCode> {
+    let ask = permissions::asked_here(runner, &id, decide.json).await?;
+    loop {
+        match watch_once(runner, id, events, decide, ask).await? {
+            Watched::Done(code) => return Ok(code),
+            Watched::Next(next) => events = next,
+        }
+    }
+}
+
+/// How one turn's watch ended.
+enum Watched {
+    Done(ExitCode),
+    /// The person typed a follow-up: its turn's events.
+    Next(EventStream),
+}
+
+async fn watch_once(
     runner: &runner_core::LocalRunner,
     id: SessionId,
     events: EventStream,
     decide: &DecideArgs,
-) -> Result<ExitCode> {
-    let Some(last) = watch(runner, id, events, decide.json).await? else {
+    ask: bool,
+) -> Result<Watched> {
+    let Some(last) = watch(runner, id, events, decide.json, ask).await? else {
         // Nobody reads what we print any more; the run goes on without us.
         eprintln!(
             "codehands: stdout closed; session {id} goes on: `codehands events {id} --follow` watches it"
         );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Watched::Done(ExitCode::SUCCESS));
     };
     match last.as_ref().map(|e| &e.body) {
         Some(EventBody::TaskFailed(f)) => tracing::warn!(session = %id, "failed: {}", f.message),
         Some(body) => tracing::info!(session = %id, last = body.type_name(), "the run ended"),
         None => tracing::warn!(session = %id, "the run ended without an event"),
     }
+    let seq = last.as_ref().map_or(0, |e| e.seq);
     match last.as_ref().map(|e| &e.body) {
-        Some(EventBody::ApprovalRequested(_)) => decide::after_approval(runner, id, decide).await,
+        Some(EventBody::ApprovalRequested(_)) => loop {
+            let text = match decide::after_approval(runner, id, decide).await? {
+                Decided::Done(code) => return Ok(Watched::Done(code)),
+                Decided::FollowUp(text) => text,
+            };
+            tracing::info!(session = %id, "follow-up");
+            match runner.send(&id, text).await {
+                Ok(Sent::FollowUp(events)) => return Ok(Watched::Next(events)),
+                // Another process sent a follow-up first, and this text steered its turn:
+                // watch that turn.
+                Ok(Sent::Steered) => return Ok(Watched::Next(runner.events(&id, seq).await?)),
+                // Not sent (an agent that cannot continue a conversation …): ask again.
+                Err(e) => eprintln!("codehands: {e}"),
+            }
+        },
         Some(EventBody::TaskStopped(_)) => {
             if !decide.json {
                 output::line(&format!("stopped. Resume with: codehands resume {id}"))?;
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(Watched::Done(ExitCode::SUCCESS))
         }
-        _ => Ok(ExitCode::FAILURE),
+        _ => Ok(Watched::Done(ExitCode::FAILURE)),
     }
 }
 
 /// Prints every event (JSON or the human view) and returns the last; `None` when stdout
-/// closed before the end (a reader such as `head -1` went away).
+/// closed before the end (a reader such as `head -1` went away). With `ask`, each
+/// permission request is a question at the terminal while the events go on.
 async fn watch(
     runner: &dyn Runner,
     id: SessionId,
     mut events: EventStream,
     json: bool,
+    ask: bool,
 ) -> Result<Option<Option<Event>>> {
     let mut view = HumanView::new(output::colour());
+    let mut questions = Questions::new(ask);
     let mut last = None;
     let mut ticker = tokio::time::interval(HumanView::TICK);
     let ctrl_c = tokio::signal::ctrl_c();
@@ -181,6 +258,7 @@ async fn watch(
         tokio::select! {
             event = events.next() => {
                 let Some(event) = event else { break };
+                questions.hide();
                 let printed = if json { output::write_json_line(&event) } else { view.print(&event) };
                 match printed {
                     Ok(()) => {}
@@ -190,11 +268,20 @@ async fn watch(
                     }
                     Err(e) => return Err(runner_core::Error::io("cannot write to stdout", &e)),
                 }
+                questions.note(&event.body);
+                questions.show();
                 last = Some(event);
             }
-            _ = ticker.tick(), if !json => view.tick(),
+            line = super::keyboard::next_line(), if questions.waiting() => {
+                if let Some((request, answer)) = questions.answered(line) {
+                    permissions::answer(runner, &id, &request, answer).await;
+                }
+                questions.show();
+            }
+            _ = ticker.tick(), if !json && !questions.waiting() => view.tick(),
             _ = &mut ctrl_c, if !stopping => {
                 stopping = true;
+                questions.stop();
                 view.clear_spinner();
                 eprintln!("stopping session {id} …");
                 if let Err(e) = runner.stop(&id).await {

@@ -151,6 +151,10 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
             m.tool.as_deref().unwrap_or("a tool"),
             one_line(&m.text)
         ),
+        // The person's own text as the agent took it in (the prompt, a follow-up, a steer).
+        EventBody::Message(m) if m.role == runner_core::event::MessageRole::User => {
+            format!("you: {}", one_line(&m.text))
+        }
         EventBody::Message(m) => one_line(&m.text),
         EventBody::FileRead(f) => format!("{} ({})", f.path, f.tool),
         EventBody::FileChanged(f) => format!("{} ({})", f.path, f.tool),
