@@ -198,15 +198,16 @@ fn interrupt_and_answer_refuse_a_session_that_is_not_running() {
     let out = run(codehands(&world).args(["interrupt", &ID[..8]]));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("cannot interrupt: the session is awaiting_approval"),
+        text(&out.stderr).contains("is awaiting_approval: no turn is running to interrupt"),
         "{}",
         text(&out.stderr)
     );
     let out = run(codehands(&world).args(["answer", &ID[..8], "req-1", "deny", "-m", "no"]));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr)
-            .contains("cannot answer a permission request of: the session is awaiting_approval"),
+        text(&out.stderr).contains(
+            "is awaiting_approval: no turn is running, so no permission request waits for an answer"
+        ),
         "{}",
         text(&out.stderr)
     );
@@ -269,7 +270,7 @@ fn send_to_a_kept_session_streams_a_follow_up_turn_and_approve_commits_once() {
     let out = run(codehands(&world).args(["send", ID, "And another."]));
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out.stderr).contains("the session is approved"),
+        text(&out.stderr).contains("is approved: it takes no more messages"),
         "{}",
         text(&out.stderr)
     );

@@ -36,10 +36,15 @@ impl LocalRunner {
         match record.state {
             SessionState::AwaitingApproval => self.follow_up(id, text).await.map(Sent::FollowUp),
             SessionState::Running => self.steer(&record, text).await,
-            other => Err(Error::illegal_move(
+            SessionState::Stopped => Err(not_now(
+                id,
+                SessionState::Stopped,
+                "it takes no message: resume it with the text as the prompt (`codehands resume ID TEXT`), or reject it",
+            )),
+            other => Err(not_now(
+                id,
                 other,
-                SessionState::Running,
-                "send a message to",
+                "it takes no more messages: start a new session",
             )),
         }
     }
@@ -126,10 +131,10 @@ impl LocalRunner {
                         .await
                         .map(Sent::FollowUp)
                 } else {
-                    Err(Error::illegal_move(
+                    Err(not_now(
+                        &record.session_id,
                         now.state,
-                        SessionState::Running,
-                        "send a message to",
+                        "its turn ended before the agent took the message in; nothing was sent",
                     ))
                 }
             }
@@ -140,11 +145,7 @@ impl LocalRunner {
     pub(super) async fn interrupt_turn(&self, id: &SessionId) -> Result<()> {
         let record = self.healed(self.shared.store.get(id)?).await?;
         if record.state != SessionState::Running {
-            return Err(Error::illegal_move(
-                record.state,
-                SessionState::AwaitingApproval,
-                "interrupt",
-            ));
+            return Err(not_now(id, record.state, "no turn is running to interrupt"));
         }
         let agent = self.capable(
             &record,
@@ -160,10 +161,10 @@ impl LocalRunner {
         inbox::post(&files, &Request::Interrupt { id: request, turn })?;
         match self.until_given(&record, &files, turn, &line).await? {
             true => Ok(()),
-            false => Err(Error::illegal_move(
+            false => Err(not_now(
+                id,
                 self.shared.store.get(id)?.state,
-                SessionState::AwaitingApproval,
-                "interrupt",
+                "its turn ended before the interrupt reached the agent",
             )),
         }
     }
@@ -181,10 +182,10 @@ impl LocalRunner {
             return Err(already(request_id, outcome));
         }
         if record.state != SessionState::Running {
-            return Err(Error::illegal_move(
+            return Err(not_now(
+                id,
                 record.state,
-                SessionState::Running,
-                "answer a permission request of",
+                "no turn is running, so no permission request waits for an answer",
             ));
         }
         self.capable(&record, |c| c.ask_permission, "ask for permission")?;
@@ -194,6 +195,13 @@ impl LocalRunner {
             0,
             |body| matches!(body, EventBody::PermissionRequested(r) if r.request_id == request_id),
         )?;
+        let start = files.turn().map_or(0, |plan| plan.seq_start);
+        if !asked.kept.is_empty() && asked.kept.iter().all(|e| e.seq <= start) {
+            return Err(Error::invalid_input(format!(
+                "permission request {request_id:?} belongs to an earlier turn of session {id}, \
+                 which is over: answer one of the running turn"
+            )));
+        }
         if asked.kept.is_empty() {
             return Err(Error::not_found(format!(
                 "session {id} has no permission request {request_id:?}: answer one that a \
@@ -222,10 +230,10 @@ impl LocalRunner {
             }
             let state = self.shared.store.get(id)?.state;
             if state != SessionState::Running {
-                return Err(Error::illegal_move(
+                return Err(not_now(
+                    id,
                     state,
-                    SessionState::Running,
-                    "answer a permission request of",
+                    "its turn ended before the answer reached the agent",
                 ));
             }
             if Instant::now() >= deadline {
@@ -324,6 +332,14 @@ fn already(request_id: &str, outcome: PermissionOutcome) -> Error {
     Error::invalid_input(format!(
         "permission request {request_id:?} was already {how}: an answer counts only once"
     ))
+}
+
+/// Refuses what a session in `state` cannot take, saying why.
+fn not_now(id: &SessionId, state: SessionState, why: &str) -> Error {
+    Error::new(
+        ErrorKind::IllegalMove,
+        format!("session {id} is {state}: {why}"),
+    )
 }
 
 fn fresh_id() -> String {
