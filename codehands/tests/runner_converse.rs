@@ -655,3 +655,41 @@ async fn a_permission_request_outlives_the_runner_that_saw_it() {
     assert_eq!(resolved(&all), [(request, PermissionOutcome::Allowed)]);
     assert!(tool_results(&server).iter().any(|r| r.contains("42")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_deadline_runs_from_the_request_across_a_takeover() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::demo();
+    let server = ModelServer::start(asks_for_python()).await.unwrap();
+    let runner = claude_runner(&world, &claude, &server);
+    let permissions = Permissions {
+        timeout_secs: Some(4),
+        ..Permissions::ask()
+    };
+    let (id, stream, request) = asking_run(&world, &runner, permissions).await;
+    drop(stream);
+    drop(runner);
+    // Nobody watches for 3 of the 4 seconds.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let runner = claude_runner(&world, &claude, &server);
+    let all = suite::collect(runner.events(&id, 0).await.unwrap()).await;
+    assert_eq!(
+        resolved(&all),
+        [(request.clone(), PermissionOutcome::TimedOut)]
+    );
+    let at = |wanted: fn(&EventBody) -> bool| {
+        let event = all.iter().find(|e| wanted(&e.body)).unwrap();
+        humantime::parse_rfc3339(&event.ts).unwrap()
+    };
+    let asked = at(|b| matches!(b, EventBody::PermissionRequested(_)));
+    let denied = at(|b| matches!(b, EventBody::PermissionResolved(_)));
+    let waited = denied.duration_since(asked).unwrap();
+    // From the request (4 s), not from the takeover (3 s + 4 s).
+    assert!(
+        waited < Duration::from_secs(6),
+        "denied {waited:?} after it was asked"
+    );
+    assert_contiguous(&all);
+}

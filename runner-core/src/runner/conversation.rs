@@ -9,7 +9,7 @@
 //! it is left out of the events a replay skips (`run.rs`), and recomputed here from the
 //! log, the inbox and the input file instead.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +46,9 @@ pub(super) struct Conversation {
     waiting: BTreeMap<String, (Instant, serde_json::Value)>,
     /// Requests the log already says are resolved.
     resolved: HashSet<String>,
+    /// When the log says requests were made (RFC 3339), for a supervisor taking over: a
+    /// deadline runs from the request, not from the takeover.
+    asked_at: HashMap<String, String>,
     /// Texts given to the agent that it has not yet said it took in.
     untaken: Vec<String>,
     /// Texts the agent said it took in that were not (yet) known as given: the prompt, or,
@@ -68,6 +71,7 @@ impl Conversation {
         turn: u64,
         permissions: Permissions,
         resolved: HashSet<String>,
+        asked_at: HashMap<String, String>,
     ) -> Self {
         Self {
             agent,
@@ -76,6 +80,7 @@ impl Conversation {
             turn,
             waiting: BTreeMap::new(),
             resolved,
+            asked_at,
             untaken: Vec::new(),
             taken: Vec::new(),
             interrupted: false,
@@ -108,9 +113,18 @@ impl Conversation {
                 {
                     return vec![self.resolve(&asked.request_id, None)];
                 }
+                let waited = self
+                    .asked_at
+                    .get(&asked.request_id)
+                    .and_then(|ts| humantime::parse_rfc3339(ts).ok())
+                    .and_then(|at| std::time::SystemTime::now().duration_since(at).ok())
+                    .unwrap_or_default();
                 self.waiting.insert(
                     asked.request_id.clone(),
-                    (Instant::now() + limit, asked.input.clone()),
+                    (
+                        Instant::now() + limit.saturating_sub(waited),
+                        asked.input.clone(),
+                    ),
                 );
                 Vec::new()
             }

@@ -141,6 +141,8 @@ struct Supervisor {
     skip: u64,
     /// The permission requests the log says are resolved (for a conversation taken over).
     resolved: std::collections::HashSet<String>,
+    /// When the log says each permission request was made (a deadline runs from then).
+    asked_at: std::collections::HashMap<String, String>,
     /// Whether the supervisor that went away had begun to end the turn (then it already ran
     /// the sandbox: its results are in the log).
     took_over_ending: bool,
@@ -174,6 +176,7 @@ impl Supervisor {
             pending: Vec::new(),
             skip: 0,
             resolved: Default::default(),
+            asked_at: Default::default(),
             took_over_ending: false,
             files,
             transcript: None,
@@ -234,10 +237,19 @@ impl Supervisor {
             } else {
                 made_from_output += 1;
             }
-            false
+            matches!(body, EventBody::PermissionRequested(_))
         });
-        if let Err(e) = scan {
-            tracing::warn!(session = %self.record.session_id, "cannot read the event log: {e}");
+        match scan {
+            Ok(scan) => {
+                for event in scan.kept {
+                    if let EventBody::PermissionRequested(asked) = event.body {
+                        self.asked_at.insert(asked.request_id, event.ts);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(session = %self.record.session_id, "cannot read the event log: {e}")
+            }
         }
         self.skip = made_from_output;
         self.redactor = Redactor::new(self.files.secrets());
@@ -424,6 +436,7 @@ impl Supervisor {
                 self.plan.turn,
                 self.record.permissions,
                 std::mem::take(&mut self.resolved),
+                std::mem::take(&mut self.asked_at),
             )
         });
         let watchdog = self.shared.settings.watchdog;
