@@ -40,7 +40,9 @@ pub use events::{
     AssistantMessage, ProtocolError, ReplayedInput, SessionEvent, SessionState, TurnResult,
 };
 pub use job::RunResult;
-pub use options::{DEFAULT_SHUTDOWN_GRACE, Defaults, Job, ResolvedConfig, SessionOptions};
+pub use options::{
+    DEFAULT_SHUTDOWN_GRACE, Defaults, EnvOverlay, Job, ResolvedConfig, SessionOptions,
+};
 pub use process::ExitInfo;
 pub use session::{Session, SessionStatus};
 /// The uuid type of inputs and results, re-exported so callers need not depend on `uuid`.

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// The runner's defaults, applied to every job and session.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Defaults {
     /// The program: `CLAUDE_BIN` when set and not empty, else `claude` on PATH.
@@ -19,7 +19,7 @@ pub struct Defaults {
     /// The working folder; `None` is the caller's own.
     pub cwd: Option<PathBuf>,
     /// Variables set on top of the parent environment, in order (a later one wins).
-    pub env: Vec<(String, String)>,
+    pub env: EnvOverlay,
     /// Arguments put before each call's own.
     pub args: Vec<String>,
     /// A session (and job) to resume when the call names none: a Claude session id.
@@ -38,7 +38,7 @@ impl Default for Defaults {
         Self {
             program,
             cwd: None,
-            env: Vec::new(),
+            env: EnvOverlay::default(),
             args: Vec::new(),
             resume_session_id: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
@@ -92,7 +92,7 @@ impl Defaults {
 }
 
 /// A one-shot job: one prompt, one result.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Job {
     /// The prompt, sent on stdin as one stream-json user message (never on argv).
@@ -102,7 +102,7 @@ pub struct Job {
     /// Arguments after the defaults'.
     pub args: Vec<String>,
     /// Variables set after the defaults' overlay (a later one wins).
-    pub env: Vec<(String, String)>,
+    pub env: EnvOverlay,
     /// The wall-clock limit; `None`: the defaults'.
     pub timeout: Option<Duration>,
     /// The Claude session to resume; `None`: the defaults'.
@@ -116,7 +116,7 @@ impl Job {
             prompt: prompt.into(),
             cwd: None,
             args: Vec::new(),
-            env: Vec::new(),
+            env: EnvOverlay::default(),
             timeout: None,
             resume_session_id: None,
         }
@@ -154,7 +154,7 @@ impl Job {
 }
 
 /// The options of one persistent session.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SessionOptions {
     /// The working folder; `None`: the defaults'.
@@ -162,7 +162,7 @@ pub struct SessionOptions {
     /// Arguments after the defaults'.
     pub args: Vec<String>,
     /// Variables set after the defaults' overlay (a later one wins).
-    pub env: Vec<(String, String)>,
+    pub env: EnvOverlay,
     /// The Claude session to resume; `None`: the defaults'.
     pub resume_session_id: Option<String>,
     /// The shutdown grace period; `None`: the defaults'.
@@ -208,7 +208,7 @@ impl SessionOptions {
 
 /// What a job or session resolved to: the defaults merged with the call, checked. A
 /// session keeps a copy ([`crate::Session::config`]); nothing of the caller's is changed.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResolvedConfig {
     /// The program started.
@@ -219,7 +219,7 @@ pub struct ResolvedConfig {
     pub argv: Vec<String>,
     /// The merged environment overlay (defaults first, the call's last), on top of the
     /// parent environment.
-    pub env: Vec<(String, String)>,
+    pub env: EnvOverlay,
     /// The Claude session resumed, hyphenated.
     pub resume_session_id: Option<String>,
     /// The shutdown grace period.
@@ -277,7 +277,7 @@ impl Defaults {
             program: self.program.clone(),
             cwd,
             argv: args::argv(mode, resume.as_deref(), &caller_args),
-            env,
+            env: EnvOverlay(env),
             resume_session_id: resume,
             shutdown_grace: call.grace.unwrap_or(self.shutdown_grace),
             timeout,
@@ -295,63 +295,26 @@ pub(crate) fn check_text(text: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
-impl std::fmt::Debug for Defaults {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Defaults")
-            .field("program", &self.program)
-            .field("cwd", &self.cwd)
-            .field("env", &Redacted(&self.env))
-            .field("args", &self.args)
-            .field("resume_session_id", &self.resume_session_id)
-            .field("shutdown_grace", &self.shutdown_grace)
-            .field("timeout", &self.timeout)
-            .finish()
+/// An environment overlay: variables set on top of the parent environment, in order (a
+/// later one wins). Its debug output names the variables, never their values: they hold
+/// API keys.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct EnvOverlay(pub Vec<(String, String)>);
+
+impl std::ops::Deref for EnvOverlay {
+    type Target = Vec<(String, String)>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
     }
 }
 
-impl std::fmt::Debug for Job {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job")
-            .field("prompt", &self.prompt)
-            .field("cwd", &self.cwd)
-            .field("args", &self.args)
-            .field("env", &Redacted(&self.env))
-            .field("timeout", &self.timeout)
-            .field("resume_session_id", &self.resume_session_id)
-            .finish()
+impl std::ops::DerefMut for EnvOverlay {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
     }
 }
 
-impl std::fmt::Debug for SessionOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionOptions")
-            .field("cwd", &self.cwd)
-            .field("args", &self.args)
-            .field("env", &Redacted(&self.env))
-            .field("resume_session_id", &self.resume_session_id)
-            .field("shutdown_grace", &self.shutdown_grace)
-            .finish()
-    }
-}
-
-impl std::fmt::Debug for ResolvedConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResolvedConfig")
-            .field("program", &self.program)
-            .field("cwd", &self.cwd)
-            .field("argv", &self.argv)
-            .field("env", &Redacted(&self.env))
-            .field("resume_session_id", &self.resume_session_id)
-            .field("shutdown_grace", &self.shutdown_grace)
-            .field("timeout", &self.timeout)
-            .finish()
-    }
-}
-
-/// An environment overlay in debug output: the names, never the values (they hold API keys).
-struct Redacted<'a>(&'a [(String, String)]);
-
-impl std::fmt::Debug for Redacted<'_> {
+impl std::fmt::Debug for EnvOverlay {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
             .entries(self.0.iter().map(|(name, _)| format!("{name}=[redacted]")))

@@ -225,20 +225,12 @@ fn spawn_relay(
     to: std::fs::File,
     env: &[(String, String)],
 ) -> Result<Child> {
-    let mut command = tokio::process::Command::new("cat");
-    command
-        .env_clear()
-        .envs(env.iter().filter(|(k, _)| k == "PATH").map(|(k, v)| (k, v)))
-        .stdin(Stdio::from(from))
-        .stdout(Stdio::from(to))
-        .stderr(Stdio::null());
-    super::own_session_with_only_stdio(&mut command);
-    command.spawn().map_err(|e| {
-        Error::io(
-            "cannot start `cat`, which carries the agent's output to its file: put it on PATH",
-            &e,
-        )
-    })
+    let mut command = relay_command("cat", env);
+    command.stdin(Stdio::from(from)).stdout(Stdio::from(to));
+    spawn_relay_command(
+        command,
+        "`cat`, which carries the agent's output to its file",
+    )
 }
 
 /// Starts `tail -f` in a session of its own, copying the input file `from` (from its first
@@ -249,22 +241,31 @@ fn spawn_input_relay(
     to: std::io::PipeWriter,
     env: &[(String, String)],
 ) -> Result<Child> {
-    let mut command = tokio::process::Command::new("tail");
+    let mut command = relay_command("tail", env);
     command
         .args(["-c", "+1", "-f"])
         .arg(from)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(to));
+    spawn_relay_command(command, "`tail`, which carries input to the agent")
+}
+
+/// A relay program with nothing of the agent's environment but PATH, and no stderr.
+fn relay_command(program: &str, env: &[(String, String)]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command
         .env_clear()
         .envs(env.iter().filter(|(k, _)| k == "PATH").map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(to))
         .stderr(Stdio::null());
     super::own_session_with_only_stdio(&mut command);
-    command.spawn().map_err(|e| {
-        Error::io(
-            "cannot start `tail`, which carries input to the agent: put it on PATH",
-            &e,
-        )
-    })
+    command
+}
+
+/// Spawns a relay; `what` says which, for the error.
+fn spawn_relay_command(mut command: tokio::process::Command, what: &str) -> Result<Child> {
+    command
+        .spawn()
+        .map_err(|e| Error::io(format!("cannot start {what}: put it on PATH"), &e))
 }
 
 /// Starts a supervisor program for a run (`program args…`), detached like an agent: a session

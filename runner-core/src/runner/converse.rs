@@ -61,42 +61,54 @@ impl LocalRunner {
             SessionState::Running,
             "send a follow-up to",
         )?;
+        // A session that was verified is verified again: the change is a new one.
+        let verify = matches!(super::verify::Verdict::load(&shared.home, id), Ok(Some(_)));
+        self.next_turn(&record, text, verify, "follow-up")
+    }
+
+    /// Another turn of `record`'s conversation, with the agent's resume, in the same
+    /// worktree: a resume of a stopped session, or a follow-up of one awaiting approval
+    /// (`what` names it in a refusal). The session goes back to the state it was in when the
+    /// turn cannot be planned.
+    pub(super) fn next_turn(
+        &self,
+        record: &SessionRecord,
+        prompt: String,
+        verify: bool,
+        what: &str,
+    ) -> Result<crate::EventStream> {
+        let shared = &self.shared;
+        let id = record.session_id;
         let agent = self.agent(&record.agent)?;
         if !agent.capabilities().resume {
             return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!(
-                    "the {} agent cannot continue a conversation, so it takes no follow-up: \
-                     approve or reject this session, then start a new one",
+                    "the {} agent cannot continue a conversation, so it takes no {what}: \
+                     approve or reject this session, or start a new one",
                     record.agent
                 ),
             ));
         }
         if !record.worktree_path.exists() {
             return Err(Error::not_found(format!(
-                "the worktree of session {id} is gone: it takes no follow-up"
+                "the worktree of session {id} is gone: it takes no {what}"
             )));
         }
-        let files = RunFiles::in_home(&shared.home, id);
-        files.prepare()?;
-        // A session that was verified is verified again: the change is a new one.
-        let verify = matches!(super::verify::Verdict::load(&shared.home, id), Ok(Some(_)));
-        let record = shared
-            .store
-            .move_to(id, SessionState::Running, "send a follow-up")?;
+        RunFiles::in_home(&shared.home, &id).prepare()?;
+        let back_to = record.state;
+        let record = shared.store.move_to(&id, SessionState::Running, what)?;
         let resume_from = record
             .agent_session_id
             .clone()
             .unwrap_or_else(|| id.to_string());
-        match self.begin_turn(&record, text, Some(resume_from), verify) {
-            Ok(stream) => Ok(stream),
-            Err(e) => {
-                let _ = shared.store.update(id, |r| {
-                    r.move_to(SessionState::AwaitingApproval, "take the follow-up back")
-                });
-                Err(e)
-            }
-        }
+        self.begin_turn(&record, prompt, Some(resume_from), verify)
+            .inspect_err(|_| {
+                // Nothing runs: back to where it was.
+                let _ = shared
+                    .store
+                    .update(&id, |r| r.move_to(back_to, "take the turn back"));
+            })
     }
 
     /// Gives `text` to the running turn's agent; a turn that ends before its agent took it
@@ -222,13 +234,26 @@ impl LocalRunner {
             },
         )?;
         let deadline = Instant::now() + run::SETTLE_WAIT;
+        // Only what the log gains is read on each look.
+        let mut log = log::LogReader::new(files.events());
+        let mut resolved = || -> Result<Option<PermissionOutcome>> {
+            Ok(log.read_new()?.into_iter().find_map(|e| match e.body {
+                EventBody::PermissionResolved(r) if r.request_id == request_id => Some(r.outcome),
+                _ => None,
+            }))
+        };
         loop {
-            match resolution(&files, request_id)? {
+            let mut outcome = resolved()?;
+            let state = self.shared.store.get(id)?.state;
+            if outcome.is_none() && state != SessionState::Running {
+                // Resolved just before the turn ended?
+                outcome = resolved()?;
+            }
+            match outcome {
                 Some(outcome) if outcome == wanted => return Ok(()),
                 Some(outcome) => return Err(already(request_id, outcome)),
                 None => {}
             }
-            let state = self.shared.store.get(id)?.state;
             if state != SessionState::Running {
                 return Err(not_now(
                     id,

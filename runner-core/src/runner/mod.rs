@@ -570,40 +570,10 @@ impl Runner for LocalRunner {
                 "resume",
             ));
         }
-        let agent = self.agent(&record.agent)?;
-        if !agent.capabilities().resume {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!("the {} agent cannot resume a session", record.agent),
-            ));
-        }
-        if !record.worktree_path.exists() {
-            return Err(Error::new(
-                ErrorKind::NotFound,
-                format!("the worktree of session {session_id} is gone: it cannot be resumed"),
-            ));
-        }
-        RunFiles::in_home(&shared.home, session_id).prepare()?;
-        let record = shared
-            .store
-            .move_to(session_id, SessionState::Running, "resume")?;
-        let resume_from = record
-            .agent_session_id
-            .clone()
-            .unwrap_or_else(|| session_id.to_string());
         let prompt = prompt
             .filter(|p| !p.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_RESUME_PROMPT.into());
-        match self.begin_turn(&record, prompt, Some(resume_from), false) {
-            Ok(stream) => Ok(stream),
-            Err(e) => {
-                // Back to stopped: nothing runs.
-                let _ = shared.store.update(session_id, |r| {
-                    r.move_to(SessionState::Stopped, "take the resume back")
-                });
-                Err(e)
-            }
-        }
+        self.next_turn(&record, prompt, false, "resume")
     }
 
     async fn recover(&self) -> Result<RecoveryReport> {
