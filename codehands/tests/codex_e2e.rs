@@ -4,40 +4,15 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use futures::StreamExt;
 use runner_core::event::{FailureKind, ProviderState};
 use runner_core::testkit::{expect_error, runner as suite};
-use runner_core::{
-    AgentName, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions,
-};
+use runner_core::{AgentName, ErrorKind, EventBody, Runner, SessionId, SessionState, StartOptions};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
-use support::{World, types};
-
-/// The pinned Codex, or a skip (a failure under CI=true).
-fn codex() -> Option<PathBuf> {
-    let found =
-        runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
-    if found.is_none() {
-        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
-    }
-    found
-}
-
-/// A runner for Codex at `codex` whose caller environment is exactly PATH, HOME
-/// (a temp folder), the server's URL and a dummy key.
-fn codex_runner(world: &World, codex: &Path, server: &ModelServer) -> LocalRunner {
-    let mut settings = world.settings();
-    settings
-        .caller_env
-        .push(("OPENAI_BASE_URL".into(), server.openai_base_url()));
-    settings
-        .caller_env
-        .push(("OPENAI_API_KEY".into(), "sk-dummy-for-codex-tests".into()));
-    world.runner_with(settings, |s| s.codex_bin = codex.to_path_buf())
-}
+use support::{World, codex, codex_runner, types};
 
 fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
     let mut options =

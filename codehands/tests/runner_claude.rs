@@ -4,48 +4,13 @@
 
 mod support;
 
-use std::path::Path;
-
 use futures::StreamExt;
 use runner_core::event::FailureKind;
 use runner_core::testkit::{expect_error, runner as suite};
-use runner_core::{
-    AgentName, ErrorKind, EventBody, LocalRunner, Runner, SessionId, SessionState, StartOptions,
-};
+use runner_core::{AgentName, ErrorKind, EventBody, Runner, SessionId, SessionState, StartOptions};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
-use support::{World, types};
-
-/// A runner for Claude Code at `claude`, talking to `server`, with `extra` caller variables.
-fn claude_runner(
-    world: &World,
-    claude: &Path,
-    server: &ModelServer,
-    extra: &[(&str, &str)],
-) -> LocalRunner {
-    let mut settings = world.settings();
-    settings
-        .caller_env
-        .push(("ANTHROPIC_BASE_URL".into(), server.base_url()));
-    settings
-        .caller_env
-        .push(("ANTHROPIC_API_KEY".into(), "sk-ant-dummy-for-tests".into()));
-    settings
-        .caller_env
-        .extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    world.runner_with(settings, |s| s.claude_bin = claude.to_path_buf())
-}
-
-async fn worktree_for(world: &World, id: &SessionId) -> std::path::PathBuf {
-    let key = runner_core::Vcs::repo_key(&vcs_git_like(), &world.repo)
-        .await
-        .unwrap();
-    world.home.worktree_path(&key, id).unwrap()
-}
-
-fn vcs_git_like() -> impl runner_core::Vcs {
-    vcs_git::GitVcs::new()
-}
+use support::{World, claude_runner, types, worktree_for};
 
 fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
     StartOptions::new(
@@ -292,14 +257,7 @@ async fn the_callers_secrets_never_reach_the_agent() {
         "{:?}",
         types(&events)
     );
-    let tool_results: Vec<String> = server
-        .message_requests()
-        .iter()
-        .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter(|c| c["type"] == "tool_result")
-        .map(|c| c["content"].to_string())
-        .collect();
+    let tool_results = support::tool_results(&server);
     assert!(
         tool_results.iter().any(|t| t.contains("PATH")),
         "the test script printed its environment: {tool_results:?}"

@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -17,18 +16,7 @@ use runner_core::{
 };
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
-use support::{World, types};
-
-fn claude_runner(world: &World, claude: &Path, server: &ModelServer) -> LocalRunner {
-    let mut settings = world.settings();
-    settings
-        .caller_env
-        .push(("ANTHROPIC_BASE_URL".into(), server.base_url()));
-    settings
-        .caller_env
-        .push(("ANTHROPIC_API_KEY".into(), "sk-ant-dummy-for-tests".into()));
-    world.runner_with(settings, |s| s.claude_bin = claude.to_path_buf())
-}
+use support::{World, assert_contiguous, claude_runner, codex, tool_results, types};
 
 fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
     StartOptions::new(
@@ -45,29 +33,6 @@ fn write(id: &str, path: &str, text: &str) -> Turn {
         "Write",
         json!({ "file_path": path, "content": text }),
     )])
-}
-
-/// The worktree a session of `world` gets (the model names files by absolute path).
-async fn worktree_for(world: &World, id: &SessionId) -> PathBuf {
-    let key = runner_core::Vcs::repo_key(&vcs_git::GitVcs::new(), &world.repo)
-        .await
-        .unwrap();
-    world.home.worktree_path(&key, id).unwrap()
-}
-
-/// Every `tool_result` text the server was sent, in order.
-fn tool_results(server: &ModelServer) -> Vec<String> {
-    let mut out = Vec::new();
-    for request in server.message_requests() {
-        for message in request["messages"].as_array().into_iter().flatten() {
-            for block in message["content"].as_array().into_iter().flatten() {
-                if block["type"] == "tool_result" {
-                    out.push(block["content"].to_string());
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Whether a user message the server was sent holds `text`.
@@ -96,16 +61,6 @@ async fn read_until(stream: &mut EventStream, until: impl Fn(&Event) -> bool) ->
     seen
 }
 
-fn assert_contiguous(events: &[Event]) {
-    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(
-        seqs,
-        (1..=events.len() as u64).collect::<Vec<_>>(),
-        "seq 1..N: {:?}",
-        types(events)
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_up_turn_continues_the_conversation_and_approve_commits_both_changes() {
     let Some(claude) = support::claude() else {
@@ -113,7 +68,7 @@ async fn a_follow_up_turn_continues_the_conversation_and_approve_commits_both_ch
     };
     let world = World::demo();
     let id = SessionId::new_random();
-    let wt = worktree_for(&world, &id).await;
+    let wt = support::worktree_for(&world, &id).await;
     let first = wt.join("first.txt").display().to_string();
     let second = wt.join("second.txt").display().to_string();
     let script = Script::new([
@@ -128,7 +83,7 @@ async fn a_follow_up_turn_continues_the_conversation_and_approve_commits_both_ch
         ]),
     );
     let server = ModelServer::start(script).await.unwrap();
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let events = suite::collect(
         runner
             .start(options(&world, id, "Write first.txt"))
@@ -210,7 +165,7 @@ async fn a_message_sent_mid_turn_steers_the_turn_in_flight() {
     };
     let world = World::demo();
     let id = SessionId::new_random();
-    let wt = worktree_for(&world, &id).await;
+    let wt = support::worktree_for(&world, &id).await;
     let first = wt.join("first.txt").display().to_string();
     let steered = wt.join("steered.txt").display().to_string();
     // The first answer takes a while: the message arrives while the model "thinks".
@@ -226,7 +181,7 @@ async fn a_message_sent_mid_turn_steers_the_turn_in_flight() {
         ]),
     );
     let server = ModelServer::start(script).await.unwrap();
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let mut stream = runner
         .start(options(&world, id, "Write first.txt"))
         .await
@@ -313,7 +268,7 @@ async fn an_allowed_permission_request_runs_the_tool() {
     };
     let world = World::demo();
     let server = ModelServer::start(asks_for_python()).await.unwrap();
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let (id, stream, request) = asking_run(&world, &runner, Permissions::ask()).await;
     runner
         .answer(
@@ -357,7 +312,7 @@ async fn a_denied_permission_request_tells_the_agent_why() {
     };
     let world = World::demo();
     let server = ModelServer::start(asks_for_python()).await.unwrap();
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let (id, stream, request) = asking_run(&world, &runner, Permissions::ask()).await;
     runner
         .answer(
@@ -393,7 +348,7 @@ async fn an_unanswered_permission_request_is_denied_after_its_timeout() {
     };
     let world = World::demo();
     let server = ModelServer::start(asks_for_python()).await.unwrap();
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let permissions = Permissions {
         timeout_secs: Some(1),
         ..Permissions::ask()
@@ -429,7 +384,7 @@ async fn an_interrupt_ends_the_turn_and_a_follow_up_redirects_the_agent() {
     };
     let world = World::demo();
     let id = SessionId::new_random();
-    let wt = worktree_for(&world, &id).await;
+    let wt = support::worktree_for(&world, &id).await;
     let slow = wt.join("slow.txt").display().to_string();
     let other = wt.join("other.txt").display().to_string();
     let script = Script::new([
@@ -444,7 +399,7 @@ async fn an_interrupt_ends_the_turn_and_a_follow_up_redirects_the_agent() {
         ]),
     );
     let server = ModelServer::start(script).await.unwrap();
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let mut stream = runner
         .start(options(&world, id, "Write slow.txt"))
         .await
@@ -501,16 +456,6 @@ async fn an_interrupt_ends_the_turn_and_a_follow_up_redirects_the_agent() {
     assert_contiguous(&runner.logged_events(&id, 0).unwrap());
 }
 
-/// The pinned Codex, or a skip (a failure under CI=true).
-fn codex() -> Option<PathBuf> {
-    let found =
-        runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
-    if found.is_none() {
-        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
-    }
-    found
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_takes_a_follow_up_through_exec_resume_and_refuses_what_it_cannot_do() {
     let Some(codex) = codex() else { return };
@@ -531,14 +476,7 @@ async fn codex_takes_a_follow_up_through_exec_resume_and_refuses_what_it_cannot_
         ]),
     );
     let server = ModelServer::start(script).await.unwrap();
-    let mut settings = world.settings();
-    settings
-        .caller_env
-        .push(("OPENAI_BASE_URL".into(), server.openai_base_url()));
-    settings
-        .caller_env
-        .push(("OPENAI_API_KEY".into(), "sk-dummy-for-codex-tests".into()));
-    let runner = world.runner_with(settings, |s| s.codex_bin = codex.to_path_buf());
+    let runner = support::codex_runner(&world, &codex, &server);
     let id = SessionId::new_random();
     let mut start = StartOptions::new(
         id,
@@ -612,12 +550,12 @@ async fn a_permission_request_outlives_the_runner_that_saw_it() {
     };
     let world = World::demo();
     let server = ModelServer::start(asks_for_python()).await.unwrap();
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let (id, stream, request) = asking_run(&world, &runner, Permissions::ask()).await;
     // The daemon goes away while the agent waits for an answer: its supervisor with it.
     drop(stream);
     drop(runner);
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     // The dropped runner's supervisor task ends at its next await: until then it holds the
     // run's lock, as a dying daemon would for a moment.
     let mut adopted = Vec::new();
@@ -663,7 +601,7 @@ async fn a_permission_deadline_runs_from_the_request_across_a_takeover() {
     };
     let world = World::demo();
     let server = ModelServer::start(asks_for_python()).await.unwrap();
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let permissions = Permissions {
         timeout_secs: Some(4),
         ..Permissions::ask()
@@ -673,7 +611,7 @@ async fn a_permission_deadline_runs_from_the_request_across_a_takeover() {
     drop(runner);
     // Nobody watches for 3 of the 4 seconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let runner = claude_runner(&world, &claude, &server);
+    let runner = claude_runner(&world, &claude, &server, &[]);
     let all = suite::collect(runner.events(&id, 0).await.unwrap()).await;
     assert_eq!(
         resolved(&all),

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use runner_core::event::FailureKind;
 use runner_core::testkit::runner as suite;
 use runner_core::{AgentName, Event, EventBody, Runner, SessionId, SessionState, StartOptions};
-use support::{World, new_id, types};
+use support::{World, assert_contiguous, new_id, types};
 
 fn options(world: &World, id: SessionId) -> StartOptions {
     StartOptions::new(
@@ -69,16 +69,6 @@ fn shape(events: &[Event], id: &SessionId) -> Vec<serde_json::Value> {
             serde_json::from_str(&text).unwrap()
         })
         .collect()
-}
-
-fn assert_contiguous(events: &[Event]) {
-    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(
-        seqs,
-        (1..=events.len() as u64).collect::<Vec<_>>(),
-        "seq 1..N, no gap, no repeat: {:?}",
-        types(events)
-    );
 }
 
 fn logged(world: &World, id: &SessionId) -> Vec<Event> {

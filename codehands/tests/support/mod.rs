@@ -168,6 +168,87 @@ pub fn claude() -> Option<PathBuf> {
     found
 }
 
+/// The pinned Codex, or a skip (a failure under CI=true).
+pub fn codex() -> Option<PathBuf> {
+    let found =
+        runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
+    if found.is_none() {
+        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
+    }
+    found
+}
+
+/// A runner for Claude Code at `claude`, talking to `server`, with `extra` caller variables.
+pub fn claude_runner(
+    world: &World,
+    claude: &Path,
+    server: &runner_fake::model_server::ModelServer,
+    extra: &[(&str, &str)],
+) -> LocalRunner {
+    let mut settings = world.settings();
+    settings
+        .caller_env
+        .push(("ANTHROPIC_BASE_URL".into(), server.base_url()));
+    settings
+        .caller_env
+        .push(("ANTHROPIC_API_KEY".into(), "sk-ant-dummy-for-tests".into()));
+    settings
+        .caller_env
+        .extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    world.runner_with(settings, |s| s.claude_bin = claude.to_path_buf())
+}
+
+/// A runner for Codex at `codex` whose caller environment is exactly PATH, HOME
+/// (a temp folder), the server's URL and a dummy key.
+pub fn codex_runner(
+    world: &World,
+    codex: &Path,
+    server: &runner_fake::model_server::ModelServer,
+) -> LocalRunner {
+    let mut settings = world.settings();
+    settings
+        .caller_env
+        .push(("OPENAI_BASE_URL".into(), server.openai_base_url()));
+    settings
+        .caller_env
+        .push(("OPENAI_API_KEY".into(), "sk-dummy-for-codex-tests".into()));
+    world.runner_with(settings, |s| s.codex_bin = codex.to_path_buf())
+}
+
+/// The worktree a session of `world` gets (a scripted model names files by absolute path).
+pub async fn worktree_for(world: &World, id: &SessionId) -> PathBuf {
+    let key = runner_core::Vcs::repo_key(&vcs_git::GitVcs::new(), &world.repo)
+        .await
+        .unwrap();
+    world.home.worktree_path(&key, id).unwrap()
+}
+
+/// Every `tool_result` the server was sent, as JSON text, in order.
+pub fn tool_results(server: &runner_fake::model_server::ModelServer) -> Vec<String> {
+    let mut out = Vec::new();
+    for request in server.message_requests() {
+        for message in request["messages"].as_array().into_iter().flatten() {
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" {
+                    out.push(block["content"].to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Asserts that the events are numbered 1..N, with no gap and no repeat.
+pub fn assert_contiguous(events: &[Event]) {
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "seq 1..N, no gap, no repeat: {:?}",
+        types(events)
+    );
+}
+
 /// The `type` of each event.
 pub fn types(events: &[Event]) -> Vec<&'static str> {
     events.iter().map(|e| e.body.type_name()).collect()
