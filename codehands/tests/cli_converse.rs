@@ -5,27 +5,22 @@
 
 mod support;
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
-use support::World;
+use support::terminal::OnTerminal;
+use support::{World, run};
 
 const ID: &str = "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42";
 const UNKNOWN: &str = "0b7d4c55-3f2a-4c55-9a57-2f0d8e6b1a42";
 const DECIDE: &str = "[a]pprove, [r]eject, [k]eep, or type a follow-up (Enter keeps): ";
 
 fn codehands(world: &World) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codehands"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &world.agent_home)
-        .env("CODEHANDS_HOME", world.home.root())
-        .env("CODEHANDS_FAKE_MODE", "replay")
+    let mut cmd = world.codehands();
+    cmd.env("CODEHANDS_FAKE_MODE", "replay")
         .env("CODEHANDS_NO_SPINNER", "1")
         .env("NO_COLOR", "1")
         .current_dir(&world.repo);
@@ -39,10 +34,6 @@ fn codehands_claude(world: &World, claude: &Path, server: &ModelServer) -> Comma
         .env("ANTHROPIC_BASE_URL", server.base_url())
         .env("ANTHROPIC_API_KEY", "sk-ant-dummy-for-tests");
     cmd
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -303,81 +294,6 @@ fn ask_off_a_terminal_without_json_denies_and_says_why() {
     );
 }
 
-/// A child on a pseudo-terminal, with everything it printed.
-struct OnTerminal {
-    child: std::process::Child,
-    master: std::fs::File,
-    seen: Arc<Mutex<String>>,
-}
-
-impl OnTerminal {
-    /// Starts `cmd` with stdin, stdout and stderr on a new pseudo-terminal.
-    fn start(cmd: &mut Command) -> Self {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = std::fs::File::from(pty.slave);
-        cmd.stdin(slave.try_clone().unwrap())
-            .stdout(slave.try_clone().unwrap())
-            .stderr(slave.try_clone().unwrap());
-        let child = cmd.spawn().unwrap();
-        // Only the child holds the terminal now, so reading ends when it has gone.
-        drop(slave);
-        let master = std::fs::File::from(pty.master);
-        let seen = Arc::new(Mutex::new(String::new()));
-        let (mut reader, into) = (master.try_clone().unwrap(), seen.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                into.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        Self {
-            child,
-            master,
-            seen,
-        }
-    }
-
-    /// Waits until `needle` has been printed `times` times.
-    fn wait_for(&self, needle: &str, times: usize) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.seen.lock().unwrap().matches(needle).count() < times {
-            assert!(
-                Instant::now() < deadline,
-                "no {needle:?} ×{times} in {:?}",
-                self.seen.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn type_line(&mut self, line: &str) {
-        self.master.write_all(line.as_bytes()).unwrap();
-        self.master.write_all(b"\n").unwrap();
-    }
-
-    fn finish(mut self) -> (Option<i32>, String) {
-        let status = self.child.wait().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-        let seen = self.seen.lock().unwrap().clone();
-        (status.code(), seen)
-    }
-}
-
-impl Drop for OnTerminal {
-    /// A test that fails while the command waits leaves no command behind.
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 /// Runs `codehands stop` on the session when the test ends, however it ends, so a failed
 /// test leaves no agent running.
 struct StopOnDrop(Command);
@@ -398,10 +314,10 @@ fn a_follow_up_typed_at_the_question_runs_another_turn_then_the_question_comes_a
     let world = World::demo();
     let mut cmd = codehands(&world);
     cmd.args(["run", ".", "--agent", "fake", "--session-id", ID]);
-    let mut term = OnTerminal::start(&mut cmd);
-    term.wait_for(DECIDE, 1);
+    let mut term = OnTerminal::start(&mut cmd, false);
+    term.wait_for_times(DECIDE, 1);
     term.type_line("Also check the other dates.");
-    term.wait_for(DECIDE, 2);
+    term.wait_for_times(DECIDE, 2);
     term.type_line("k");
     let (code, seen) = term.finish();
     assert_eq!(code, Some(0), "{seen}");
@@ -546,10 +462,10 @@ async fn run_ask_on_a_terminal_asks_and_an_allowed_tool_runs_with_its_result_sen
         .args(["--agent", "claude-code", "--session-id", ID]);
     let asked = "allow Bash: python3 -c \"print(42)\"? [y/N] ";
     let (code, seen) = tokio::task::spawn_blocking(move || {
-        let mut term = OnTerminal::start(&mut cmd);
-        term.wait_for(asked, 1);
+        let mut term = OnTerminal::start(&mut cmd, false);
+        term.wait_for_times(asked, 1);
         term.type_line("y");
-        term.wait_for(DECIDE, 1);
+        term.wait_for_times(DECIDE, 1);
         term.type_line("r");
         term.finish()
     })

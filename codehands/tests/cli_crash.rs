@@ -35,12 +35,8 @@ impl Rng {
 }
 
 fn codehands(world: &World) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codehands"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &world.agent_home)
-        .env("CODEHANDS_HOME", world.home.root())
-        .env("CODEHANDS_FAKE_MODE", "replay")
+    let mut cmd = world.codehands();
+    cmd.env("CODEHANDS_FAKE_MODE", "replay")
         .env("CODEHANDS_FAKE_DELAY_MS", "0")
         .env("NO_COLOR", "1")
         .current_dir(&world.repo)

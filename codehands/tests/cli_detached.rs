@@ -5,33 +5,18 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::World;
+use support::{World, json_lines, run};
 
 fn codehands(world: &World) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codehands"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &world.agent_home)
-        .env("CODEHANDS_HOME", world.home.root())
-        .env("CODEHANDS_FAKE_MODE", "replay")
+    let mut cmd = world.codehands();
+    cmd.env("CODEHANDS_FAKE_MODE", "replay")
         .env("CODEHANDS_FAKE_DELAY_MS", "40")
         .env("NO_COLOR", "1")
         .current_dir(&world.repo);
     cmd
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().unwrap()
-}
-
-fn json_lines(out: &Output) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn start(world: &World, id: &str) -> std::process::Child {

@@ -5,28 +5,17 @@
 
 mod support;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-use support::World;
 use support::plugins::sample;
+use support::{World, json_lines};
 
 fn codehands(world: &World) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codehands"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &world.agent_home)
-        .env("CODEHANDS_HOME", world.home.root())
-        .env("NO_COLOR", "1")
+    let mut cmd = world.codehands();
+    cmd.env("NO_COLOR", "1")
         .current_dir(&world.repo)
         .stdin(Stdio::null());
     cmd
-}
-
-fn json_lines(out: &Output) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
 }
 
 #[test]

@@ -4,34 +4,19 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::World;
+use support::{World, json_lines, run};
 
 const ID: &str = "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42";
 
 fn codehands(world: &World, mode: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codehands"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &world.agent_home)
-        .env("CODEHANDS_HOME", world.home.root())
-        .env("CODEHANDS_FAKE_MODE", mode)
+    let mut cmd = world.codehands();
+    cmd.env("CODEHANDS_FAKE_MODE", mode)
         .env("NO_COLOR", "1")
         .current_dir(&world.repo);
     cmd
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().unwrap()
-}
-
-fn json_lines(out: &Output) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn validator() -> jsonschema::Validator {

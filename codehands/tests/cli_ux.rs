@@ -7,8 +7,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -16,7 +15,8 @@ use runner_core::{
     AgentName, ApproveOptions, ErrorKind, EventBody, Runner, Sandbox, SandboxError,
     SandboxErrorKind, SandboxRequest, SandboxResult, SessionId, SessionState, StartOptions,
 };
-use support::World;
+use support::terminal::OnTerminal;
+use support::{World, run};
 
 const ID: &str = "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42";
 /// Shares ID's first 8 characters, so its branch and worktree folder too: the two can
@@ -25,20 +25,12 @@ const TWIN: &str = "3f2a9c1e-1111-4c55-9a57-2f0d8e6b1a42";
 const OTHER: &str = "7c1d2e3f-0b7d-4c55-9a57-2f0d8e6b1a42";
 
 fn codehands(world: &World, mode: &str) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codehands"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &world.agent_home)
-        .env("CODEHANDS_HOME", world.home.root())
-        .env("CODEHANDS_FAKE_MODE", mode)
+    let mut cmd = world.codehands();
+    cmd.env("CODEHANDS_FAKE_MODE", mode)
         .env("CODEHANDS_NO_SPINNER", "1")
         .env("NO_COLOR", "1")
         .current_dir(&world.repo);
     cmd
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.stdin(Stdio::null()).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -274,71 +266,6 @@ async fn a_stopped_session_is_rejected_keeping_only_a_branch_the_agent_committed
         world.branches(),
         vec![committer.branch.clone(), "main".to_owned()]
     );
-}
-
-/// A child on a pseudo-terminal, with everything it printed.
-struct OnTerminal {
-    child: std::process::Child,
-    master: std::fs::File,
-    seen: Arc<Mutex<String>>,
-}
-
-impl OnTerminal {
-    /// Starts `cmd` with stdin and stderr on a new pseudo-terminal, and stdout too unless
-    /// `stdout_piped`.
-    fn start(cmd: &mut Command, stdout_piped: bool) -> Self {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = std::fs::File::from(pty.slave);
-        cmd.stdin(slave.try_clone().unwrap())
-            .stderr(slave.try_clone().unwrap());
-        if stdout_piped {
-            cmd.stdout(Stdio::piped());
-        } else {
-            cmd.stdout(slave.try_clone().unwrap());
-        }
-        let child = cmd.spawn().unwrap();
-        // Only the child holds the terminal now, so reading ends when it has gone.
-        drop(slave);
-        let master = std::fs::File::from(pty.master);
-        let seen = Arc::new(Mutex::new(String::new()));
-        let (mut reader, into) = (master.try_clone().unwrap(), seen.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // Reading ends with EIO once the child and every copy of the slave are gone.
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                into.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        Self {
-            child,
-            master,
-            seen,
-        }
-    }
-
-    fn wait_for(&self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !self.seen.lock().unwrap().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "no {needle:?} in {:?}",
-                self.seen.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn finish(mut self) -> (Option<i32>, String) {
-        let status = self.child.wait().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-        let seen = self.seen.lock().unwrap().clone();
-        (status.code(), seen)
-    }
 }
 
 const QUESTION: &str = "[a]pprove, [r]eject, [k]eep, or type a follow-up (Enter keeps): ";

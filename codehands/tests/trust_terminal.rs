@@ -10,12 +10,8 @@ use std::process::{Command, Output, Stdio};
 use support::World;
 
 fn codehands(world: &World) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_codehands"));
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", &world.agent_home)
-        .env("CODEHANDS_HOME", world.home.root())
-        .env("NO_COLOR", "1")
+    let mut cmd = world.codehands();
+    cmd.env("NO_COLOR", "1")
         .current_dir(&world.repo)
         .stdin(Stdio::null());
     cmd

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses part of it
 
 pub mod plugins;
+pub mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -166,6 +167,32 @@ pub fn claude() -> Option<PathBuf> {
         runner_core::testkit::skip("Claude Code is not installed: run `cargo xtask agents`");
     }
     found
+}
+
+impl World {
+    /// The `codehands` binary with an environment of its own: PATH, a temp HOME and this
+    /// world's `CODEHANDS_HOME`, nothing else of the caller's.
+    pub fn codehands(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_codehands"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.agent_home)
+            .env("CODEHANDS_HOME", self.home.root());
+        cmd
+    }
+}
+
+/// Runs `cmd` to its end with no stdin.
+pub fn run(cmd: &mut Command) -> std::process::Output {
+    cmd.stdin(std::process::Stdio::null()).output().unwrap()
+}
+
+/// Each line of `out`'s stdout as JSON.
+pub fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
 }
 
 /// The pinned Codex, or a skip (a failure under CI=true).
