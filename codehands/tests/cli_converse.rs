@@ -12,7 +12,7 @@ use std::time::Duration;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
 use support::terminal::OnTerminal;
-use support::{World, run};
+use support::{World, ok, run, text};
 
 const ID: &str = "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42";
 const UNKNOWN: &str = "0b7d4c55-3f2a-4c55-9a57-2f0d8e6b1a42";
@@ -34,20 +34,6 @@ fn codehands_claude(world: &World, claude: &Path, server: &ModelServer) -> Comma
         .env("ANTHROPIC_BASE_URL", server.base_url())
         .env("ANTHROPIC_API_KEY", "sk-ant-dummy-for-tests");
     cmd
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
 }
 
 fn json_lines(out: &Output) -> Vec<serde_json::Value> {

@@ -6,7 +6,7 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -16,7 +16,7 @@ use runner_core::{
     SandboxErrorKind, SandboxRequest, SandboxResult, SessionId, SessionState, StartOptions,
 };
 use support::terminal::OnTerminal;
-use support::{World, run};
+use support::{World, ok, run, text};
 
 const ID: &str = "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42";
 /// Shares ID's first 8 characters, so its branch and worktree folder too: the two can
@@ -31,20 +31,6 @@ fn codehands(world: &World, mode: &str) -> Command {
         .env("NO_COLOR", "1")
         .current_dir(&world.repo);
     cmd
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
 }
 
 /// `codehands run . --agent fake --then keep --session-id id` on the demo.

@@ -187,6 +187,22 @@ pub fn run(cmd: &mut Command) -> std::process::Output {
     cmd.stdin(std::process::Stdio::null()).output().unwrap()
 }
 
+/// Bytes a command printed, as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts that the command succeeded (showing what it printed if not); its stdout.
+pub fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
 /// Each line of `out`'s stdout as JSON.
 pub fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(&out.stdout)

@@ -60,8 +60,8 @@ pub(super) fn marked_message(request: &Value, markers: &[&str]) -> Option<super:
 }
 
 /// The texts of a message content: the content itself when it is a string, else
-/// its `text` blocks.
-fn message_texts(content: Option<&Value>) -> Vec<&str> {
+/// its `text` blocks (Anthropic's blocks and Chat Completions' parts have one shape).
+pub(super) fn message_texts(content: Option<&Value>) -> Vec<&str> {
     match content {
         Some(Value::String(text)) => vec![text.as_str()],
         Some(Value::Array(blocks)) => blocks

@@ -37,18 +37,7 @@ pub(super) fn marked_message(request: &Value, markers: &[&str]) -> Option<super:
         .iter()
         .enumerate()
         .filter(|(_, m)| m.get("role").and_then(Value::as_str) == Some("user"))
-        .map(|(position, m)| {
-            let texts = match m.get("content") {
-                Some(Value::String(text)) => vec![text.as_str()],
-                Some(Value::Array(parts)) => parts
-                    .iter()
-                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            (position, texts)
-        });
+        .map(|(position, m)| (position, super::anthropic::message_texts(m.get("content"))));
     super::last_marked(users, markers)
 }
 
