@@ -5,6 +5,7 @@
 
 mod support;
 
+use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -33,6 +34,28 @@ fn write(id: &str, path: &str, text: &str) -> Turn {
         "Write",
         json!({ "file_path": path, "content": text }),
     )])
+}
+
+/// A model that writes `first` in the worktree `wt` (its answer held back `delay`), then,
+/// from a user message holding `marker` on, writes `second`.
+fn writes(wt: &Path, first: &str, delay: Duration, marker: &str, second: &str) -> Script {
+    let file = |name: &str| wt.join(name).display().to_string();
+    Script::new([
+        write("toolu_w1", &file(first), "one\n").delayed(delay),
+        Turn::text(format!("Wrote {first}.")),
+    ])
+    .follow_up(
+        marker,
+        Script::new([
+            write("toolu_w2", &file(second), "two\n"),
+            Turn::text(format!("Wrote {second} as asked.")),
+        ]),
+    )
+}
+
+/// The paths a diff stat names, in its order.
+fn paths(stat: &runner_core::DiffStat) -> Vec<&str> {
+    stat.files.iter().map(|f| f.path.as_str()).collect()
 }
 
 /// Whether a user message the server was sent holds `text`.
@@ -69,18 +92,12 @@ async fn a_follow_up_turn_continues_the_conversation_and_approve_commits_both_ch
     let world = World::demo();
     let id = SessionId::new_random();
     let wt = support::worktree_for(&world, &id).await;
-    let first = wt.join("first.txt").display().to_string();
-    let second = wt.join("second.txt").display().to_string();
-    let script = Script::new([
-        write("toolu_f1", &first, "one\n"),
-        Turn::text("Wrote first.txt."),
-    ])
-    .follow_up(
+    let script = writes(
+        &wt,
+        "first.txt",
+        Duration::ZERO,
         "FOLLOW-UP-MARK",
-        Script::new([
-            write("toolu_f2", &second, "two\n"),
-            Turn::text("Wrote second.txt as well."),
-        ]),
+        "second.txt",
     );
     let server = ModelServer::start(script).await.unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
@@ -122,14 +139,8 @@ async fn a_follow_up_turn_continues_the_conversation_and_approve_commits_both_ch
     let Some(EventBody::ApprovalRequested(asked)) = more.last().map(|e| &e.body) else {
         unreachable!()
     };
-    let paths: Vec<&str> = asked
-        .diff_stat
-        .files
-        .iter()
-        .map(|f| f.path.as_str())
-        .collect();
     assert_eq!(
-        paths,
+        paths(&asked.diff_stat),
         ["first.txt", "second.txt"],
         "the second diff holds both changes"
     );
@@ -166,19 +177,13 @@ async fn a_message_sent_mid_turn_steers_the_turn_in_flight() {
     let world = World::demo();
     let id = SessionId::new_random();
     let wt = support::worktree_for(&world, &id).await;
-    let first = wt.join("first.txt").display().to_string();
-    let steered = wt.join("steered.txt").display().to_string();
     // The first answer takes a while: the message arrives while the model "thinks".
-    let script = Script::new([
-        write("toolu_s1", &first, "one\n").delayed(Duration::from_secs(3)),
-        Turn::text("Wrote first.txt."),
-    ])
-    .follow_up(
+    let script = writes(
+        &wt,
+        "first.txt",
+        Duration::from_secs(3),
         "STEER-MARK",
-        Script::new([
-            write("toolu_s2", &steered, "steered\n"),
-            Turn::text("Wrote steered.txt as asked."),
-        ]),
+        "steered.txt",
     );
     let server = ModelServer::start(script).await.unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
@@ -211,8 +216,7 @@ async fn a_message_sent_mid_turn_steers_the_turn_in_flight() {
         types(&rest)
     );
     let diff = runner.diff(&id).await.unwrap();
-    let paths: Vec<&str> = diff.stat.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, ["first.txt", "steered.txt"]);
+    assert_eq!(paths(&diff.stat), ["first.txt", "steered.txt"]);
     assert!(server_saw(&server, "STEER-MARK"));
     assert_contiguous(&runner.logged_events(&id, 0).unwrap());
 }
@@ -385,18 +389,12 @@ async fn an_interrupt_ends_the_turn_and_a_follow_up_redirects_the_agent() {
     let world = World::demo();
     let id = SessionId::new_random();
     let wt = support::worktree_for(&world, &id).await;
-    let slow = wt.join("slow.txt").display().to_string();
-    let other = wt.join("other.txt").display().to_string();
-    let script = Script::new([
-        write("toolu_i1", &slow, "never\n").delayed(Duration::from_secs(20)),
-        Turn::text("Wrote slow.txt."),
-    ])
-    .follow_up(
+    let script = writes(
+        &wt,
+        "slow.txt",
+        Duration::from_secs(20),
         "REDIRECT-MARK",
-        Script::new([
-            write("toolu_i2", &other, "other\n"),
-            Turn::text("Wrote other.txt instead."),
-        ]),
+        "other.txt",
     );
     let server = ModelServer::start(script).await.unwrap();
     let runner = claude_runner(&world, &claude, &server, &[]);
@@ -451,8 +449,7 @@ async fn an_interrupt_ends_the_turn_and_a_follow_up_redirects_the_agent() {
         types(&more)
     );
     let diff = runner.diff(&id).await.unwrap();
-    let paths: Vec<&str> = diff.stat.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, ["other.txt"]);
+    assert_eq!(paths(&diff.stat), ["other.txt"]);
     assert_contiguous(&runner.logged_events(&id, 0).unwrap());
 }
 
@@ -529,8 +526,7 @@ async fn codex_takes_a_follow_up_through_exec_resume_and_refuses_what_it_cannot_
         types(&more)
     );
     let diff = runner.diff(&id).await.unwrap();
-    let paths: Vec<&str> = diff.stat.files.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, ["first.txt", "second.txt"]);
+    assert_eq!(paths(&diff.stat), ["first.txt", "second.txt"]);
     // `exec resume` carried the first exchange.
     assert!(
         server
