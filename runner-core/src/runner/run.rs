@@ -654,39 +654,7 @@ impl Supervisor {
             if let Some(why) = self.auth_failure(&body) {
                 interruption.get_or_insert(Interruption::AuthFailed(why));
             }
-            let linger = Instant::now() + self.shared.settings.watchdog.linger;
-            if body.is_terminal() {
-                match conversation.as_deref_mut() {
-                    None if held.is_none() => {
-                        *held = Some(Held {
-                            body,
-                            raw: Some(text.clone()),
-                            linger_until: Some(linger),
-                        });
-                        watched.close_stdin();
-                    }
-                    None => {}
-                    // In a conversation the last result is the turn's: one given while
-                    // input was still owed is followed by another.
-                    Some(conversation)
-                        if held.as_ref().is_none_or(|h| h.linger_until.is_none()) =>
-                    {
-                        let settled = conversation.settled();
-                        *held = Some(Held {
-                            body,
-                            raw: Some(text.clone()),
-                            linger_until: settled.then_some(linger),
-                        });
-                        if settled {
-                            for body in conversation.close() {
-                                self.emit_own(body, None);
-                            }
-                            watched.close_stdin();
-                        }
-                    }
-                    Some(_) => {}
-                }
-            } else {
+            if !body.is_terminal() {
                 let more = conversation
                     .as_deref_mut()
                     .map(|c| c.see(&body))
@@ -695,6 +663,26 @@ impl Supervisor {
                 for body in more {
                     self.emit_own(body, None);
                 }
+                continue;
+            }
+            // The first result is the turn's; in a conversation, a result given while input
+            // was still owed is followed by another, which replaces it.
+            if held.as_ref().is_some_and(|h| h.linger_until.is_some()) {
+                continue;
+            }
+            let settled = conversation.as_deref().is_none_or(Conversation::settled);
+            let linger = Instant::now() + self.shared.settings.watchdog.linger;
+            *held = Some(Held {
+                body,
+                raw: Some(text.clone()),
+                linger_until: settled.then_some(linger),
+            });
+            if settled {
+                let withdrawn = conversation.as_deref_mut().map(Conversation::close);
+                for body in withdrawn.unwrap_or_default() {
+                    self.emit_own(body, None);
+                }
+                watched.close_stdin();
             }
         }
     }
