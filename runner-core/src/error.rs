@@ -28,6 +28,9 @@ pub enum ErrorKind {
     VerifyFailed,
     /// A stored record could not be read: corrupt, unknown fields, bad state.
     CorruptRecord,
+    /// The disk holding codehands' files (or the worktree) is full or read-only: free space
+    /// (or make it writable), then run `codehands recover`.
+    DiskFull,
     /// The file system or another I/O source failed.
     Io,
     /// The operation is not supported by this agent or runner.
@@ -100,9 +103,15 @@ impl Error {
         }
     }
 
-    /// An I/O error with the path or action it concerns.
+    /// An I/O error with the path or action it concerns; a full or read-only disk is
+    /// [`ErrorKind::DiskFull`].
     pub fn io(context: impl std::fmt::Display, err: &std::io::Error) -> Self {
-        Self::new(ErrorKind::Io, format!("{context}: {err}"))
+        use std::io::ErrorKind as Io;
+        let kind = match err.kind() {
+            Io::StorageFull | Io::QuotaExceeded | Io::ReadOnlyFilesystem => ErrorKind::DiskFull,
+            _ => ErrorKind::Io,
+        };
+        Self::new(kind, format!("{context}: {err}"))
     }
 
     /// The error for a feature that was left out of this build.

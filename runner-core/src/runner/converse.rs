@@ -95,9 +95,23 @@ impl LocalRunner {
                 "the worktree of session {id} is gone: it takes no {what}"
             )));
         }
-        RunFiles::in_home(&shared.home, &id).prepare()?;
+        let files = RunFiles::in_home(&shared.home, &id);
+        files.prepare()?;
+        // The room the turn keeps for its end on a full disk (`disk.rs`).
+        files.make_reserve().map_err(|e| {
+            if super::disk::is_full(&e) {
+                super::disk::full(shared.home.root(), e.message(), "try again")
+            } else {
+                e
+            }
+        })?;
         let back_to = record.state;
-        let record = shared.store.move_to(&id, SessionState::Running, what)?;
+        let record = shared
+            .store
+            .move_to(&id, SessionState::Running, what)
+            .inspect_err(|_| {
+                files.release_reserve();
+            })?;
         let resume_from = record
             .agent_session_id
             .clone()
@@ -105,6 +119,7 @@ impl LocalRunner {
         self.begin_turn(&record, prompt, Some(resume_from), verify)
             .inspect_err(|_| {
                 // Nothing runs: back to where it was.
+                files.release_reserve();
                 let _ = shared
                     .store
                     .update(&id, |r| r.move_to(back_to, "take the turn back"));

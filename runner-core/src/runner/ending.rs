@@ -4,6 +4,7 @@
 use super::Shared;
 use super::cleanup;
 use super::control::{RunFiles, TurnPlan};
+use super::disk;
 use super::log::{self, EventLog};
 use super::run::ends_turn;
 use crate::error::Result;
@@ -59,7 +60,22 @@ impl TurnEnd {
     /// Completes the turn's events (an `approval.requested` owed after a logged
     /// `task.finished`), then moves the record to the state they say, with the seq, the cost
     /// and tokens; a failed turn's worktree goes (its branch stays if the agent committed).
+    /// On a full disk, once more in the room the turn's reserve leaves (`disk.rs`).
     pub(super) async fn settle(
+        &mut self,
+        shared: &Shared,
+        files: &RunFiles,
+        log: &mut EventLog,
+    ) -> Result<SessionRecord> {
+        match self.settle_once(shared, files, log).await {
+            Err(e) if disk::is_full(&e) && files.release_reserve() => {
+                self.settle_once(shared, files, log).await
+            }
+            settled => settled,
+        }
+    }
+
+    async fn settle_once(
         &mut self,
         shared: &Shared,
         files: &RunFiles,

@@ -5,7 +5,9 @@
 //! A closing event (`approval.requested`, `task.failed`, `task.stopped`) is handed out only
 //! once the record says the turn is over, so a caller that acts on it (approve right away)
 //! finds the session in the state the event announced. A run that nobody supervises while it
-//! is followed is healed (adopted or finished) as soon as that is seen.
+//! is followed is healed (adopted or finished) as soon as that is seen; when that keeps
+//! failing (a disk that stays full), the stream ends rather than wait forever, and
+//! [`LocalRunner::after_stream`](super::LocalRunner::after_stream) says why.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -121,17 +123,19 @@ impl Follower {
         }
         self.unsupervised_since = None;
         self.heals += 1;
-        let healed = if self.heals > HEALS_BEFORE_INLINE {
-            // Launched supervisors keep going away: supervise here.
-            run::supervise(self.shared.clone(), self.id)
-                .await
-                .map(|()| heal::Healed::Finished)
-        } else {
-            heal::heal(&self.shared, &record).await
-        };
-        if let Err(e) = healed {
-            tracing::warn!(session = %self.id, "cannot take over the run: {e}");
+        if self.heals <= HEALS_BEFORE_INLINE {
+            if let Err(e) = heal::heal(&self.shared, &record).await {
+                tracing::warn!(session = %self.id, "cannot take over the run: {e}");
+            }
+            return true;
         }
+        // Launched supervisors keep going away: supervise here. When the run is still not
+        // over after that, it cannot go on now: stop following it.
+        if let Err(e) = run::supervise(self.shared.clone(), self.id).await {
+            tracing::warn!(session = %self.id, "cannot take over the run: {e}");
+            return false;
+        }
+        self.heals = 0;
         true
     }
 
@@ -152,6 +156,7 @@ impl Follower {
                 // The writer of the event went away before the record: settle it here.
                 if let Err(e) = run::supervise(self.shared.clone(), self.id).await {
                     tracing::warn!(session = %self.id, "cannot settle the run: {e}");
+                    return;
                 }
             }
             tokio::time::sleep(Duration::from_millis(2)).await;

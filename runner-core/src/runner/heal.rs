@@ -145,7 +145,7 @@ pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> R
         None,
     );
     let mut log = EventLog::open(files.root(), &files.events())?;
-    log.append(&[failed])?;
+    run::append_with_room(&mut log, &files, &[failed])?;
     files.clear_stop();
     files.clear_runner();
     // No turn was planned: this closing event is a turn of its own.
