@@ -178,7 +178,13 @@ impl RunFiles {
     /// Forgets the turn once it has ended: its plan, agent, exit, secrets and raw output
     /// (the transcript and the event log keep what it printed, redacted).
     pub fn clear_turn(&self, turn: u64) {
-        for name in ["agent.json", "exit.json", "secrets.json", "turn.json", RESERVE] {
+        for name in [
+            "agent.json",
+            "exit.json",
+            "secrets.json",
+            "turn.json",
+            RESERVE,
+        ] {
             let _ = std::fs::remove_file(self.dir.join(name));
         }
         let _ = std::fs::remove_file(self.agent_stdout(turn));

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The room a planned turn holds for its end (deleted when it meets a full disk).
-pub(super) const RESERVE_BYTES: u64 = 256 << 10;
+pub(super) const RESERVE_BYTES: u64 = 64 << 10;
 
 /// Less free space than this on the disk of the run or the worktree counts as full when an
 /// agent ends without a result (its own writes may have failed for it).
@@ -110,9 +110,9 @@ fn preallocate(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
         return Ok(());
     };
     match fallocate(file, FallocateFlags::FALLOC_FL_KEEP_SIZE, offset, len) {
-        Err(e @ (nix::errno::Errno::ENOSPC | nix::errno::Errno::EDQUOT | nix::errno::Errno::EROFS)) => {
-            Err(std::io::Error::from(e))
-        }
+        Err(
+            e @ (nix::errno::Errno::ENOSPC | nix::errno::Errno::EDQUOT | nix::errno::Errno::EROFS),
+        ) => Err(std::io::Error::from(e)),
         _ => Ok(()),
     }
 }
@@ -174,7 +174,9 @@ struct Space {
 
 /// The free space of the disk holding `path` (or its nearest folder that exists).
 fn space(path: &Path) -> Option<Space> {
-    let found = path.ancestors().find_map(|p| nix::sys::statvfs::statvfs(p).ok())?;
+    let found = path
+        .ancestors()
+        .find_map(|p| nix::sys::statvfs::statvfs(p).ok())?;
     Some(Space {
         read_only: found
             .flags()
@@ -270,10 +272,23 @@ mod tests {
     #[test]
     fn the_message_names_the_disk_and_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
-        let error = full(&dir.path().join("not/yet"), "os error 28", "run `codehands recover`");
+        let error = full(
+            &dir.path().join("not/yet"),
+            "os error 28",
+            "run `codehands recover`",
+        );
         assert_eq!(error.kind(), ErrorKind::DiskFull);
         let text = error.to_string();
-        assert!(text.starts_with(&format!("the disk holding {}", dir.path().join("not/yet").display())), "{text}");
-        assert!(text.contains("free): free space and run `codehands recover` (os error 28)"), "{text}");
+        assert!(
+            text.starts_with(&format!(
+                "the disk holding {}",
+                dir.path().join("not/yet").display()
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("free): free space and run `codehands recover` (os error 28)"),
+            "{text}"
+        );
     }
 }

@@ -46,6 +46,9 @@ pub(super) async fn heal(shared: &Arc<Shared>, record: &SessionRecord) -> Result
     if SupervisorLock::is_held(&files) {
         return Ok(Healed::Nothing);
     }
+    // A log that cannot be read (a line torn in its middle) is this session's error alone,
+    // said before a supervisor is started that could only fail on it.
+    log::scan(&files.events(), u64::MAX, |_| false)?;
     let Some(plan) = files.turn() else {
         let starting = files
             .runner()

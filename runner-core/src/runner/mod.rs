@@ -483,10 +483,12 @@ impl Runner for LocalRunner {
         // mount); the private folders above it keep other users out.
         let private = shared.home.private();
         if let Some(parent) = worktree.parent() {
-            private.ensure_dir(parent)?;
+            private
+                .ensure_dir(parent)
+                .map_err(|e| start_failed(shared, e))?;
         }
         let run_files = RunFiles::in_home(&shared.home, &id);
-        run_files.prepare()?;
+        run_files.prepare().map_err(|e| start_failed(shared, e))?;
         // The room the turn keeps for its end on a full disk: a disk without it refuses
         // the session now, before anything else is made.
         if let Err(e) = run_files.make_reserve() {
@@ -723,7 +725,9 @@ async fn undo_start(shared: &Shared, record: &SessionRecord, files: &RunFiles) {
 
 /// The error of a start that made nothing: a full disk is named, with what to do.
 fn start_failed(shared: &Shared, error: Error) -> Error {
-    if disk::is_full(&error) {
+    // An adapter's error may say it only in words (git's own writes): a disk with no room
+    // left is the reason then too.
+    if disk::is_full(&error) || disk::looks_full(shared.home.root()) {
         disk::full(shared.home.root(), error.message(), "try again")
     } else {
         error
@@ -734,7 +738,12 @@ fn start_failed(shared: &Shared, error: Error) -> Error {
 /// in files of lines (`.git/worktrees/<name>/gitdir`, the worktree's `.git`), which cannot
 /// hold one. Checked before anything is made.
 fn refuse_line_breaks(home: &Home, repo: &std::path::Path) -> Result<()> {
-    let breaks = |p: &std::path::Path| p.as_os_str().as_encoded_bytes().iter().any(|b| matches!(b, b'\n' | b'\r'));
+    let breaks = |p: &std::path::Path| {
+        p.as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .any(|b| matches!(b, b'\n' | b'\r'))
+    };
     let absolute = std::path::absolute(repo).unwrap_or_else(|_| repo.to_owned());
     if breaks(&absolute) {
         return Err(Error::invalid_input(format!(

@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::cleanup::{BranchFate, discard_failed};
+use super::control::RunFiles;
 use super::heal::{self, Healed};
 use super::{Shared, journal};
-use super::control::RunFiles;
 use crate::error::{ErrorKind, Result};
 use crate::ids::SessionId;
 use crate::options::{CleanupError, RecoveryReport};

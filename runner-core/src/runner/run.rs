@@ -17,8 +17,8 @@ use tokio::time::Instant;
 use super::Shared;
 use super::control::{AgentExit, AgentRun, RunFiles, SupervisorLock, TurnPlan};
 use super::conversation::Conversation;
-pub(super) use super::ending::TurnEnd;
 use super::disk::{self, Appender};
+pub(super) use super::ending::TurnEnd;
 use super::log::{self, EventLog};
 use super::watched::{Backoff, Watched};
 use crate::error::{Error, ErrorKind, Result};
@@ -943,18 +943,26 @@ impl Supervisor {
     /// The agent's output could not all be written (the relay carrying it to its file
     /// failed): on a full disk that is the turn's end.
     fn output_lost(&mut self, stdout: &std::path::Path) {
-        let detail = format!("the agent's output could not be written to {}", stdout.display());
+        let detail = format!(
+            "the agent's output could not be written to {}",
+            stdout.display()
+        );
         if self.full.is_none() && disk::looks_full(stdout) {
             self.full = Some(Error::new(ErrorKind::DiskFull, detail));
         } else {
-            self.note(format!("{detail}; its last line is cut short and was skipped"));
+            self.note(format!(
+                "{detail}; its last line is cut short and was skipped"
+            ));
         }
     }
 
     /// Whether the disk of the run's files or of the worktree has (almost) no room left:
     /// then an agent that ended without a result most likely ended for it.
     fn disk_looks_full(&mut self) {
-        for path in [self.files.dir().to_owned(), self.record.worktree_path.clone()] {
+        for path in [
+            self.files.dir().to_owned(),
+            self.record.worktree_path.clone(),
+        ] {
             if disk::looks_full(&path) {
                 self.full = Some(Error::new(
                     ErrorKind::DiskFull,
@@ -1024,7 +1032,9 @@ impl Supervisor {
         if !self.pending.is_empty() {
             let error = match self.full {
                 Some(_) => self.full_error(),
-                None => Error::internal("the end of the turn could not be written to the event log"),
+                None => {
+                    Error::internal("the end of the turn could not be written to the event log")
+                }
             };
             tracing::error!(session = %self.record.session_id, "cannot write the end of the run: {error}");
             self.unsaid = Some(error);
