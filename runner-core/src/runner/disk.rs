@@ -191,6 +191,16 @@ pub(super) fn full(path: &Path, detail: &str, then: &str) -> Error {
     Error::new(ErrorKind::DiskFull, full_message(path, detail, then))
 }
 
+/// `error` as a session's command says it: a full disk named with what it has left (the
+/// home's disk when the error says no more), anything else as it is.
+pub(super) fn named(home: &Path, error: Error) -> Error {
+    if is_full(&error) && !error.message().starts_with("the disk holding") {
+        full(home, error.message(), "run `codehands recover`")
+    } else {
+        error
+    }
+}
+
 /// The words of [`full`].
 pub(super) fn full_message(path: &Path, detail: &str, then: &str) -> String {
     let detail = if detail.is_empty() {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use super::Shared;
 use super::control::{RunFiles, SupervisorLock};
+use super::disk;
 use super::log::{self, EventLog};
 use super::run::{self, TurnEnd};
 use crate::error::Result;
@@ -38,6 +39,12 @@ pub(super) enum Healed {
 
 /// Heals one session (see the module's documentation).
 pub(super) async fn heal(shared: &Arc<Shared>, record: &SessionRecord) -> Result<Healed> {
+    heal_session(shared, record)
+        .await
+        .map_err(|e| disk::named(shared.home.root(), e))
+}
+
+async fn heal_session(shared: &Arc<Shared>, record: &SessionRecord) -> Result<Healed> {
     if !matches!(record.state, SessionState::Running | SessionState::Queued) {
         return Ok(Healed::Nothing);
     }

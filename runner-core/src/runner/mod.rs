@@ -220,7 +220,9 @@ impl LocalRunner {
         } else {
             message.to_owned()
         };
-        let approved = journal::approve(shared, &record, &message).await?;
+        let approved = journal::approve(shared, &record, &message)
+            .await
+            .map_err(|e| disk::named(shared.home.root(), e))?;
         remember_outcome(shared, &record, SessionState::Approved).await;
         Ok(approved)
     }
@@ -236,7 +238,9 @@ impl LocalRunner {
         record
             .state
             .check_move(SessionState::Rejecting, SessionState::Rejected, "reject")?;
-        let kept = journal::reject(shared, &record).await?;
+        let kept = journal::reject(shared, &record)
+            .await
+            .map_err(|e| disk::named(shared.home.root(), e))?;
         remember_outcome(shared, &record, SessionState::Rejected).await;
         Ok(RejectResult {
             session_id: *session_id,

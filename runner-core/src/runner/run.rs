@@ -64,6 +64,13 @@ struct Held {
 /// Supervises the current turn of session `id` to its end, unless another supervisor holds
 /// the run (then it returns at once).
 pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> {
+    let home = shared.home.root().to_owned();
+    supervise_turn(shared, id)
+        .await
+        .map_err(|e| disk::named(&home, e))
+}
+
+async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
     let files = RunFiles::in_home(&shared.home, &id);
     let Some(lock) = SupervisorLock::try_acquire(&files)? else {
         return Ok(());
