@@ -229,6 +229,48 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_that_saw_half_a_line_reads_the_line_written_in_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = PrivateRoot::new(dir.path());
+        let path = dir.path().join("events.jsonl");
+        let all = events(3);
+        let mut log = EventLog::open(&root, &path).unwrap();
+        log.append(&all[..1]).unwrap();
+        drop(log);
+        let mut reader = LogReader::new(path.clone());
+        // A write that failed part way (a full disk) and was cut back, seen before the cut.
+        let torn = serde_json::to_string(&all[2]).unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(&torn.as_bytes()[..torn.len() / 3]).unwrap();
+        assert_eq!(reader.read_new().unwrap(), all[..1]);
+        let mut log = EventLog::open(&root, &path).unwrap();
+        log.append(&all[1..]).unwrap();
+        assert_eq!(reader.read_new().unwrap(), all[1..]);
+    }
+
+    #[test]
+    fn a_line_torn_in_the_middle_of_the_log_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let lines: Vec<String> = events(3)
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        let torn = format!("{}\n{}\n{}\n", lines[0], &lines[1][..20], lines[2]);
+        std::fs::write(&path, torn).unwrap();
+        for error in [
+            read_all(&path).unwrap_err(),
+            scan(&path, 0, |_| true).err().unwrap(),
+        ] {
+            assert_eq!(error.kind(), ErrorKind::CorruptRecord);
+            assert!(error.to_string().starts_with("line 2 of the event log"), "{error}");
+        }
+    }
+
+    #[test]
     fn a_scan_keeps_only_what_it_is_asked_for_after_a_seq() {
         let dir = tempfile::tempdir().unwrap();
         let root = PrivateRoot::new(dir.path());
