@@ -87,6 +87,11 @@ impl RunFiles {
         made
     }
 
+    /// Whether the turn still holds its reserve (a supervisor that met a full disk used it).
+    pub(super) fn has_reserve(&self) -> bool {
+        self.dir.join(RESERVE).exists()
+    }
+
     /// Gives the reserve's room back to the disk; whether there was one.
     pub(super) fn release_reserve(&self) -> bool {
         std::fs::remove_file(self.dir.join(RESERVE)).is_ok()

@@ -178,6 +178,9 @@ struct Supervisor {
     full_at: Option<std::path::PathBuf>,
     /// Why the turn's end could not be written, if it could not.
     unsaid: Option<Error>,
+    /// A supervisor before this one met a full disk (it used the turn's reserve up): an
+    /// agent that ended without a result then ended for it.
+    met_full_disk: bool,
     /// Cuts the secret values given to the agent (API keys, tokens), in every form, out
     /// of every line it prints, its stderr and this run's note.
     redactor: Redactor,
@@ -213,6 +216,7 @@ impl Supervisor {
             full: None,
             full_at: None,
             unsaid: None,
+            met_full_disk: false,
             redactor: Redactor::default(),
         }
     }
@@ -290,6 +294,7 @@ impl Supervisor {
             }
         }
         self.skip = made_from_output;
+        self.met_full_disk = !self.files.has_reserve();
         self.redactor = Redactor::new(self.files.secrets());
         self.profile = self
             .shared
@@ -538,10 +543,14 @@ impl Supervisor {
             if let Some(code) = exit {
                 // Exited, and everything it wrote before is read: the unterminated last line
                 // too, unless its output could not all be written (that line is cut short).
+                let mut unterminated = Vec::new();
+                decoder.finish(&mut unterminated);
                 if watched.output_failed() {
-                    self.output_lost(&stdout_path);
+                    self.output_lost(&stdout_path, !unterminated.is_empty());
+                } else if self.met_full_disk && !unterminated.is_empty() {
+                    self.note(cut_short(&stdout_path));
                 } else {
-                    decoder.finish(&mut frames);
+                    frames.append(&mut unterminated);
                 }
                 for frame in frames.drain(..) {
                     self.on_frame(
@@ -778,13 +787,9 @@ impl Supervisor {
             self.took_over_ending = true;
             self.skip = 0;
         }
-        let finished = matches!(
-            held.as_ref().map(|h| &h.body),
-            Some(EventBody::TaskFinished(_))
-        );
-        if interruption.is_none() && self.full.is_none() && !finished {
+        if interruption.is_none() && self.full.is_none() && held.is_none() {
             // An agent whose own writes failed for a full disk (its edits, its output) may
-            // end any way at all: the disk is the reason, not the agent.
+            // die without a result: the disk is the reason then, not the agent.
             self.disk_looks_full();
         }
         let interruption = if self.full.is_some() {
@@ -949,23 +954,28 @@ impl Supervisor {
 
     /// The agent's output could not all be written (the relay carrying it to its file
     /// failed): on a full disk that is the turn's end.
-    fn output_lost(&mut self, stdout: &std::path::Path) {
-        let detail = format!(
-            "the agent's output could not be written to {}",
-            stdout.display()
-        );
+    fn output_lost(&mut self, stdout: &std::path::Path, cut: bool) {
         if self.full.is_none() && disk::looks_full(stdout) {
+            let detail = format!(
+                "the agent's output could not be written to {}",
+                stdout.display()
+            );
             self.full = Some(Error::new(ErrorKind::DiskFull, detail));
-        } else {
-            self.note(format!(
-                "{detail}; its last line is cut short and was skipped"
-            ));
+        } else if cut {
+            self.note(cut_short(stdout));
         }
     }
 
     /// Whether the disk of the run's files or of the worktree has (almost) no room left:
     /// then an agent that ended without a result most likely ended for it.
     fn disk_looks_full(&mut self) {
+        if self.met_full_disk {
+            self.full = Some(Error::new(
+                ErrorKind::DiskFull,
+                "the disk was full while the turn ran (its reserve is used up), and the agent ended without a result",
+            ));
+            return;
+        }
         for path in [
             self.files.dir().to_owned(),
             self.record.worktree_path.clone(),
@@ -1135,6 +1145,15 @@ impl Supervisor {
             _ => path.to_owned(),
         }
     }
+}
+
+/// The note for an agent's last line left without its end when its output could not all be
+/// written: it is no line of the agent's, and is skipped.
+fn cut_short(stdout: &std::path::Path) -> String {
+    format!(
+        "the agent's output could not all be written to {} (a full disk): its last line is cut short and was skipped",
+        stdout.display()
+    )
 }
 
 /// A `message` from codehands about the run.
