@@ -597,7 +597,7 @@ impl Runner for LocalRunner {
             .and_then(|a| a.version_probe());
         let program = probe.as_ref().map(|p| p.program.display().to_string());
         let version = match &probe {
-            Some(probe) => probe.ask(Duration::from_secs(10)).await,
+            Some(probe) => crate::process::probe::ask(probe, Duration::from_secs(10)).await,
             None => None,
         };
         Ok(crate::report::build(crate::report::ReportInput {

@@ -144,7 +144,7 @@ impl std::fmt::Debug for Sent {
     }
 }
 
-/// How an approve goes beyond its message ([`crate::LocalRunner::approve_with`]).
+/// How an approve goes beyond its message (runner-core's `LocalRunner::approve_with`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ApproveOptions {
     /// Approve even when the run was verified and the sandbox's tests failed or could not
@@ -152,7 +152,7 @@ pub struct ApproveOptions {
     pub force: bool,
 }
 
-/// What a reject did ([`crate::LocalRunner::reject_session`]).
+/// What a reject did (runner-core's `LocalRunner::reject_session`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RejectResult {
