@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use runner_core::{
+use runner_contract::{
     AgentCapabilities, AgentName, AgentRequest, ErrorKind, Invocation, ResumeFrom, SessionId,
     StdinClose, VersionProbe,
 };
@@ -75,7 +75,7 @@ pub struct RequestWire {
     pub provider_env: Vec<(String, String)>,
     /// Deny or ask, for tools outside the allow list (absent from an older host: deny).
     #[serde(default)]
-    pub permissions: runner_core::PermissionMode,
+    pub permissions: runner_contract::PermissionMode,
 }
 
 /// [`StdinClose`] as JSON.

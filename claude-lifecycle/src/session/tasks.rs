@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use runner_core::process::framing::{Frame, JsonlDecoder};
+use runner_contract::framing::{Frame, JsonlDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot, watch};

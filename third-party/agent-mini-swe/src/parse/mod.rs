@@ -32,8 +32,8 @@ mod document;
 mod ending;
 mod wire;
 
-use runner_core::event::{CommandStarted, Message, MessageRole, TaskFinished, TaskStarted};
-use runner_core::{AgentParser, EventBody, testrun};
+use runner_contract::event::{CommandStarted, Message, MessageRole, TaskFinished, TaskStarted};
+use runner_contract::{AgentParser, EventBody, testrun};
 use serde_json::Value;
 
 use document::{Piece, Splitter};
