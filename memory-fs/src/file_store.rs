@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use runner_contract::private::PrivateRoot;
-use runner_contract::{Error, ErrorKind, MemoryStore, RepoProfile, Result, RunSummary, SessionState};
+use runner_contract::{
+    Error, ErrorKind, MemoryStore, RepoProfile, Result, RunSummary, SessionState,
+};
 
 use crate::key::validate_repo_key;
 use crate::lock::{FolderLock, blocking};

@@ -1,6 +1,6 @@
 //! The one public error type: a kind a caller can act on, and a message that says what to do.
 
-use crate::session::SessionState;
+use crate::state::SessionState;
 
 /// What went wrong, in terms a caller (a daemon, the command line) can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

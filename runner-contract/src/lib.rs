@@ -26,6 +26,7 @@ pub mod report;
 pub mod schema;
 pub mod sequence;
 pub mod session;
+mod state;
 pub mod testrun;
 pub mod text_lines;
 pub mod traits;
@@ -36,7 +37,7 @@ pub use event::{Event, EventBody};
 pub use ids::SessionId;
 pub use options::{
     ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, PermissionAnswer,
-    PermissionMode, Permissions, RecoveryReport, RejectResult, Sent, StartOptions,
+    PermissionMode, Permissions, RecoveryReport, RejectResult, StartOptions,
 };
 pub use repo_key::RepoKey;
 pub use report::{RunEnding, RunReport};
@@ -47,7 +48,7 @@ pub use traits::agent::{
     Invocation, ResumeFrom, StdinClose, VersionProbe,
 };
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
-pub use traits::runner::{EventStream, Runner};
+pub use traits::runner::{EventStream, Runner, Sent};
 pub use traits::sandbox::{
     BoxLimits, Sandbox, SandboxError, SandboxErrorKind, SandboxRequest, SandboxResult,
 };

@@ -126,24 +126,6 @@ pub enum PermissionAnswer {
     },
 }
 
-/// What [`crate::Runner::send`] did with the text.
-pub enum Sent {
-    /// The session awaited approval: a follow-up turn runs in the same worktree, and this is
-    /// its stream (ending with `approval.requested`, `task.failed` or `task.stopped`).
-    FollowUp(crate::traits::runner::EventStream),
-    /// The session was running: the text went to the agent, to steer the turn in flight.
-    Steered,
-}
-
-impl std::fmt::Debug for Sent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::FollowUp(_) => f.write_str("FollowUp(..)"),
-            Self::Steered => f.write_str("Steered"),
-        }
-    }
-}
-
 /// How an approve goes beyond its message (runner-core's `LocalRunner::approve_with`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ApproveOptions {

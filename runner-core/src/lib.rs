@@ -31,9 +31,11 @@ pub use runner_contract::{
     text_lines, traits,
 };
 
-/// What callers pass in and get back (the contract's `options`).
+/// What callers pass in and get back: the contract's `options`, and [`Sent`], which
+/// the contract keeps beside `Runner::send` (it holds an event stream).
 pub mod options {
     pub use runner_contract::options::*;
+    pub use runner_contract::traits::runner::Sent;
 }
 
 #[cfg(feature = "testkit")]
