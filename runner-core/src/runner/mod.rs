@@ -495,7 +495,7 @@ impl Runner for LocalRunner {
             Err(e) => {
                 // Nothing runs: fail the session so nothing is left behind.
                 run_files.clear_runner();
-                let _ = heal::fail_unplanned(shared, &record).await;
+                let _ = ending::fail_unplanned(shared, &record).await;
                 Err(e)
             }
         }
@@ -550,7 +550,7 @@ impl Runner for LocalRunner {
                 SessionState::Running => {
                     return Err(Error::internal(format!(
                         "session {session_id} did not stop within {}: its supervisor may hang; try again or run `codehands recover`",
-                        run::human(grace + run::SETTLE_WAIT)
+                        watched::human(grace + run::SETTLE_WAIT)
                     )));
                 }
                 other => return Err(Error::illegal_move(other, SessionState::Stopped, "stop")),
