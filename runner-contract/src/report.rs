@@ -65,10 +65,14 @@ pub struct RunReport {
     /// The agent's last text: its last assistant message, else its last result.
     #[serde(default)]
     pub last_assistant_text: Option<String>,
-    /// What every run of the session cost in US dollars, summed (runner-core's `report::cost_of`).
+    // `cost_of` is runner-core's; the words stay as they are, for the schema's description.
+    #[allow(rustdoc::broken_intra_doc_links)]
+    /// What every run of the session cost in US dollars, summed ([`cost_of`]).
     #[serde(default)]
     pub cost_usd: Option<f64>,
-    /// The tokens every run of the session used, summed (runner-core's `report::cost_of`).
+    // `cost_of` is runner-core's; the words stay as they are, for the schema's description.
+    #[allow(rustdoc::broken_intra_doc_links)]
+    /// The tokens every run of the session used, summed ([`cost_of`]).
     #[serde(default)]
     pub tokens: Option<TokenCounts>,
     /// The change since base, from the last `task.finished` or `approval.requested`.
