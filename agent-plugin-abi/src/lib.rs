@@ -1,7 +1,7 @@
 //! The versioned C ABI of codehands agent plugins: a shared library that exports any
 //! `runner_contract::Agent`, and (feature `host`) the loader that turns one back into agents.
 //!
-//! A plugin is a `cdylib` crate that depends on runner-core and this crate and calls
+//! A plugin is a `cdylib` crate that depends on runner-contract and this crate and calls
 //! [`export_agent!`] once:
 //!
 //! ```text

@@ -79,7 +79,7 @@ pub(crate) fn writer(
     })
 }
 
-/// Cuts a pipe into lines with runner-core's decoder and hands each frame to `each`.
+/// Cuts a pipe into lines with runner-contract's decoder and hands each frame to `each`.
 async fn frames<R: AsyncRead + Unpin>(mut pipe: R, mut each: impl FnMut(Frame)) {
     let mut decoder = JsonlDecoder::new();
     let mut frames = Vec::new();

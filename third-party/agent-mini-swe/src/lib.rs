@@ -2,7 +2,7 @@
 //! coding agent from the SWE-agent team (PyPI `mini-swe-agent`, models through litellm).
 //!
 //! This crate stands where a third party's would: outside codehands' adapter set,
-//! depending on runner-core alone, registered by whoever builds the runner
+//! depending on runner-contract alone, registered by whoever builds the runner
 //! (`LocalRunner::with_agent`). It names its program and config folder as
 //! constructor arguments and reads no configuration itself.
 //!

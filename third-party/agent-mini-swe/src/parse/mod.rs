@@ -294,7 +294,7 @@ impl MiniParser {
     }
 }
 
-/// A finished command, and its test result when it ran tests (runner-core's one rule).
+/// A finished command, and its test result when it ran tests (the contract's one rule).
 fn finished(
     command: String,
     exit_code: Option<i32>,
