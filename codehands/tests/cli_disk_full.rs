@@ -626,3 +626,77 @@ fn a_torn_line_in_one_sessions_log_never_stops_the_others() {
     let gc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(gc["removed"], serde_json::json!([good]), "{gc}");
 }
+
+#[test]
+fn a_turn_whose_end_does_not_fit_is_left_for_recover_and_nothing_waits_on_it() {
+    let Some((world, disk)) = world_on_tmpfs("16m") else {
+        return;
+    };
+    let id = support::new_id().to_string();
+    let mut args = run_args(&id);
+    args.push("--detach".into());
+    let out = bounded(
+        &world,
+        codehands(&world, 0)
+            .env("CODEHANDS_FAKE_MODE", "sleep")
+            .args(&args),
+        "run --detach",
+    );
+    assert!(out.status.success(), "{}", all_output(&out));
+    // Its supervisor used the turn's reserve on a full disk and died; the agent died too,
+    // without a result, and the disk stays full.
+    let supervisor = support::supervisor_of(&id).expect("a detached supervisor");
+    kill(supervisor);
+    let dir = world
+        .home
+        .run_dir(&runner_core::SessionId::parse(&id).unwrap());
+    std::fs::remove_file(dir.join("reserve")).unwrap();
+    let agent: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("agent.json")).unwrap()).unwrap();
+    let agent = agent["process"]["pid"].as_i64().unwrap() as i32;
+    kill(agent);
+    // Gone, and what it held open given back, before the disk is filled.
+    let deadline = Instant::now() + BOUND;
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    while alive(agent) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    disk.fill(0);
+    // Following it ends, naming the disk; the list goes on.
+    let out = bounded(
+        &world,
+        codehands(&world, 0).args(["events", &id, "--follow", "--json"]),
+        "events --follow",
+    );
+    assert!(!out.status.success());
+    assert!(names_the_disk(&all_output(&out)), "{}", all_output(&out));
+    lists_every_session(&world, std::slice::from_ref(&id), "full");
+    assert_eq!(field(&record(&world, &id).unwrap(), "state"), "running");
+    // With room again, recover ends it as the disk's doing, with every line whole.
+    disk.free_up();
+    let out = bounded(
+        &world,
+        codehands(&world, 0).args(["recover", "--json"]),
+        "recover",
+    );
+    assert!(out.status.success(), "{}", all_output(&out));
+    let rec = record(&world, &id).unwrap();
+    assert_eq!(field(&rec, "state"), "failed");
+    check_settled(&world, &id, "recover", false);
+}
+
+fn kill(pid: i32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}

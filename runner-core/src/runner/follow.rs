@@ -27,6 +27,9 @@ use crate::traits::runner::EventStream;
 /// How long a running session may go unsupervised before a follower heals it (a supervisor
 /// just launched needs a moment to take its lock).
 const UNSUPERVISED_GRACE: Duration = Duration::from_millis(750);
+/// How long a follower waits for a settled turn's supervisor to let go of the run (it has
+/// only its files to clear; a new turn's supervisor may hold it after that).
+const LET_GO_WAIT: Duration = Duration::from_secs(2);
 /// After this many heals that brought nothing, the follower supervises the run itself.
 const HEALS_BEFORE_INLINE: u32 = 4;
 
@@ -140,7 +143,9 @@ impl Follower {
     }
 
     /// Waits (bounded) until the record has left `running` after the closing event `seq`
-    /// (not for one of an earlier turn: a turn planned after it runs on).
+    /// (not for one of an earlier turn: a turn planned after it runs on), and its
+    /// supervisor has let go of the run (it clears the turn's files just after): a caller
+    /// that acts on the event at once (a follow-up) finds nothing of the old turn left.
     async fn wait_settled(&mut self, seq: u64) {
         let files = RunFiles::in_home(&self.shared.home, &self.id);
         if files.turn().is_some_and(|plan| plan.seq_start >= seq) {
@@ -150,7 +155,13 @@ impl Follower {
         while Instant::now() < deadline {
             match self.shared.store.get(&self.id) {
                 Ok(record) if record.state == SessionState::Running => {}
-                _ => return,
+                _ => {
+                    let let_go = Instant::now() + LET_GO_WAIT;
+                    while SupervisorLock::is_held(&files) && Instant::now() < let_go {
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                    return;
+                }
             }
             if !SupervisorLock::is_held(&files) {
                 // The writer of the event went away before the record: settle it here.

@@ -266,7 +266,10 @@ mod tests {
             scan(&path, 0, |_| true).err().unwrap(),
         ] {
             assert_eq!(error.kind(), ErrorKind::CorruptRecord);
-            assert!(error.to_string().starts_with("line 2 of the event log"), "{error}");
+            assert!(
+                error.to_string().starts_with("line 2 of the event log"),
+                "{error}"
+            );
         }
     }
 

@@ -641,7 +641,7 @@ impl Runner for LocalRunner {
         let prompt = prompt
             .filter(|p| !p.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_RESUME_PROMPT.into());
-        self.next_turn(&record, prompt, false, "resume")
+        self.next_turn(&record, prompt, false, "resume").await
     }
 
     async fn recover(&self) -> Result<RecoveryReport> {

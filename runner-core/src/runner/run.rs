@@ -115,7 +115,6 @@ async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
     supervisor.run(lock).await
 }
 
-
 /// One turn, from spawn (or adoption) to its terminal event.
 struct Supervisor {
     shared: Arc<Shared>,
