@@ -338,23 +338,34 @@ fn check_settled(world: &World, id: &str, case: &str, approve: bool) -> bool {
     true
 }
 
-/// One run with the disk filled at one instant: `leave` bytes left before it starts, or
-/// all of it taken `after` its start.
+/// When a case fills the disk.
+#[derive(Debug, Clone, Copy)]
+enum Fill {
+    /// Before the start, leaving this many bytes.
+    Leaving(u64),
+    /// All of it, this long after the start (the agent pausing between lines).
+    After(Duration),
+}
+
+/// One run with the disk filled at one instant; `others` are the sessions there are (this
+/// one joins them), and one awaiting approval is approved (`approve`) or rejected.
 fn one_case(
     world: &World,
     disk: &Tmpfs,
     case: &str,
-    leave: Option<u64>,
-    after: Option<Duration>,
+    fill: Fill,
     others: &mut Vec<String>,
     approve: bool,
 ) {
     println!("{case}");
     let id = support::new_id().to_string();
-    if let Some(leave) = leave {
-        disk.fill(leave);
-    }
-    let delay = if after.is_some() { TIMED_DELAY_MS } else { 0 };
+    let delay = match fill {
+        Fill::Leaving(leave) => {
+            disk.fill(leave);
+            0
+        }
+        Fill::After(_) => TIMED_DELAY_MS,
+    };
     let out_path = world.dir.path().join("run-out");
     let err_path = world.dir.path().join("run-err");
     let mut child = codehands(world, delay)
@@ -363,7 +374,7 @@ fn one_case(
         .stderr(File::create(&err_path).unwrap())
         .spawn()
         .unwrap();
-    if let Some(after) = after {
+    if let Fill::After(after) = fill {
         std::thread::sleep(after);
         disk.fill(0);
     }
@@ -448,10 +459,9 @@ fn a_disk_that_fills_at_any_instant_of_a_run_ends_it_clearly_and_recover_settles
             &world,
             &disk,
             &name,
-            Some(leave),
-            None,
+            Fill::Leaving(leave),
             &mut others,
-            rng.next() % 2 == 0,
+            rng.next().is_multiple_of(2),
         );
     }
     let span = took.mul_f64(1.2);
@@ -464,10 +474,9 @@ fn a_disk_that_fills_at_any_instant_of_a_run_ends_it_clearly_and_recover_settles
             &world,
             &disk,
             &name,
-            None,
-            Some(after),
+            Fill::After(after),
             &mut others,
-            rng.next() % 2 == 0,
+            rng.next().is_multiple_of(2),
         );
     }
     // A read-only disk is named too, and nothing is made.
