@@ -1,0 +1,519 @@
+//! Making a box plan from what the runner knows: the worktree, the run's folder, the agent's
+//! invocation and environment, what the agent says it needs, the repository's git folders.
+
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use runner_core::{Error, Result};
+
+use crate::plan::{
+    BoxCommand, BoxPlan, Destination, Endpoint, GitDirs, HostEntry, HostPort, Limits, LoginFile,
+    LoginHow, Network, PLAN_VERSION, SystemPath,
+};
+
+/// The port of the allow-list proxy inside the box.
+pub const PROXY_PORT: u16 = 3128;
+
+/// The uid and gid the agent has inside when the caller is root.
+pub const UID_FOR_ROOT: u32 = 1000;
+
+/// The system folders, bound read-only (or made the same link) when the host has them.
+pub const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/// The files and folders of `/etc` a box gets (when the host has them): the dynamic
+/// linker's, name service switch, certificates, time zone, alternatives and a few tables.
+/// Never `/etc` whole (`shadow`, `sudoers`, the host's `resolv.conf`).
+pub const ETC: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/nsswitch.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/crypto-policies",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/alternatives",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/mime.types",
+    "/etc/os-release",
+    "/etc/debian_version",
+];
+
+/// What an agent needs in a box besides the worktree: its install, its login, the hosts
+/// it talks to when no base URL is set, and the variable that holds its base URL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentNeeds {
+    /// Folders or files read-only at their own path (an install folder the program needs
+    /// whole).
+    pub read_only: Vec<PathBuf>,
+    /// Login files, relative to the caller's home, and how each goes in.
+    pub login: Vec<(PathBuf, LoginHow)>,
+    /// `host:port` the agent may reach through the proxy when no base URL is set.
+    pub hosts: Vec<String>,
+    /// The variable holding the provider's base URL (the only endpoint when it is set).
+    pub base_url_env: Option<String>,
+}
+
+/// Everything a plan is made from.
+#[derive(Debug, Clone)]
+pub struct BoxInputs<'a> {
+    /// The session id.
+    pub session: &'a str,
+    /// `runs/<id>/`.
+    pub run_dir: &'a Path,
+    /// The worktree.
+    pub worktree: &'a Path,
+    /// The program answering `__box` and `__box-init`.
+    pub helper: &'a Path,
+    /// bubblewrap.
+    pub bwrap: &'a Path,
+    /// The agent's program, as its invocation names it.
+    pub program: &'a Path,
+    /// Its arguments.
+    pub args: &'a [OsString],
+    /// The agent's environment, as built for it (PATH, the caller's HOME, the base URL).
+    pub env: &'a [(String, String)],
+    /// What the agent needs.
+    pub needs: &'a AgentNeeds,
+    /// The repository's git folders for this worktree.
+    pub git: Option<GitDirs>,
+    /// The limits.
+    pub limits: Limits,
+    /// The cgroup, when the machine gives one ([`crate::cgroup::find`]).
+    pub cgroup: Option<crate::plan::Cgroup>,
+}
+
+/// The plan of one box.
+pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
+    let var = |name: &str| {
+        inputs
+            .env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    };
+    let caller_home = var("HOME").map(PathBuf::from);
+    let home = inputs.run_dir.join("home");
+    let tmp = inputs.run_dir.join("tmp");
+    let system = system_paths();
+    let mut tools: Vec<PathBuf> = Vec::new();
+    for dir in std::env::split_paths(var("PATH").unwrap_or_default()) {
+        if is_tool_dir(&dir, caller_home.as_deref()) && !covered(&dir, &system, &tools) {
+            tools.push(dir);
+        }
+    }
+    for path in &inputs.needs.read_only {
+        if path.is_absolute() && path.exists() && !covered(path, &system, &tools) {
+            tools.push(path.clone());
+        }
+    }
+    let found = find_program(inputs.program, var("PATH"))?;
+    let program = found.canonicalize().unwrap_or(found);
+    if !covered(&program, &system, &tools) {
+        tools.push(program.clone());
+    }
+    let helper = inputs.helper.canonicalize().map_err(|e| {
+        Error::io(
+            format!("cannot find the box helper {}", inputs.helper.display()),
+            &e,
+        )
+    })?;
+    let args = inputs
+        .args
+        .iter()
+        .map(|a| {
+            a.to_str().map(str::to_owned).ok_or_else(|| {
+                Error::invalid_input(format!(
+                    "the agent's argument {a:?} is not UTF-8: the box cannot carry it"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let login = caller_home
+        .as_deref()
+        .map(|caller| {
+            inputs
+                .needs
+                .login
+                .iter()
+                .filter(|(rel, _)| rel.is_relative() && caller.join(rel).is_file())
+                .map(|(rel, how)| LoginFile {
+                    source: caller.join(rel),
+                    dest: home.join(rel),
+                    how: *how,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let base_url = inputs
+        .needs
+        .base_url_env
+        .as_deref()
+        .and_then(|name| var(name).map(|v| (name, v)));
+    let network = match base_url {
+        Some((name, url)) => network_for_base_url(name, url)?,
+        None => network_for_hosts(&inputs.needs.hosts)?,
+    };
+    let mut env = vec![
+        ("HOME".to_owned(), path_text(&home)),
+        ("TMPDIR".to_owned(), path_text(&tmp)),
+    ];
+    if network
+        .endpoints
+        .iter()
+        .any(|e| matches!(e.to, Destination::Proxy(_)))
+    {
+        let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
+        for name in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
+            env.push((name.to_owned(), proxy.clone()));
+        }
+        for name in ["NO_PROXY", "no_proxy"] {
+            env.push((name.to_owned(), "localhost,127.0.0.1,::1".to_owned()));
+        }
+    }
+    let (uid, gid) = inside_ids();
+    let plan = BoxPlan {
+        version: PLAN_VERSION,
+        session: inputs.session.to_owned(),
+        bwrap: inputs.bwrap.to_owned(),
+        helper,
+        command: BoxCommand {
+            program,
+            argv0: inputs.program.to_string_lossy().into_owned(),
+            args,
+        },
+        worktree: inputs.worktree.to_owned(),
+        home,
+        tmp,
+        state: inputs.run_dir.join("box"),
+        uid,
+        gid,
+        system,
+        etc: ETC
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+            .collect(),
+        tools,
+        git: inputs.git.clone(),
+        login,
+        env,
+        network,
+        limits: inputs.limits,
+        cgroup: inputs.cgroup.clone(),
+    };
+    plan.check()?;
+    Ok(plan)
+}
+
+fn path_text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// The uid and gid inside: the caller's own, or [`UID_FOR_ROOT`] for root (never root).
+pub fn inside_ids() -> (u32, u32) {
+    let uid = nix::unistd::geteuid().as_raw();
+    let gid = nix::unistd::getegid().as_raw();
+    let fix = |id: u32| if id == 0 { UID_FOR_ROOT } else { id };
+    (fix(uid), fix(gid))
+}
+
+/// The host's system folders: a link stays a link, a folder is bound.
+fn system_paths() -> Vec<SystemPath> {
+    SYSTEM
+        .iter()
+        .filter_map(|path| {
+            let meta = std::fs::symlink_metadata(path).ok()?;
+            let link = if meta.file_type().is_symlink() {
+                Some(std::fs::read_link(path).ok()?)
+            } else if meta.is_dir() {
+                None
+            } else {
+                return None;
+            };
+            Some(SystemPath {
+                path: PathBuf::from(path),
+                link,
+            })
+        })
+        .collect()
+}
+
+/// A PATH folder the box gets: absolute, there, and neither in nor above the caller's home
+/// (nor anywhere its real path is).
+fn is_tool_dir(dir: &Path, caller_home: Option<&Path>) -> bool {
+    if !dir.is_absolute() || !dir.is_dir() || dir == Path::new("/") {
+        return false;
+    }
+    let real = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+    match caller_home {
+        None => true,
+        Some(home) => {
+            let real_home = home.canonicalize().unwrap_or_else(|_| home.to_owned());
+            [dir, real.as_path()].iter().all(|d| {
+                !d.starts_with(home)
+                    && !d.starts_with(&real_home)
+                    && !home.starts_with(d)
+                    && !real_home.starts_with(d)
+            })
+        }
+    }
+}
+
+/// Whether `path` is already visible through a bound system folder or tool.
+fn covered(path: &Path, system: &[SystemPath], tools: &[PathBuf]) -> bool {
+    system
+        .iter()
+        .filter(|s| s.link.is_none())
+        .any(|s| path.starts_with(&s.path))
+        || tools.iter().any(|t| path.starts_with(t))
+}
+
+/// The agent's program as a path: a bare name is looked up on the agent's PATH.
+fn find_program(program: &Path, path_var: Option<&str>) -> Result<PathBuf> {
+    if program.components().count() > 1 || program.is_absolute() {
+        return if program.is_absolute() {
+            Ok(program.to_owned())
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(program))
+                .map_err(|e| Error::io("cannot read the current folder", &e))
+        };
+    }
+    std::env::split_paths(path_var.unwrap_or_default())
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+        .ok_or_else(|| {
+            Error::new(
+                runner_core::ErrorKind::AgentUnavailable,
+                format!(
+                    "the agent program {} is not on PATH: install it or name it by its full path",
+                    program.display()
+                ),
+            )
+        })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// With a base URL, its host and port are the only endpoint: a loopback address is listened
+/// on as it is, a name gets a loopback address of its own in the box's `/etc/hosts`, so the
+/// URL the agent uses (and its transcripts show) is unchanged.
+pub fn network_for_base_url(var: &str, url: &str) -> Result<Network> {
+    let target = base_url_target(url).ok_or_else(|| {
+        Error::invalid_input(format!(
+            "{var} is {url:?}, which is not an http(s) URL with a host: set it like \"https://api.example.com\""
+        ))
+    })?;
+    let mut hosts = Vec::new();
+    let listen_ip = match target.host.parse::<IpAddr>() {
+        Ok(ip) if ip.is_loopback() => ip,
+        Ok(_) => {
+            return Err(Error::invalid_input(format!(
+                "{var} names the address {}; in the box a provider is reached by a host name or on \
+                 loopback: give its host name, or pass --isolation none",
+                target.host
+            )));
+        }
+        Err(_) if target.host == "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        Err(_) => {
+            let ip = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+            hosts.push(HostEntry {
+                name: target.host.clone(),
+                ip,
+            });
+            ip
+        }
+    };
+    Ok(Network {
+        endpoints: vec![Endpoint {
+            listen: SocketAddr::new(listen_ip, target.port),
+            socket: "provider.sock".into(),
+            to: Destination::Direct(target),
+        }],
+        hosts,
+    })
+}
+
+/// Without a base URL: the allow-list proxy, when the agent names hosts; else no network.
+pub fn network_for_hosts(hosts: &[String]) -> Result<Network> {
+    if hosts.is_empty() {
+        return Ok(Network::default());
+    }
+    let allow = hosts
+        .iter()
+        .map(|h| HostPort::parse(h))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Network {
+        endpoints: vec![Endpoint {
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), PROXY_PORT),
+            socket: "proxy.sock".into(),
+            to: Destination::Proxy(allow),
+        }],
+        hosts: Vec::new(),
+    })
+}
+
+/// The host and port of an http(s) URL (the scheme's port when it names none).
+pub fn base_url_target(url: &str) -> Option<HostPort> {
+    let (rest, default_port) = if let Some(rest) = url.strip_prefix("https://") {
+        (rest, 443)
+    } else if let Some(rest) = url.strip_prefix("http://") {
+        (rest, 80)
+    } else {
+        return None;
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let with_port = if authority.starts_with('[') {
+        if authority.ends_with(']') {
+            format!("{authority}:{default_port}")
+        } else {
+            authority.to_owned()
+        }
+    } else if authority.contains(':') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{default_port}")
+    };
+    HostPort::parse(&with_port).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_give_host_and_port() {
+        let t = |u: &str| base_url_target(u).map(|h| h.to_string());
+        assert_eq!(t("http://127.0.0.1:8080/v1").as_deref(), Some("127.0.0.1:8080"));
+        assert_eq!(t("https://api.example.com").as_deref(), Some("api.example.com:443"));
+        assert_eq!(t("http://models.internal/x?y").as_deref(), Some("models.internal:80"));
+        assert_eq!(t("http://user:pw@h.example:9/").as_deref(), Some("h.example:9"));
+        assert_eq!(t("http://[::1]:8080/").as_deref(), Some("[::1]:8080"));
+        assert_eq!(t("ftp://x"), None);
+        assert_eq!(t("http://"), None);
+    }
+
+    #[test]
+    fn a_loopback_base_url_is_listened_on_as_it_is() {
+        let net = network_for_base_url("X_BASE_URL", "http://127.0.0.1:4000/v1").unwrap();
+        assert_eq!(net.endpoints.len(), 1);
+        assert_eq!(net.endpoints[0].listen, "127.0.0.1:4000".parse().unwrap());
+        assert_eq!(
+            net.endpoints[0].to,
+            Destination::Direct(HostPort::parse("127.0.0.1:4000").unwrap())
+        );
+        assert!(net.hosts.is_empty());
+    }
+
+    #[test]
+    fn a_named_base_url_gets_a_loopback_address_in_hosts() {
+        let net = network_for_base_url("X_BASE_URL", "https://models.internal:8443").unwrap();
+        assert_eq!(net.endpoints[0].listen, "127.0.0.2:8443".parse().unwrap());
+        assert_eq!(net.hosts[0].name, "models.internal");
+        assert_eq!(
+            net.endpoints[0].to,
+            Destination::Direct(HostPort::parse("models.internal:8443").unwrap())
+        );
+    }
+
+    #[test]
+    fn a_base_url_at_a_remote_address_is_refused_with_the_way_out() {
+        let err = network_for_base_url("X_BASE_URL", "http://10.1.2.3:80").unwrap_err();
+        assert!(err.to_string().contains("--isolation none"), "{err}");
+    }
+
+    #[test]
+    fn without_a_base_url_the_proxy_allows_the_agents_hosts_only() {
+        let net = network_for_hosts(&["api.example.com:443".into()]).unwrap();
+        assert_eq!(net.endpoints[0].listen.port(), PROXY_PORT);
+        assert_eq!(
+            net.endpoints[0].to,
+            Destination::Proxy(vec![HostPort::parse("api.example.com:443").unwrap()])
+        );
+        assert!(network_for_hosts(&[]).unwrap().endpoints.is_empty());
+        assert!(network_for_hosts(&["no-port".into()]).is_err());
+    }
+
+    #[test]
+    fn path_folders_in_or_above_the_callers_home_are_not_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let bin = home.join(".local/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let opt = dir.path().join("opt-bin");
+        std::fs::create_dir_all(&opt).unwrap();
+        assert!(!is_tool_dir(&bin, Some(&home)));
+        assert!(!is_tool_dir(dir.path(), Some(&home)), "above the home");
+        assert!(!is_tool_dir(Path::new("/"), Some(&home)));
+        assert!(is_tool_dir(&opt, Some(&home)));
+        let link = dir.path().join("link-bin");
+        std::os::unix::fs::symlink(&bin, &link).unwrap();
+        assert!(!is_tool_dir(&link, Some(&home)), "a link into the home");
+        assert!(!is_tool_dir(Path::new("relative"), Some(&home)));
+    }
+
+    #[test]
+    fn a_plan_binds_the_program_the_login_and_sets_the_private_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let caller = dir.path().join("caller");
+        std::fs::create_dir_all(caller.join(".agent")).unwrap();
+        std::fs::write(caller.join(".agent/credentials.json"), "x").unwrap();
+        let install = dir.path().join("install");
+        std::fs::create_dir_all(install.join("bin")).unwrap();
+        let program = install.join("bin/agent");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let run = dir.path().join("run");
+        let worktree = dir.path().join("wt");
+        let helper = std::env::current_exe().unwrap();
+        let needs = AgentNeeds {
+            read_only: vec![install.clone()],
+            login: vec![
+                (".agent/credentials.json".into(), LoginHow::ReadOnly),
+                (".missing.json".into(), LoginHow::Copy),
+            ],
+            hosts: vec!["api.example.com:443".into()],
+            base_url_env: Some("X_BASE_URL".into()),
+        };
+        let env = vec![
+            ("PATH".to_owned(), format!("/usr/bin:{}", caller.join("bin").display())),
+            ("HOME".to_owned(), caller.display().to_string()),
+        ];
+        let plan = plan(&BoxInputs {
+            session: "s",
+            run_dir: &run,
+            worktree: &worktree,
+            helper: &helper,
+            bwrap: Path::new("/usr/bin/bwrap"),
+            program: &program,
+            args: &["--x".into()],
+            env: &env,
+            needs: &needs,
+            git: None,
+            limits: Limits::default(),
+            cgroup: None,
+        })
+        .unwrap();
+        let install = install.canonicalize().unwrap();
+        assert!(plan.tools.contains(&install), "{:?}", plan.tools);
+        assert!(!plan.tools.iter().any(|t| t.starts_with(&caller)));
+        assert_eq!(plan.login.len(), 1, "a missing login file is left out");
+        assert_eq!(plan.login[0].dest, run.join("home/.agent/credentials.json"));
+        assert!(plan.env.contains(&("HOME".into(), run.join("home").display().to_string())));
+        assert!(plan.env.iter().any(|(k, _)| k == "HTTPS_PROXY"));
+        assert_ne!(plan.uid, 0);
+        assert_eq!(plan.command.args, ["--x"]);
+    }
+}
