@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use agent_box::plan::{BoxPlan, Limits};
@@ -48,7 +49,31 @@ impl Place {
     }
 
     /// Runs `script` with `sh` in a box over this place; the box's exit code.
-    fn run(&self, script: &str, needs: &AgentNeeds, extra_env: &[(&str, String)], limits: Limits, cgroup: bool) -> i32 {
+    fn run(
+        &self,
+        script: &str,
+        needs: &AgentNeeds,
+        extra_env: &[(&str, String)],
+        limits: Limits,
+        cgroup: bool,
+    ) -> i32 {
+        let status = self
+            .spawn(script, needs, extra_env, limits, cgroup)
+            .wait()
+            .unwrap();
+        status.code().unwrap_or(-1)
+    }
+
+    /// Starts `script` with `sh` in a box over this place, in a process group of its own as
+    /// the runner starts it.
+    fn spawn(
+        &self,
+        script: &str,
+        needs: &AgentNeeds,
+        extra_env: &[(&str, String)],
+        limits: Limits,
+        cgroup: bool,
+    ) -> std::process::Child {
         let support = support().unwrap();
         let mut env = vec![
             ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
@@ -75,15 +100,26 @@ impl Place {
         let file = BoxPlan::file_in(&self.run);
         std::fs::create_dir_all(&self.run).unwrap();
         std::fs::write(&file, plan.to_json()).unwrap();
-        let status = std::process::Command::new(HELPER)
+        std::process::Command::new(HELPER)
             .arg("__box")
             .arg(&file)
             .current_dir(&self.worktree)
             .env_clear()
             .envs(env)
-            .status()
-            .unwrap();
-        status.code().unwrap_or(-1)
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    /// Waits until the agent has written `file` in the worktree.
+    fn wait_for(&self, file: &str) {
+        for _ in 0..500 {
+            if self.worktree.join(file).exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("{file} never came");
     }
 
     fn report(&self) -> String {
@@ -257,4 +293,63 @@ open("report.txt", "w").write("started %d" % n)
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{report:?}"));
     assert!(started < 24, "{started} processes started under a limit of 24");
+}
+
+/// Whether any live process has `needle` in its command line.
+fn process_running(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+        !zombie && String::from_utf8_lossy(&cmd).replace('\0', " ").contains(needle)
+    })
+}
+
+#[test]
+fn a_stop_reaches_the_agent_through_the_init_and_it_may_end_cleanly() {
+    if support().is_none() {
+        return;
+    }
+    let place = Place::new();
+    let script = r#"trap 'echo got-term > report.txt; exit 3' TERM; touch ready; sleep 1000 & wait"#;
+    let mut child = place.spawn(script, &AgentNeeds::default(), &[], Limits::default(), false);
+    place.wait_for("ready");
+    // What `stop` does first: SIGTERM to the outer process's group.
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert_eq!(place.report(), "got-term\n");
+}
+
+#[test]
+fn killing_the_outer_process_ends_everything_in_the_box() {
+    if support().is_none() {
+        return;
+    }
+    let place = Place::new();
+    let marker = format!("sleep 100{}", std::process::id() % 1000);
+    let script = format!("trap '' TERM; {marker} & touch ready; wait");
+    let mut child = place.spawn(&script, &AgentNeeds::default(), &[], Limits::default(), false);
+    place.wait_for("ready");
+    assert!(process_running(&marker));
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    for _ in 0..250 {
+        if !process_running(&marker) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("{marker} outlived its box");
 }
