@@ -109,7 +109,11 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
         }
     }
     for path in &inputs.needs.read_only {
-        if path.is_absolute() && path.exists() && !covered(path, &system, &tools) {
+        // An install folder may be in the caller's home, but never be the home, hold it, or
+        // be the root.
+        let above_home = caller_home.as_deref().is_some_and(|h| h.starts_with(path));
+        let plain = path.is_absolute() && path.parent().is_some() && !above_home;
+        if plain && path.exists() && !covered(path, &system, &tools) {
             tools.push(path.clone());
         }
     }
@@ -479,7 +483,7 @@ mod tests {
         let worktree = dir.path().join("wt");
         let helper = std::env::current_exe().unwrap();
         let needs = AgentNeeds {
-            read_only: vec![install.clone()],
+            read_only: vec![install.clone(), "/".into(), dir.path().to_owned()],
             login: vec![
                 (".agent/credentials.json".into(), LoginHow::ReadOnly),
                 (".missing.json".into(), LoginHow::Copy),
@@ -508,6 +512,7 @@ mod tests {
         .unwrap();
         let install = install.canonicalize().unwrap();
         assert!(plan.tools.contains(&install), "{:?}", plan.tools);
+        assert!(!plan.tools.iter().any(|t| t == Path::new("/") || t == dir.path()));
         assert!(!plan.tools.iter().any(|t| t.starts_with(&caller)));
         assert_eq!(plan.login.len(), 1, "a missing login file is left out");
         assert_eq!(plan.login[0].dest, run.join("home/.agent/credentials.json"));
