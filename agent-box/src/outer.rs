@@ -18,7 +18,7 @@ use std::path::{Component, Path};
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use runner_core::private::PrivateRoot;
+use runner_contract::private::PrivateRoot;
 
 use crate::init::{CANNOT_START, stop_set};
 use crate::plan::{BoxPlan, Destination, LoginFile, LoginHow};
@@ -71,7 +71,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
 
 /// Reads the plan strictly, never through a link.
 fn read_plan(path: &Path) -> Result<BoxPlan, String> {
-    let bytes = runner_core::private::read_no_follow(path)
+    let bytes = runner_contract::private::read_no_follow(path)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{} is gone: start the run again", path.display()))?;
     BoxPlan::from_json(&bytes).map_err(|e| e.to_string())

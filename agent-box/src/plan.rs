@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use runner_core::{Error, Result};
+use runner_contract::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// The plan's format; another number is refused when read.

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use runner_core::{Error, Result};
+use runner_contract::{Error, Result};
 
 use crate::plan::{
     BoxCommand, BoxPlan, Destination, Endpoint, GitDirs, HostEntry, HostPort, Limits, LoginFile,
@@ -295,7 +295,7 @@ fn find_program(program: &Path, path_var: Option<&str>) -> Result<PathBuf> {
         .find(|candidate| is_executable(candidate))
         .ok_or_else(|| {
             Error::new(
-                runner_core::ErrorKind::AgentUnavailable,
+                runner_contract::ErrorKind::AgentUnavailable,
                 format!(
                     "the agent program {} is not on PATH: install it or name it by its full path",
                     program.display()

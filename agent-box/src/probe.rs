@@ -112,7 +112,7 @@ fn try_box_in(helper: &Path, bwrap: &Path, dir: &Path) -> Result<(), String> {
     })
     .map_err(|e| e.to_string())?;
     let file = crate::BoxPlan::file_in(&run_dir);
-    runner_core::private::PrivateRoot::new(&run_dir)
+    runner_contract::private::PrivateRoot::new(&run_dir)
         .replace_file(&file, &plan.to_json())
         .map_err(|e| e.to_string())?;
     let out = std::process::Command::new(helper)
