@@ -63,6 +63,9 @@ pub fn bwrap_args(plan: &BoxPlan) -> Vec<OsString> {
     if let Some(git) = &plan.git {
         args.same("--ro-bind", &git.common);
         args.same("--bind", &git.admin);
+        for file in &git.keep {
+            args.same("--ro-bind", file);
+        }
     }
     args.same("--bind", &plan.worktree);
     args.same("--bind", &plan.home);
@@ -215,6 +218,8 @@ mod tests {
         let admin = "/home/me/repo/.git/worktrees/0b5e2a1c";
         let own = position(&["--bind", admin, admin]);
         assert!(common < own, "the writable folder is mounted over the read-only one");
+        let gitdir = format!("{admin}/gitdir");
+        assert!(own < position(&["--ro-bind", &gitdir, &gitdir]), "its registration stays");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! login handed in file by file, a network namespace whose only ways out are relays to the
 //! agent's provider, and limits in a cgroup.
 //!
+//! - [`BwrapBox`]: the contract's `Confinement`, which the runner wraps each turn with.
 //! - [`plan`]: a box as plain data (`runs/<id>/box.json`); [`planner`] makes one.
 //! - [`argv`]: the bubblewrap command line of a plan.
 //! - [`outer`]: the process the runner starts instead of the agent (`__box`).
@@ -12,6 +13,7 @@
 
 pub mod argv;
 pub mod cgroup;
+mod confine;
 pub mod etc;
 pub mod init;
 pub mod outer;
@@ -21,8 +23,9 @@ pub mod probe;
 pub mod proxy;
 pub mod relay;
 
+pub use confine::BwrapBox;
 pub use plan::{BoxPlan, Limits, LoginHow};
-pub use planner::{AgentNeeds, BoxInputs};
+pub use planner::BoxInputs;
 
 /// The hidden subcommand of the outer box process.
 pub const OUTER_COMMAND: &str = "__box";

@@ -98,6 +98,9 @@ pub struct GitDirs {
     pub common: PathBuf,
     /// The worktree's own folder under it (`worktrees/<name>`), read-write.
     pub admin: PathBuf,
+    /// Files of `admin` kept read-only over it (`gitdir`, `commondir`), so the agent cannot
+    /// point its registration at another checkout or repository.
+    pub keep: Vec<PathBuf>,
 }
 
 /// One file of the agent's login.
@@ -322,6 +325,7 @@ impl BoxPlan {
         paths.extend(self.login.iter().flat_map(|l| [&*l.source, &*l.dest]));
         if let Some(git) = &self.git {
             paths.extend([git.common.as_path(), git.admin.as_path()]);
+            paths.extend(git.keep.iter().map(PathBuf::as_path));
         }
         if let Some(cgroup) = &self.cgroup {
             paths.extend(cgroup.dirs());
@@ -406,6 +410,7 @@ pub(crate) mod tests {
             git: Some(GitDirs {
                 common: "/home/me/repo/.git".into(),
                 admin: "/home/me/repo/.git/worktrees/0b5e2a1c".into(),
+                keep: vec!["/home/me/repo/.git/worktrees/0b5e2a1c/gitdir".into()],
             }),
             login: vec![
                 LoginFile {

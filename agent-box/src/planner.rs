@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use runner_contract::{Error, Result};
+use runner_contract::{BoxNeeds, Error, Result};
 
 use crate::plan::{
     BoxCommand, BoxPlan, Destination, Endpoint, GitDirs, HostEntry, HostPort, Limits, LoginFile,
@@ -44,21 +44,6 @@ pub const ETC: &[&str] = &[
     "/etc/debian_version",
 ];
 
-/// What an agent needs in a box besides the worktree: its install, its login, the hosts
-/// it talks to when no base URL is set, and the variable that holds its base URL.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AgentNeeds {
-    /// Folders or files read-only at their own path (an install folder the program needs
-    /// whole).
-    pub read_only: Vec<PathBuf>,
-    /// Login files, relative to the caller's home, and how each goes in.
-    pub login: Vec<(PathBuf, LoginHow)>,
-    /// `host:port` the agent may reach through the proxy when no base URL is set.
-    pub hosts: Vec<String>,
-    /// The variable holding the provider's base URL (the only endpoint when it is set).
-    pub base_url_env: Option<String>,
-}
-
 /// Everything a plan is made from.
 #[derive(Debug, Clone)]
 pub struct BoxInputs<'a> {
@@ -79,9 +64,9 @@ pub struct BoxInputs<'a> {
     /// The agent's environment, as built for it (PATH, the caller's HOME, the base URL).
     pub env: &'a [(String, String)],
     /// What the agent needs.
-    pub needs: &'a AgentNeeds,
+    pub needs: &'a BoxNeeds,
     /// The repository's git folders for this worktree.
-    pub git: Option<GitDirs>,
+    pub git: Option<runner_contract::GitDirs>,
     /// The limits.
     pub limits: Limits,
     /// The cgroup, when the machine gives one ([`crate::cgroup::find`]).
@@ -119,8 +104,11 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
     }
     let found = find_program(inputs.program, var("PATH"))?;
     let program = found.canonicalize().unwrap_or(found);
-    if !covered(&program, &system, &tools) {
-        tools.push(program.clone());
+    for path in program_paths(&program) {
+        let above_home = caller_home.as_deref().is_some_and(|h| h.starts_with(&path));
+        if !above_home && !covered(&path, &system, &tools) {
+            tools.push(path);
+        }
     }
     let helper = inputs.helper.canonicalize().map_err(|e| {
         Error::io(
@@ -146,23 +134,29 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
                 .needs
                 .login
                 .iter()
-                .filter(|(rel, _)| rel.is_relative() && caller.join(rel).is_file())
-                .map(|(rel, how)| LoginFile {
-                    source: caller.join(rel),
-                    dest: home.join(rel),
-                    how: *how,
+                .filter(|l| is_below(&l.path) && caller.join(&l.path).is_file())
+                .map(|l| LoginFile {
+                    source: caller.join(&l.path),
+                    dest: home.join(&l.path),
+                    how: if l.copy {
+                        LoginHow::Copy
+                    } else {
+                        LoginHow::ReadOnly
+                    },
                 })
                 .collect()
         })
         .unwrap_or_default();
-    let base_url = inputs
+    let base_urls: Vec<(&str, &str)> = inputs
         .needs
-        .base_url_env
-        .as_deref()
-        .and_then(|name| var(name).map(|v| (name, v)));
-    let network = match base_url {
-        Some((name, url)) => network_for_base_url(name, url)?,
-        None => network_for_hosts(&inputs.needs.hosts)?,
+        .base_url_envs
+        .iter()
+        .filter_map(|name| var(name).map(|v| (name.as_str(), v)))
+        .collect();
+    let network = if base_urls.is_empty() {
+        network_for_hosts(&inputs.needs.hosts)?
+    } else {
+        network_for_base_urls(&base_urls)?
     };
     let mut env = vec![
         ("HOME".to_owned(), path_text(&home)),
@@ -205,7 +199,7 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
             .filter(|p| p.exists())
             .collect(),
         tools,
-        git: inputs.git.clone(),
+        git: inputs.git.as_ref().map(git_dirs).transpose()?,
         login,
         env,
         network,
@@ -214,6 +208,31 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
     };
     plan.check()?;
     Ok(plan)
+}
+
+/// A relative path that stays below its folder (no `..`, not absolute).
+fn is_below(path: &Path) -> bool {
+    path.components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// The plan's git folders: their real paths, and the files of the worktree's folder that
+/// stay read-only (its registration cannot be pointed at another checkout or repository).
+fn git_dirs(dirs: &runner_contract::GitDirs) -> Result<GitDirs> {
+    let real = |p: &Path| {
+        p.canonicalize()
+            .map_err(|e| Error::io(format!("cannot find {}", p.display()), &e))
+    };
+    let admin = real(&dirs.admin)?;
+    Ok(GitDirs {
+        common: real(&dirs.common)?,
+        keep: ["gitdir", "commondir"]
+            .iter()
+            .map(|name| admin.join(name))
+            .filter(|p| p.is_file())
+            .collect(),
+        admin,
+    })
 }
 
 fn path_text(path: &Path) -> String {
@@ -270,6 +289,37 @@ fn is_tool_dir(dir: &Path, caller_home: Option<&Path>) -> bool {
     }
 }
 
+/// What running `program` (a real path) needs besides itself: the folder above its `bin/`
+/// (a venv, an install kept whole), and a script's interpreter with the folder above its
+/// `bin/` (a Python of pyenv, say).
+fn program_paths(program: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![program.to_owned()];
+    paths.extend(install_dir(program));
+    if let Some(interpreter) = shebang(program).and_then(|i| i.canonicalize().ok()) {
+        paths.extend(install_dir(&interpreter));
+        paths.push(interpreter);
+    }
+    paths
+}
+
+/// The folder above `program`'s `bin/` folder, if it is in one.
+fn install_dir(program: &Path) -> Option<PathBuf> {
+    let bin = program.parent()?;
+    (bin.file_name()? == "bin").then(|| bin.parent().map(Path::to_owned))?
+}
+
+/// The interpreter a script names on its first line (`#!/path/to/python`), if absolute.
+fn shebang(program: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let first = std::str::from_utf8(line).ok()?.split_whitespace().next()?;
+    let path = PathBuf::from(first);
+    path.is_absolute().then_some(path)
+}
+
 /// Whether `path` is already visible through a bound system folder or tool.
 fn covered(path: &Path, system: &[SystemPath], tools: &[PathBuf]) -> bool {
     system
@@ -309,43 +359,55 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// With a base URL, its host and port are the only endpoint: a loopback address is listened
-/// on as it is, a name gets a loopback address of its own in the box's `/etc/hosts`, so the
-/// URL the agent uses (and its transcripts show) is unchanged.
-pub fn network_for_base_url(var: &str, url: &str) -> Result<Network> {
-    let target = base_url_target(url).ok_or_else(|| {
-        Error::invalid_input(format!(
-            "{var} is {url:?}, which is not an http(s) URL with a host: set it like \"https://api.example.com\""
-        ))
-    })?;
-    let mut hosts = Vec::new();
-    let listen_ip = match target.host.parse::<IpAddr>() {
-        Ok(ip) if ip.is_loopback() => ip,
-        Ok(_) => {
-            return Err(Error::invalid_input(format!(
-                "{var} names the address {}; in the box a provider is reached by a host name or on \
-                 loopback: give its host name, or pass --isolation none",
-                target.host
-            )));
+/// With base URLs, their hosts and ports are the only endpoints: a loopback address is
+/// listened on as it is, each name gets a loopback address of its own in the box's
+/// `/etc/hosts`, so the URL the agent uses (and its transcripts show) is unchanged.
+pub fn network_for_base_urls(urls: &[(&str, &str)]) -> Result<Network> {
+    let mut network = Network::default();
+    for (var, url) in urls {
+        let target = base_url_target(url).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "{var} is {url:?}, which is not an http(s) URL with a host: set it like \"https://api.example.com\""
+            ))
+        })?;
+        if network
+            .endpoints
+            .iter()
+            .any(|e| e.to == Destination::Direct(target.clone()))
+        {
+            continue;
         }
-        Err(_) if target.host == "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        Err(_) => {
-            let ip = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
-            hosts.push(HostEntry {
-                name: target.host.clone(),
-                ip,
-            });
-            ip
-        }
-    };
-    Ok(Network {
-        endpoints: vec![Endpoint {
+        let listen_ip = match target.host.parse::<IpAddr>() {
+            Ok(ip) if ip.is_loopback() => ip,
+            Ok(_) => {
+                return Err(Error::invalid_input(format!(
+                    "{var} names the address {}; in the box a provider is reached by a host name \
+                     or on loopback: give its host name, or pass --isolation none",
+                    target.host
+                )));
+            }
+            Err(_) if target.host == "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            Err(_) => match network.hosts.iter().find(|h| h.name == target.host) {
+                Some(entry) => entry.ip,
+                None => {
+                    let n = network.hosts.len() as u8;
+                    let ip = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + n));
+                    network.hosts.push(HostEntry {
+                        name: target.host.clone(),
+                        ip,
+                    });
+                    ip
+                }
+            },
+        };
+        let n = network.endpoints.len();
+        network.endpoints.push(Endpoint {
             listen: SocketAddr::new(listen_ip, target.port),
-            socket: "provider.sock".into(),
+            socket: format!("provider-{n}.sock"),
             to: Destination::Direct(target),
-        }],
-        hosts,
-    })
+        });
+    }
+    Ok(network)
 }
 
 /// Without a base URL: the allow-list proxy, when the agent names hosts; else no network.
@@ -410,7 +472,7 @@ mod tests {
 
     #[test]
     fn a_loopback_base_url_is_listened_on_as_it_is() {
-        let net = network_for_base_url("X_BASE_URL", "http://127.0.0.1:4000/v1").unwrap();
+        let net = network_for_base_urls(&[("X_BASE_URL", "http://127.0.0.1:4000/v1")]).unwrap();
         assert_eq!(net.endpoints.len(), 1);
         assert_eq!(net.endpoints[0].listen, "127.0.0.1:4000".parse().unwrap());
         assert_eq!(
@@ -422,7 +484,14 @@ mod tests {
 
     #[test]
     fn a_named_base_url_gets_a_loopback_address_in_hosts() {
-        let net = network_for_base_url("X_BASE_URL", "https://models.internal:8443").unwrap();
+        let net = network_for_base_urls(&[
+            ("X_BASE_URL", "https://models.internal:8443"),
+            ("Y_BASE_URL", "https://other.internal"),
+            ("Z_BASE_URL", "https://models.internal:8443/v2"),
+        ])
+        .unwrap();
+        assert_eq!(net.endpoints.len(), 2, "the same host and port once");
+        assert_eq!(net.endpoints[1].listen, "127.0.0.3:443".parse().unwrap());
         assert_eq!(net.endpoints[0].listen, "127.0.0.2:8443".parse().unwrap());
         assert_eq!(net.hosts[0].name, "models.internal");
         assert_eq!(
@@ -433,7 +502,7 @@ mod tests {
 
     #[test]
     fn a_base_url_at_a_remote_address_is_refused_with_the_way_out() {
-        let err = network_for_base_url("X_BASE_URL", "http://10.1.2.3:80").unwrap_err();
+        let err = network_for_base_urls(&[("X_BASE_URL", "http://10.1.2.3:80")]).unwrap_err();
         assert!(err.to_string().contains("--isolation none"), "{err}");
     }
 
@@ -482,14 +551,15 @@ mod tests {
         let run = dir.path().join("run");
         let worktree = dir.path().join("wt");
         let helper = std::env::current_exe().unwrap();
-        let needs = AgentNeeds {
+        let needs = BoxNeeds {
             read_only: vec![install.clone(), "/".into(), dir.path().to_owned()],
             login: vec![
-                (".agent/credentials.json".into(), LoginHow::ReadOnly),
-                (".missing.json".into(), LoginHow::Copy),
+                runner_contract::LoginFile::read_only(".agent/credentials.json"),
+                runner_contract::LoginFile::copied(".missing.json"),
+                runner_contract::LoginFile::read_only("../caller/.agent/credentials.json"),
             ],
             hosts: vec!["api.example.com:443".into()],
-            base_url_env: Some("X_BASE_URL".into()),
+            base_url_envs: vec!["X_BASE_URL".into()],
         };
         let env = vec![
             ("PATH".to_owned(), format!("/usr/bin:{}", caller.join("bin").display())),
@@ -520,5 +590,30 @@ mod tests {
         assert!(plan.env.iter().any(|(k, _)| k == "HTTPS_PROXY"));
         assert_ne!(plan.uid, 0);
         assert_eq!(plan.command.args, ["--x"]);
+    }
+}
+
+#[cfg(test)]
+mod program_tests {
+    use super::*;
+
+    #[test]
+    fn a_program_in_bin_brings_its_install_and_a_script_its_interpreter() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = dir.path().join("pythons/3.12/bin/python3.12");
+        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
+        std::fs::write(&python, "").unwrap();
+        let venv = dir.path().join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::os::unix::fs::symlink(&python, venv.join("bin/python")).unwrap();
+        let script = venv.join("bin/tool");
+        std::fs::write(&script, format!("#!{}/bin/python -u\nimport x\n", venv.display())).unwrap();
+        let paths = program_paths(&script);
+        assert!(paths.contains(&venv), "{paths:?}");
+        assert!(paths.contains(&dir.path().join("pythons/3.12")), "{paths:?}");
+        assert!(paths.contains(&python), "{paths:?}");
+        let lone = dir.path().join("lone");
+        std::fs::write(&lone, "\x7fELF").unwrap();
+        assert_eq!(program_paths(&lone), vec![lone]);
     }
 }

@@ -70,30 +70,78 @@ pub fn bwrap_version(bwrap: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).trim().to_owned()).filter(|v| !v.is_empty())
 }
 
-/// Starts a real box with `helper` (a program that runs [`crate::dispatch`]) in a temp
-/// folder under `scratch`: the agent is `sh`, which writes a file in its worktree. `Ok` when
-/// the file arrived, else what went wrong (bubblewrap's words).
+/// Starts a real box with `helper` (a program that runs [`crate::dispatch`]) in a folder
+/// under `scratch`: the agent is `sh`, which writes a file in its worktree. `Ok` when the
+/// file arrived, else what went wrong (bubblewrap's words).
 pub fn try_box(helper: &Path, scratch: &Path) -> Result<(), String> {
-    let support = support(std::env::var("PATH").ok().as_deref())?;
-    let dir = tempfile_in(scratch)?;
-    let result = try_box_in(helper, &support.bwrap, &dir);
+    let script = "echo boxed > box-check";
+    let out = run_in_box(
+        helper,
+        scratch,
+        Path::new("sh"),
+        &["-c".into(), script.into()],
+        &runner_contract::BoxNeeds::default(),
+    )?;
+    if out.code == Some(0) && out.written.trim() == "boxed" {
+        Ok(())
+    } else {
+        Err(format!(
+            "a box did not start (exit {:?}): {}",
+            out.code,
+            out.stderr.trim()
+        ))
+    }
+}
+
+/// What a program run by [`run_in_box`] did.
+#[derive(Debug, Clone)]
+pub struct BoxRun {
+    /// Its exit code.
+    pub code: Option<i32>,
+    /// What it wrote to stderr.
+    pub stderr: String,
+    /// What it left in `box-check` in its worktree.
+    pub written: String,
+}
+
+/// Runs `program args` in a real box over a fresh worktree under `scratch` (removed after),
+/// with a caller's home of its own and `needs`.
+pub fn run_in_box(
+    helper: &Path,
+    scratch: &Path,
+    program: &Path,
+    args: &[std::ffi::OsString],
+    needs: &runner_contract::BoxNeeds,
+) -> Result<BoxRun, String> {
+    let path_var = std::env::var("PATH").ok();
+    let support = support(path_var.as_deref())?;
+    let dir = fresh_dir(scratch)?;
+    let result = run_in(helper, &support.bwrap, &dir, program, args, needs);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn tempfile_in(scratch: &Path) -> Result<PathBuf, String> {
+fn fresh_dir(scratch: &Path) -> Result<PathBuf, String> {
     let dir = scratch.join(format!("box-check-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("wt"))
+        .and_then(|()| std::fs::create_dir_all(dir.join("caller")))
         .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     Ok(dir)
 }
 
-fn try_box_in(helper: &Path, bwrap: &Path, dir: &Path) -> Result<(), String> {
+fn run_in(
+    helper: &Path,
+    bwrap: &Path,
+    dir: &Path,
+    program: &Path,
+    args: &[std::ffi::OsString],
+    needs: &runner_contract::BoxNeeds,
+) -> Result<BoxRun, String> {
     let worktree = dir.join("wt");
     let run_dir = dir.join("run");
     let env = [
-        ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+        ("PATH".to_owned(), "/usr/local/bin:/usr/bin:/bin".to_owned()),
         ("HOME".to_owned(), dir.join("caller").display().to_string()),
     ];
     let plan = crate::planner::plan(&crate::BoxInputs {
@@ -102,10 +150,10 @@ fn try_box_in(helper: &Path, bwrap: &Path, dir: &Path) -> Result<(), String> {
         worktree: &worktree,
         helper,
         bwrap,
-        program: Path::new("sh"),
-        args: &["-c".into(), "echo boxed > box-check".into()],
+        program,
+        args,
         env: &env,
-        needs: &crate::AgentNeeds::default(),
+        needs,
         git: None,
         limits: crate::Limits::default(),
         cgroup: None,
@@ -124,14 +172,9 @@ fn try_box_in(helper: &Path, bwrap: &Path, dir: &Path) -> Result<(), String> {
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
-    let written = std::fs::read_to_string(worktree.join("box-check")).unwrap_or_default();
-    if out.status.success() && written.trim() == "boxed" {
-        Ok(())
-    } else {
-        Err(format!(
-            "a box did not start (exit {:?}): {}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+    Ok(BoxRun {
+        code: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        written: std::fs::read_to_string(worktree.join("box-check")).unwrap_or_default(),
+    })
 }

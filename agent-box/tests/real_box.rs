@@ -7,7 +7,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use agent_box::plan::{BoxPlan, Limits};
-use agent_box::{AgentNeeds, BoxInputs};
+use agent_box::BoxInputs;
+use runner_contract::BoxNeeds as AgentNeeds;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_codehands-box");
 
@@ -186,7 +187,7 @@ echo done >> $r
 "#
     );
     let needs = AgentNeeds {
-        base_url_env: Some("PROVIDER_BASE_URL".into()),
+        base_url_envs: vec!["PROVIDER_BASE_URL".into()],
         ..AgentNeeds::default()
     };
     let url = format!("http://127.0.0.1:{provider}/v1");

@@ -36,13 +36,14 @@ pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventBody};
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, PermissionAnswer,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, Isolation, PermissionAnswer,
     PermissionMode, Permissions, RecoveryReport, RejectResult, StartOptions,
 };
 pub use repo_key::RepoKey;
 pub use report::{RunEnding, RunReport};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
+pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
     Invocation, ResumeFrom, StdinClose, VersionProbe,

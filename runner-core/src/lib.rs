@@ -47,7 +47,7 @@ pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, PermissionAnswer,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, Isolation, PermissionAnswer,
     PermissionMode, Permissions, RecoveryReport, RejectResult, Sent, StartOptions,
 };
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
@@ -59,6 +59,7 @@ pub use runner::{
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;
+pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
     Invocation, ResumeFrom, StdinClose, VersionProbe,

@@ -110,6 +110,7 @@ impl World {
                 ..FakeAgentSetup::default()
             },
             sandbox_images: codehands::SandboxImages::Local,
+            box_helper: Some(env!("CARGO_BIN_EXE_codehands").into()),
         }
     }
 

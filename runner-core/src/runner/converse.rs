@@ -95,6 +95,7 @@ impl LocalRunner {
                 "the worktree of session {id} is gone: it takes no {what}"
             )));
         }
+        super::preflight::isolation(shared, record.isolation)?;
         RunFiles::in_home(&shared.home, &id).prepare()?;
         let back_to = record.state;
         let record = shared.store.move_to(&id, SessionState::Running, what)?;
