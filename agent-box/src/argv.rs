@@ -217,9 +217,15 @@ mod tests {
         let common = position(&["--ro-bind", "/home/me/repo/.git", "/home/me/repo/.git"]);
         let admin = "/home/me/repo/.git/worktrees/0b5e2a1c";
         let own = position(&["--bind", admin, admin]);
-        assert!(common < own, "the writable folder is mounted over the read-only one");
+        assert!(
+            common < own,
+            "the writable folder is mounted over the read-only one"
+        );
         let gitdir = format!("{admin}/gitdir");
-        assert!(own < position(&["--ro-bind", &gitdir, &gitdir]), "its registration stays");
+        assert!(
+            own < position(&["--ro-bind", &gitdir, &gitdir]),
+            "its registration stays"
+        );
     }
 
     #[test]
@@ -235,10 +241,7 @@ mod tests {
     #[test]
     fn tmp_is_fresh_and_comes_before_every_bind_that_may_lie_under_it() {
         let tmpfs = position(&["--tmpfs", "/tmp"]);
-        let first_bind = own()
-            .iter()
-            .position(|a| a == "--bind")
-            .unwrap();
+        let first_bind = own().iter().position(|a| a == "--bind").unwrap();
         assert!(tmpfs < first_bind);
         assert!(tmpfs < position(&["--ro-bind", "/opt/agent", "/opt/agent"]));
     }
@@ -322,7 +325,13 @@ mod tests {
 
     #[test]
     fn no_bypass_of_namespaces_or_environment_on_argv() {
-        for flag in ["--share-net", "--setenv", "--bind-fd", "--userns", "--cap-add"] {
+        for flag in [
+            "--share-net",
+            "--setenv",
+            "--bind-fd",
+            "--userns",
+            "--cap-add",
+        ] {
             assert!(!own().iter().any(|a| a == flag), "{flag}");
         }
     }

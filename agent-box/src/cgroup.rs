@@ -36,8 +36,18 @@ pub fn settings(cgroup: &Cgroup, limits: &Limits) -> Vec<Setting> {
     match cgroup {
         Cgroup::V1 { memory, pids } => {
             if let Some(bytes) = limits.memory_bytes {
-                out.push(set(memory, "memory.limit_in_bytes", bytes.to_string(), false));
-                out.push(set(memory, "memory.memsw.limit_in_bytes", bytes.to_string(), true));
+                out.push(set(
+                    memory,
+                    "memory.limit_in_bytes",
+                    bytes.to_string(),
+                    false,
+                ));
+                out.push(set(
+                    memory,
+                    "memory.memsw.limit_in_bytes",
+                    bytes.to_string(),
+                    true,
+                ));
             }
             if let Some(n) = limits.pids {
                 out.push(set(pids, "pids.max", n.to_string(), false));
@@ -145,7 +155,10 @@ pub fn find(name: &str) -> Result<Cgroup, String> {
         ));
     }
     if !writable(&dir) {
-        return Err(format!("cgroup v2 at {} is not writable by this user", dir.display()));
+        return Err(format!(
+            "cgroup v2 at {} is not writable by this user",
+            dir.display()
+        ));
     }
     Ok(Cgroup::V2 {
         dir: dir.join(folder),
@@ -263,7 +276,9 @@ mod tests {
         assert!(s.optional);
         let files: Vec<_> = settings(&v1(), &limits()).iter().map(|s| s.file).collect();
         let plain = files.iter().position(|f| *f == "memory.limit_in_bytes");
-        let swap = files.iter().position(|f| *f == "memory.memsw.limit_in_bytes");
+        let swap = files
+            .iter()
+            .position(|f| *f == "memory.memsw.limit_in_bytes");
         assert!(plain < swap, "v1 refuses memsw below the memory limit");
     }
 
@@ -276,7 +291,10 @@ mod tests {
 
     #[test]
     fn v2_memory_limit_and_no_swap() {
-        assert_eq!(find_setting(&v2(), "memory.max").unwrap().value, (1u64 << 30).to_string());
+        assert_eq!(
+            find_setting(&v2(), "memory.max").unwrap().value,
+            (1u64 << 30).to_string()
+        );
         let swap = find_setting(&v2(), "memory.swap.max").unwrap();
         assert_eq!(swap.value, "0");
         assert!(swap.optional);

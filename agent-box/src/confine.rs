@@ -52,16 +52,29 @@ impl BwrapBox {
                 crate::probe::INSTALL_HINT
             ))
         })?;
-        let helper = self.helper.as_deref().filter(|h| h.is_file()).ok_or_else(|| {
-            unavailable(
-                "the agent's box needs its helper program (the `codehands` binary, or \
+        let helper = self
+            .helper
+            .as_deref()
+            .filter(|h| h.is_file())
+            .ok_or_else(|| {
+                unavailable(
+                    "the agent's box needs its helper program (the `codehands` binary, or \
                  `codehands-box` for a program that links codehands), which was not found: \
                  put it on PATH, or pass --isolation none"
-                    .to_owned(),
-            )
-        })?;
+                        .to_owned(),
+                )
+            })?;
         Ok((bwrap, helper))
     }
+}
+
+/// The cgroup's name: the session's, and its run folder's (two homes may hold sessions of
+/// one id: tests do).
+fn cgroup_name(session: &str, run_dir: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    run_dir.hash(&mut hasher);
+    format!("{session}-{:08x}", hasher.finish() as u32)
 }
 
 /// The plan of the box of `run_dir`, when there is one.
@@ -86,6 +99,8 @@ impl Confinement for BwrapBox {
     fn wrap(&self, request: &ConfineRequest<'_>) -> Result<Invocation> {
         let (bwrap, helper) = self.parts()?;
         let session = request.session_id.to_string();
+        let mut needs = request.needs.clone();
+        needs.read_only.extend(request.files.iter().cloned());
         let plan = crate::planner::plan(&crate::BoxInputs {
             session: &session,
             run_dir: request.run_dir,
@@ -95,11 +110,11 @@ impl Confinement for BwrapBox {
             program: &request.invocation.program,
             args: &request.invocation.args,
             env: request.env,
-            needs: request.needs,
+            needs: &needs,
             git: request.git.clone(),
             limits: self.limits,
             // No cgroup here: the box runs without limits, and `codehands doctor` says why.
-            cgroup: crate::cgroup::find(&session).ok(),
+            cgroup: crate::cgroup::find(&cgroup_name(&session, request.run_dir)).ok(),
         })?;
         let file = BoxPlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);

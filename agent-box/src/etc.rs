@@ -31,7 +31,8 @@ pub fn group(plan: &BoxPlan) -> String {
 /// `/etc/hosts`: localhost (IPv4 only, where the init listens), the box's own name, and
 /// each allowed name at its loopback address.
 pub fn hosts(plan: &BoxPlan) -> String {
-    let mut text = format!("127.0.0.1\tlocalhost\n::1\tip6-localhost ip6-loopback\n127.0.1.1\t{HOSTNAME}\n");
+    let mut text =
+        format!("127.0.0.1\tlocalhost\n::1\tip6-localhost ip6-loopback\n127.0.1.1\t{HOSTNAME}\n");
     for entry in &plan.network.hosts {
         text.push_str(&format!("{}\t{}\n", entry.ip, entry.name));
     }
@@ -56,7 +57,9 @@ mod tests {
     #[test]
     fn the_agents_user_has_the_private_home() {
         let text = passwd(&sample());
-        assert!(text.contains("codehands:x:1000:1000:codehands agent:/home/me/.codehands/runs/S/home:/bin/sh\n"));
+        assert!(text.contains(
+            "codehands:x:1000:1000:codehands agent:/home/me/.codehands/runs/S/home:/bin/sh\n"
+        ));
         assert!(!text.contains("/home/me:"), "not the caller's home");
     }
 

@@ -73,7 +73,9 @@ impl InitArgs {
                 .and_then(|a| a.into_string().ok())
                 .and_then(|a| a.parse::<SocketAddr>().ok())
                 .ok_or("--listen wants an address and a socket")?;
-            let socket = args.next().ok_or("--listen wants an address and a socket")?;
+            let socket = args
+                .next()
+                .ok_or("--listen wants an address and a socket")?;
             listen.push((addr, PathBuf::from(socket)));
         }
         let program = PathBuf::from(args.next().ok_or("no agent program")?);

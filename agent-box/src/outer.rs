@@ -157,7 +157,8 @@ pub fn prepare(plan: &BoxPlan) -> Result<Vec<(UnixListener, Destination)>, Strin
     for dir in [&plan.state, &plan.home, &plan.tmp] {
         root.ensure_dir(dir).map_err(|e| e.to_string())?;
     }
-    root.ensure_dir(&plan.etc_dir()).map_err(|e| e.to_string())?;
+    root.ensure_dir(&plan.etc_dir())
+        .map_err(|e| e.to_string())?;
     for (name, text) in crate::etc::files(plan) {
         root.replace_file(&plan.etc_dir().join(name), text.as_bytes())
             .map_err(|e| e.to_string())?;
@@ -190,7 +191,9 @@ pub fn remove_sockets(plan: &BoxPlan) -> Result<(), String> {
     match std::fs::symlink_metadata(&dir) {
         Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&dir)
             .map_err(|e| format!("cannot remove {}: {e}", dir.display())),
-        Ok(_) => std::fs::remove_file(&dir).map_err(|e| format!("cannot remove {}: {e}", dir.display())),
+        Ok(_) => {
+            std::fs::remove_file(&dir).map_err(|e| format!("cannot remove {}: {e}", dir.display()))
+        }
         Err(_) => Ok(()),
     }
 }
@@ -312,7 +315,10 @@ mod tests {
         let passwd = std::fs::read_to_string(plan.etc_dir().join("passwd")).unwrap();
         assert!(passwd.contains(&plan.home.display().to_string()));
         let mount_point = std::fs::read(plan.home.join(".agent/credentials.json")).unwrap();
-        assert!(mount_point.is_empty(), "bwrap binds the caller's file over it");
+        assert!(
+            mount_point.is_empty(),
+            "bwrap binds the caller's file over it"
+        );
         assert_eq!(
             std::fs::read_to_string(plan.home.join(".agent.json")).unwrap(),
             "{\"settings\":1}"
@@ -343,10 +349,12 @@ mod tests {
         std::fs::remove_dir_all(plan.home.join(".agent")).unwrap();
         std::os::unix::fs::symlink(&outside, plan.home.join(".agent")).unwrap();
         std::fs::remove_file(plan.home.join(".agent.json")).unwrap();
-        std::os::unix::fs::symlink(outside.join("planted"), plan.home.join(".agent.json"))
-            .unwrap();
+        std::os::unix::fs::symlink(outside.join("planted"), plan.home.join(".agent.json")).unwrap();
         drop(prepare(&plan).unwrap());
-        assert!(std::fs::read_dir(&outside).unwrap().next().is_none(), "nothing made outside");
+        assert!(
+            std::fs::read_dir(&outside).unwrap().next().is_none(),
+            "nothing made outside"
+        );
         assert!(
             std::fs::symlink_metadata(plan.home.join(".agent"))
                 .unwrap()

@@ -285,7 +285,9 @@ impl BoxPlan {
     /// 0 are refused.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
         let plan: Self = serde_json::from_slice(bytes).map_err(|e| {
-            Error::invalid_input(format!("the box plan cannot be read: {e}; start the run again"))
+            Error::invalid_input(format!(
+                "the box plan cannot be read: {e}; start the run again"
+            ))
         })?;
         plan.check()?;
         Ok(plan)
@@ -368,9 +370,12 @@ impl BoxPlan {
 /// Absolute, and without `.` or `..` components.
 fn is_plain_absolute(path: &Path) -> bool {
     path.is_absolute()
-        && path
-            .components()
-            .all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)))
+        && path.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::RootDir | std::path::Component::Normal(_)
+            )
+        })
 }
 
 #[cfg(test)]

@@ -19,7 +19,9 @@ pub const PROXY_PORT: u16 = 3128;
 pub const UID_FOR_ROOT: u32 = 1000;
 
 /// The system folders, bound read-only (or made the same link) when the host has them.
-pub const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+pub const SYSTEM: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
 
 /// The files and folders of `/etc` a box gets (when the host has them): the dynamic
 /// linker's, name service switch, certificates, time zone, alternatives and a few tables.
@@ -84,28 +86,42 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
             .filter(|v| !v.is_empty())
     };
     let caller_home = var("HOME").map(PathBuf::from);
+    // The home the system gives this user, when HOME says another: neither is the box's.
+    let own_home = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .ok()
+        .flatten()
+        .map(|user| user.dir)
+        .filter(|dir| dir.is_absolute() && dir != Path::new("/"));
+    let homes: Vec<&Path> = caller_home
+        .iter()
+        .chain(&own_home)
+        .map(PathBuf::as_path)
+        .collect();
     let home = inputs.run_dir.join("home");
     let tmp = inputs.run_dir.join("tmp");
     let system = system_paths();
     let mut tools: Vec<PathBuf> = Vec::new();
     for dir in std::env::split_paths(var("PATH").unwrap_or_default()) {
-        if is_tool_dir(&dir, caller_home.as_deref()) && !covered(&dir, &system, &tools) {
+        let outside = homes.iter().all(|h| is_tool_dir(&dir, Some(h)));
+        if outside && is_tool_dir(&dir, None) && !covered(&dir, &system, &tools) {
             tools.push(dir);
         }
     }
     for path in &inputs.needs.read_only {
-        // An install folder may be in the caller's home, but never be the home, hold it, or
-        // be the root.
-        let above_home = caller_home.as_deref().is_some_and(|h| h.starts_with(path));
-        let plain = path.is_absolute() && path.parent().is_some() && !above_home;
-        if plain && path.exists() && !covered(path, &system, &tools) {
-            tools.push(path.clone());
+        // Its real path (a `..` in it is resolved here). An install folder may be in the
+        // caller's home, but never be the home, hold it, or be the root.
+        let Ok(path) = path.canonicalize() else {
+            continue;
+        };
+        let above_home = homes.iter().any(|h| h.starts_with(&path));
+        if path.parent().is_some() && !above_home && !covered(&path, &system, &tools) {
+            tools.push(path);
         }
     }
     let found = find_program(inputs.program, var("PATH"))?;
     let program = found.canonicalize().unwrap_or(found);
     for path in program_paths(&program) {
-        let above_home = caller_home.as_deref().is_some_and(|h| h.starts_with(&path));
+        let above_home = homes.iter().any(|h| h.starts_with(&path));
         if !above_home && !covered(&path, &system, &tools) {
             tools.push(path);
         }
@@ -461,10 +477,22 @@ mod tests {
     #[test]
     fn base_urls_give_host_and_port() {
         let t = |u: &str| base_url_target(u).map(|h| h.to_string());
-        assert_eq!(t("http://127.0.0.1:8080/v1").as_deref(), Some("127.0.0.1:8080"));
-        assert_eq!(t("https://api.example.com").as_deref(), Some("api.example.com:443"));
-        assert_eq!(t("http://models.internal/x?y").as_deref(), Some("models.internal:80"));
-        assert_eq!(t("http://user:pw@h.example:9/").as_deref(), Some("h.example:9"));
+        assert_eq!(
+            t("http://127.0.0.1:8080/v1").as_deref(),
+            Some("127.0.0.1:8080")
+        );
+        assert_eq!(
+            t("https://api.example.com").as_deref(),
+            Some("api.example.com:443")
+        );
+        assert_eq!(
+            t("http://models.internal/x?y").as_deref(),
+            Some("models.internal:80")
+        );
+        assert_eq!(
+            t("http://user:pw@h.example:9/").as_deref(),
+            Some("h.example:9")
+        );
         assert_eq!(t("http://[::1]:8080/").as_deref(), Some("[::1]:8080"));
         assert_eq!(t("ftp://x"), None);
         assert_eq!(t("http://"), None);
@@ -562,7 +590,10 @@ mod tests {
             base_url_envs: vec!["X_BASE_URL".into()],
         };
         let env = vec![
-            ("PATH".to_owned(), format!("/usr/bin:{}", caller.join("bin").display())),
+            (
+                "PATH".to_owned(),
+                format!("/usr/bin:{}", caller.join("bin").display()),
+            ),
             ("HOME".to_owned(), caller.display().to_string()),
         ];
         let plan = plan(&BoxInputs {
@@ -582,11 +613,19 @@ mod tests {
         .unwrap();
         let install = install.canonicalize().unwrap();
         assert!(plan.tools.contains(&install), "{:?}", plan.tools);
-        assert!(!plan.tools.iter().any(|t| t == Path::new("/") || t == dir.path()));
+        assert!(
+            !plan
+                .tools
+                .iter()
+                .any(|t| t == Path::new("/") || t == dir.path())
+        );
         assert!(!plan.tools.iter().any(|t| t.starts_with(&caller)));
         assert_eq!(plan.login.len(), 1, "a missing login file is left out");
         assert_eq!(plan.login[0].dest, run.join("home/.agent/credentials.json"));
-        assert!(plan.env.contains(&("HOME".into(), run.join("home").display().to_string())));
+        assert!(
+            plan.env
+                .contains(&("HOME".into(), run.join("home").display().to_string()))
+        );
         assert!(plan.env.iter().any(|(k, _)| k == "HTTPS_PROXY"));
         assert_ne!(plan.uid, 0);
         assert_eq!(plan.command.args, ["--x"]);
@@ -607,10 +646,17 @@ mod program_tests {
         std::fs::create_dir_all(venv.join("bin")).unwrap();
         std::os::unix::fs::symlink(&python, venv.join("bin/python")).unwrap();
         let script = venv.join("bin/tool");
-        std::fs::write(&script, format!("#!{}/bin/python -u\nimport x\n", venv.display())).unwrap();
+        std::fs::write(
+            &script,
+            format!("#!{}/bin/python -u\nimport x\n", venv.display()),
+        )
+        .unwrap();
         let paths = program_paths(&script);
         assert!(paths.contains(&venv), "{paths:?}");
-        assert!(paths.contains(&dir.path().join("pythons/3.12")), "{paths:?}");
+        assert!(
+            paths.contains(&dir.path().join("pythons/3.12")),
+            "{paths:?}"
+        );
         assert!(paths.contains(&python), "{paths:?}");
         let lone = dir.path().join("lone");
         std::fs::write(&lone, "\x7fELF").unwrap();

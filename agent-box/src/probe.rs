@@ -10,8 +10,7 @@ pub struct Support {
 }
 
 /// What to install when bubblewrap is missing.
-pub const INSTALL_HINT: &str =
-    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)";
+pub const INSTALL_HINT: &str = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)";
 
 /// bubblewrap on `path_var` (or at `/usr/bin/bwrap`).
 pub fn find_bwrap(path_var: Option<&str>) -> Option<PathBuf> {
@@ -37,14 +36,11 @@ pub fn support(path_var: Option<&str>) -> Result<Support, String> {
     let root = nix::unistd::geteuid().is_root();
     if !root && !setuid(&bwrap) {
         if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
-            return Err(
-                "unprivileged user namespaces are turned off here \
+            return Err("unprivileged user namespaces are turned off here \
                  (kernel.unprivileged_userns_clone = 0): turn them on, or pass --isolation none"
-                    .into(),
-            );
+                .into());
         }
-        if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1")
-        {
+        if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1") {
             return Err(
                 "AppArmor keeps unprivileged programs from making user namespaces here \
                  (kernel.apparmor_restrict_unprivileged_userns = 1): add an AppArmor profile \

@@ -146,7 +146,10 @@ mod tests {
         assert!(matches!(parse_head(get), Head::Refused(s) if s.starts_with("405")));
         let no_port = b"CONNECT evil.example HTTP/1.1\r\n\r\n";
         assert!(matches!(parse_head(no_port), Head::Refused(s) if s.starts_with("400")));
-        assert!(matches!(parse_head(b"\x16\x03\x01garbage\r\n\r\n"), Head::Refused(_)));
+        assert!(matches!(
+            parse_head(b"\x16\x03\x01garbage\r\n\r\n"),
+            Head::Refused(_)
+        ));
     }
 
     /// Runs `serve` on one end of a socket pair, sends `request` on the other, and returns

@@ -6,8 +6,8 @@ use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-use agent_box::plan::{BoxPlan, Limits};
 use agent_box::BoxInputs;
+use agent_box::plan::{BoxPlan, Limits};
 use runner_contract::BoxNeeds as AgentNeeds;
 
 const HELPER: &str = env!("CARGO_BIN_EXE_codehands-box");
@@ -82,7 +82,11 @@ impl Place {
         ];
         env.extend(extra_env.iter().map(|(k, v)| (k.to_string(), v.clone())));
         let session = format!("test-{}", std::process::id());
-        let cgroup = cgroup.then(|| agent_box::cgroup::find(&session)).transpose().ok().flatten();
+        let cgroup = cgroup
+            .then(|| agent_box::cgroup::find(&session))
+            .transpose()
+            .ok()
+            .flatten();
         let plan = agent_box::planner::plan(&BoxInputs {
             session: &session,
             run_dir: &self.run,
@@ -191,7 +195,13 @@ echo done >> $r
         ..AgentNeeds::default()
     };
     let url = format!("http://127.0.0.1:{provider}/v1");
-    let code = place.run(&script, &needs, &[("PROVIDER_BASE_URL", url)], Limits::default(), false);
+    let code = place.run(
+        &script,
+        &needs,
+        &[("PROVIDER_BASE_URL", url)],
+        Limits::default(),
+        false,
+    );
     let report = place.report();
     assert_eq!(code, 0, "{report}");
     for never in [
@@ -209,10 +219,16 @@ echo done >> $r
     assert!(report.contains("provider-ok"), "{report}");
     assert!(report.contains("own-pid-namespace"), "{report}");
     assert!(report.contains("tmp-is-private"), "{report}");
-    assert!(!Path::new(&host_tmp).exists(), "the host's /tmp is not the box's");
+    assert!(
+        !Path::new(&host_tmp).exists(),
+        "the host's /tmp is not the box's"
+    );
     assert!(!repo_side.exists());
     assert!(report.contains(&format!("home={}", place.run.join("home").display())));
-    assert!(!report.lines().any(|l| l == "0"), "not root inside: {report}");
+    assert!(
+        !report.lines().any(|l| l == "0"),
+        "not root inside: {report}"
+    );
     assert!(report.ends_with("done\n"), "{report}");
 }
 
@@ -253,7 +269,13 @@ fn the_exit_code_is_the_agents() {
         return;
     }
     let place = Place::new();
-    let code = place.run("exit 7", &AgentNeeds::default(), &[], Limits::default(), false);
+    let code = place.run(
+        "exit 7",
+        &AgentNeeds::default(),
+        &[],
+        Limits::default(),
+        false,
+    );
     assert_eq!(code, 7);
 }
 
@@ -293,7 +315,10 @@ open("report.txt", "w").write("started %d" % n)
         .strip_prefix("started ")
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{report:?}"));
-    assert!(started < 24, "{started} processes started under a limit of 24");
+    assert!(
+        started < 24,
+        "{started} processes started under a limit of 24"
+    );
 }
 
 /// Whether any live process has `needle` in its command line.
@@ -305,7 +330,10 @@ fn process_running(needle: &str) -> bool {
             .rsplit(')')
             .next()
             .is_some_and(|rest| rest.trim_start().starts_with('Z'));
-        !zombie && String::from_utf8_lossy(&cmd).replace('\0', " ").contains(needle)
+        !zombie
+            && String::from_utf8_lossy(&cmd)
+                .replace('\0', " ")
+                .contains(needle)
     })
 }
 
@@ -315,8 +343,15 @@ fn a_stop_reaches_the_agent_through_the_init_and_it_may_end_cleanly() {
         return;
     }
     let place = Place::new();
-    let script = r#"trap 'echo got-term > report.txt; exit 3' TERM; touch ready; sleep 1000 & wait"#;
-    let mut child = place.spawn(script, &AgentNeeds::default(), &[], Limits::default(), false);
+    let script =
+        r#"trap 'echo got-term > report.txt; exit 3' TERM; touch ready; sleep 1000 & wait"#;
+    let mut child = place.spawn(
+        script,
+        &AgentNeeds::default(),
+        &[],
+        Limits::default(),
+        false,
+    );
     place.wait_for("ready");
     // What `stop` does first: SIGTERM to the outer process's group.
     nix::sys::signal::killpg(
@@ -337,7 +372,13 @@ fn killing_the_outer_process_ends_everything_in_the_box() {
     let place = Place::new();
     let marker = format!("sleep 100{}", std::process::id() % 1000);
     let script = format!("trap '' TERM; {marker} & touch ready; wait");
-    let mut child = place.spawn(&script, &AgentNeeds::default(), &[], Limits::default(), false);
+    let mut child = place.spawn(
+        &script,
+        &AgentNeeds::default(),
+        &[],
+        Limits::default(),
+        false,
+    );
     place.wait_for("ready");
     assert!(process_running(&marker));
     nix::sys::signal::killpg(

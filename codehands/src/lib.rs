@@ -184,10 +184,7 @@ pub fn agent_box(setup: &Setup) -> agent_box::BwrapBox {
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str());
-    agent_box::BwrapBox::new(
-        setup.box_helper.clone(),
-        agent_box::probe::find_bwrap(path),
-    )
+    agent_box::BwrapBox::new(setup.box_helper.clone(), agent_box::probe::find_bwrap(path))
 }
 
 /// How many files of `repo`'s checkout have uncommitted changes (feature `git`; `None`

@@ -43,11 +43,11 @@ pub use repo_key::RepoKey;
 pub use report::{RunEnding, RunReport};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
-pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
     Invocation, ResumeFrom, StdinClose, VersionProbe,
 };
+pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
 pub use traits::runner::{EventStream, Runner, Sent};
 pub use traits::sandbox::{

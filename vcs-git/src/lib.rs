@@ -207,10 +207,12 @@ impl Vcs for GitVcs {
         blocking(move || {
             let main = repo::open_to_read(&spec.repo)?;
             let common = main.common_dir().to_owned();
-            Ok(registry::find(&common, &spec.path)?.map(|r| runner_contract::GitDirs {
-                common,
-                admin: r.admin,
-            }))
+            Ok(
+                registry::find(&common, &spec.path)?.map(|r| runner_contract::GitDirs {
+                    common,
+                    admin: r.admin,
+                }),
+            )
         })
         .await
     }

@@ -70,7 +70,9 @@ pub fn findings(setup: &codehands::Setup, registry: &AgentRegistry) -> Vec<Findi
 /// Codex's own sandbox, run once inside a box: it must run a command in the worktree and
 /// refuse a write outside it.
 fn codex_sandbox(registry: &AgentRegistry, helper: &Path, scratch: &Path) -> Option<Finding> {
-    let codex = registry.get(&runner_core::AgentName::parse("codex").ok()?).ok()?;
+    let codex = registry
+        .get(&runner_core::AgentName::parse("codex").ok()?)
+        .ok()?;
     let version = codex.version_probe()?;
     let program = version.program.clone();
     // `.git` is writable in the box and read-only in Codex's sandbox, wherever the box's
@@ -86,8 +88,7 @@ fn codex_sandbox(registry: &AgentRegistry, helper: &Path, scratch: &Path) -> Opt
         script,
     ]
     .map(std::ffi::OsString::from);
-    let run =
-        agent_box::probe::run_in_box(helper, scratch, &program, &args, &codex.box_needs());
+    let run = agent_box::probe::run_in_box(helper, scratch, &program, &args, &codex.box_needs());
     let (ok, note) = match &run {
         Err(why) => (false, Some(why.clone())),
         Ok(run) if run.written.trim() == "boxed" => (true, None),
@@ -100,7 +101,11 @@ fn codex_sandbox(registry: &AgentRegistry, helper: &Path, scratch: &Path) -> Opt
             Some(format!(
                 "Codex's sandbox did not run a command (exit {:?}): {}",
                 run.code,
-                codex.stderr_warnings(&run.stderr).join("; ").trim().to_owned()
+                codex
+                    .stderr_warnings(&run.stderr)
+                    .join("; ")
+                    .trim()
+                    .to_owned()
                     + run.stderr.lines().last().unwrap_or("")
             )),
         ),

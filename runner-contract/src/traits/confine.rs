@@ -16,7 +16,7 @@ use crate::traits::agent::Invocation;
 pub struct BoxNeeds {
     /// Folders or files the program needs, read-only at their own path (a config folder,
     /// an install kept whole). The program is always there, with the folder above its
-    /// `bin/` and its script's interpreter's (a venv, Codex's `codex_cli_bin/`).
+    /// `bin/` and its script's interpreter's (a venv, an install kept whole).
     pub read_only: Vec<PathBuf>,
     /// The agent's login, file by file, relative to the caller's home.
     pub login: Vec<LoginFile>,
@@ -31,7 +31,7 @@ pub struct BoxNeeds {
 /// One login file the agent gets in its private home.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoginFile {
-    /// Relative to the caller's home, and to the private home (`.claude/.credentials.json`).
+    /// Relative to the caller's home, and to the private home (`.agent/credentials.json`).
     pub path: PathBuf,
     /// Copied once (the agent may change its copy, which is kept across turns) rather than
     /// bound read-only.
@@ -81,6 +81,8 @@ pub struct ConfineRequest<'a> {
     pub env: &'a [(String, String)],
     /// What the agent needs.
     pub needs: &'a BoxNeeds,
+    /// Files of the run the runner hands the agent (the repo notes), read-only.
+    pub files: &'a [PathBuf],
     /// The repository's git folders for the worktree.
     pub git: Option<GitDirs>,
 }

@@ -35,7 +35,10 @@ pub(super) fn program(agent: &dyn Agent, caller_env: &[(String, String)]) -> Res
 
 /// Refuses a turn in a box when this runner has none or the machine cannot make one, saying
 /// why and what to do (`--isolation none` is the explicit way out).
-pub(super) fn isolation(shared: &super::Shared, isolation: crate::options::Isolation) -> Result<()> {
+pub(super) fn isolation(
+    shared: &super::Shared,
+    isolation: crate::options::Isolation,
+) -> Result<()> {
     if isolation == crate::options::Isolation::None {
         return Ok(());
     }

@@ -436,6 +436,7 @@ impl Supervisor {
             invocation: &invocation,
             env,
             needs: &self.agent.box_needs(),
+            files: &self.request.notes_file.iter().cloned().collect::<Vec<_>>(),
             git,
         })
     }
