@@ -59,6 +59,9 @@ pub fn bwrap_args(plan: &BoxPlan) -> Vec<OsString> {
     for tool in &plan.tools {
         args.same("--ro-bind", tool);
     }
+    for link in &plan.links {
+        args.two("--symlink", &link.target, &link.path);
+    }
     args.same("--ro-bind", &plan.helper);
     if let Some(git) = &plan.git {
         args.same("--ro-bind", &git.common);
@@ -213,6 +216,13 @@ mod tests {
     }
 
     #[test]
+    fn the_hosts_links_to_tools_are_made_again() {
+        let tool = position(&["--ro-bind", "/opt/agent", "/opt/agent"]);
+        let link = position(&["--symlink", ".agent-1.2.3", "/home/me/.cache/agent"]);
+        assert!(tool < link);
+    }
+
+    #[test]
     fn git_common_read_only_and_the_worktrees_own_folder_writable_over_it() {
         let common = position(&["--ro-bind", "/home/me/repo/.git", "/home/me/repo/.git"]);
         let admin = "/home/me/repo/.git/worktrees/0b5e2a1c";
@@ -300,9 +310,11 @@ mod tests {
     fn nothing_of_the_callers_home_but_what_the_plan_names() {
         for arg in own() {
             if arg.starts_with("/home/me") {
+                // The link holds nothing: it names a tool bound elsewhere.
                 let named = arg.starts_with("/home/me/.codehands/")
                     || arg.starts_with("/home/me/repo/.git")
-                    || arg == "/home/me/.agent/credentials.json";
+                    || arg == "/home/me/.agent/credentials.json"
+                    || arg == "/home/me/.cache/agent";
                 assert!(named, "{arg} is bound");
             }
         }

@@ -52,6 +52,9 @@ pub struct BoxPlan {
     /// More folders and files bound read-only at their own path: PATH folders outside the
     /// caller's home, the agent's program or install folder.
     pub tools: Vec<PathBuf>,
+    /// Symbolic links the host has on the way to a tool as the agent names it (an install
+    /// linked into place), made the same in the box so that name leads to the tool.
+    pub links: Vec<SymLink>,
     /// The repository's git folders a worktree needs, when there are.
     pub git: Option<GitDirs>,
     /// The agent's login, handed in file by file.
@@ -88,6 +91,16 @@ pub struct SystemPath {
     pub path: PathBuf,
     /// Where it points, when the host has it as a symbolic link (`usr/lib`).
     pub link: Option<PathBuf>,
+}
+
+/// A symbolic link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SymLink {
+    /// Where the link is.
+    pub path: PathBuf,
+    /// What it points at, as the host's link says.
+    pub target: PathBuf,
 }
 
 /// The git folders of a worktree.
@@ -324,6 +337,7 @@ impl BoxPlan {
         paths.extend(self.system.iter().map(|s| s.path.as_path()));
         paths.extend(self.etc.iter().map(PathBuf::as_path));
         paths.extend(self.tools.iter().map(PathBuf::as_path));
+        paths.extend(self.links.iter().map(|l| l.path.as_path()));
         paths.extend(self.login.iter().flat_map(|l| [&*l.source, &*l.dest]));
         if let Some(git) = &self.git {
             paths.extend([git.common.as_path(), git.admin.as_path()]);
@@ -412,6 +426,10 @@ pub(crate) mod tests {
             ],
             etc: vec!["/etc/ld.so.cache".into(), "/etc/ssl".into()],
             tools: vec!["/opt/agent".into()],
+            links: vec![SymLink {
+                path: "/home/me/.cache/agent".into(),
+                target: ".agent-1.2.3".into(),
+            }],
             git: Some(GitDirs {
                 common: "/home/me/repo/.git".into(),
                 admin: "/home/me/repo/.git/worktrees/0b5e2a1c".into(),

@@ -9,7 +9,7 @@ use runner_contract::{BoxNeeds, Error, Result};
 
 use crate::plan::{
     BoxCommand, BoxPlan, Destination, Endpoint, GitDirs, HostEntry, HostPort, Limits, LoginFile,
-    LoginHow, Network, PLAN_VERSION, SystemPath,
+    LoginHow, Network, PLAN_VERSION, SymLink, SystemPath,
 };
 
 /// The port of the allow-list proxy inside the box.
@@ -106,6 +106,15 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
         if outside && is_tool_dir(&dir, None) && !covered(&dir, &system, &tools) {
             tools.push(dir);
         }
+    }
+    let mut links = Vec::new();
+    for path in inputs
+        .needs
+        .read_only
+        .iter()
+        .chain([&inputs.program.to_owned()])
+    {
+        host_links(path, &system, &mut links);
     }
     for path in &inputs.needs.read_only {
         // Its real path (a `..` in it is resolved here). An install folder may be in the
@@ -215,6 +224,7 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
             .filter(|p| p.exists())
             .collect(),
         tools,
+        links,
         git: inputs.git.as_ref().map(git_dirs).transpose()?,
         login,
         env,
@@ -336,13 +346,43 @@ fn shebang(program: &Path) -> Option<PathBuf> {
     path.is_absolute().then_some(path)
 }
 
+/// The host's symbolic links on the way to `path` outside the system folders (an install
+/// linked into place: `agents/tool-1.2` → `.tool-1.2-abc`), added to `links` once each.
+fn host_links(path: &Path, system: &[SystemPath], links: &mut Vec<SymLink>) {
+    if !path.is_absolute() {
+        return;
+    }
+    let mut prefix = PathBuf::new();
+    for part in path.components() {
+        if !matches!(
+            part,
+            std::path::Component::RootDir | std::path::Component::Normal(_)
+        ) {
+            return;
+        }
+        prefix.push(part);
+        if system.iter().any(|s| prefix.starts_with(&s.path)) {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&prefix) else {
+            return;
+        };
+        if meta.file_type().is_symlink()
+            && let Ok(target) = std::fs::read_link(&prefix)
+            && !links.iter().any(|l: &SymLink| l.path == prefix)
+        {
+            links.push(SymLink {
+                path: prefix.clone(),
+                target,
+            });
+        }
+    }
+}
+
 /// Whether `path` is already visible through a bound system folder or tool.
 fn covered(path: &Path, system: &[SystemPath], tools: &[PathBuf]) -> bool {
-    system
-        .iter()
-        .filter(|s| s.link.is_none())
-        .any(|s| path.starts_with(&s.path))
-        || tools.iter().any(|t| path.starts_with(t))
+    // A link (`/bin` → `usr/bin`) leads into a bound folder: what is under it is there too.
+    system.iter().any(|s| path.starts_with(&s.path)) || tools.iter().any(|t| path.starts_with(t))
 }
 
 /// The agent's program as a path: a bare name is looked up on the agent's PATH.
@@ -658,6 +698,17 @@ mod program_tests {
             "{paths:?}"
         );
         assert!(paths.contains(&python), "{paths:?}");
+        let mut links = Vec::new();
+        let linked = dir.path().join("linked-venv");
+        std::os::unix::fs::symlink("venv", &linked).unwrap();
+        host_links(&linked.join("bin/tool"), &[], &mut links);
+        assert_eq!(
+            links,
+            vec![SymLink {
+                path: linked,
+                target: "venv".into()
+            }]
+        );
         let lone = dir.path().join("lone");
         std::fs::write(&lone, "\x7fELF").unwrap();
         assert_eq!(program_paths(&lone), vec![lone]);

@@ -351,12 +351,10 @@ fn codex_outputs(server: &ModelServer) -> String {
     for request in server.requests() {
         let Some(body) = request.json() else { continue };
         for item in body["input"].as_array().into_iter().flatten() {
-            if item["type"] == "function_call_output" || item["type"] == "custom_tool_call_output"
-            {
+            if item["type"] == "function_call_output" || item["type"] == "custom_tool_call_output" {
                 out.push(item["output"].to_string());
             }
         }
     }
     out.join("\n")
 }
-

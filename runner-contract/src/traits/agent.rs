@@ -275,14 +275,7 @@ pub trait Agent: Send + Sync {
     /// default only base URLs: those of [`Agent::provider_env`] whose names end in
     /// `BASE_URL` or `API_BASE` (so an agent without a base URL set reaches no network).
     fn box_needs(&self) -> crate::traits::confine::BoxNeeds {
-        crate::traits::confine::BoxNeeds {
-            base_url_envs: self
-                .provider_env()
-                .into_iter()
-                .filter(|name| name.ends_with("BASE_URL") || name.ends_with("API_BASE"))
-                .collect(),
-            ..Default::default()
-        }
+        crate::traits::confine::BoxNeeds::from_provider_env(&self.provider_env())
     }
 
     /// Warnings in what the agent wrote to stderr that say it could not do its work (a

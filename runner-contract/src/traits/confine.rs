@@ -28,6 +28,21 @@ pub struct BoxNeeds {
     pub base_url_envs: Vec<String>,
 }
 
+impl BoxNeeds {
+    /// What an agent needs by default ([`crate::Agent::box_needs`]): only base URLs, the
+    /// variables of `provider_env` whose names end in `BASE_URL` or `API_BASE`.
+    pub fn from_provider_env(provider_env: &[String]) -> Self {
+        Self {
+            base_url_envs: provider_env
+                .iter()
+                .filter(|name| name.ends_with("BASE_URL") || name.ends_with("API_BASE"))
+                .cloned()
+                .collect(),
+            ..Self::default()
+        }
+    }
+}
+
 /// One login file the agent gets in its private home.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoginFile {
