@@ -123,6 +123,20 @@ impl Agent for ClaudeCode {
         ))
     }
 
+    /// In a box: its login (the credentials file read-only, a copy of `~/.claude.json`, which
+    /// it rewrites), and Anthropic's API as the only host when no base URL is set.
+    fn box_needs(&self) -> runner_contract::BoxNeeds {
+        runner_contract::BoxNeeds {
+            login: vec![
+                runner_contract::LoginFile::read_only(".claude/.credentials.json"),
+                runner_contract::LoginFile::copied(".claude.json"),
+            ],
+            hosts: vec!["api.anthropic.com:443".into()],
+            base_url_envs: vec!["ANTHROPIC_BASE_URL".into()],
+            ..Default::default()
+        }
+    }
+
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
         args::build(self.program.clone(), &self.extra_args, request)
     }

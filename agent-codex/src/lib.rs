@@ -63,6 +63,14 @@ pub mod pinned {
 /// The provider variables Codex may receive from the caller's environment.
 const PROVIDER_ENV: &[&str] = &[args::BASE_URL_VAR, args::API_KEY_VAR];
 
+/// What Codex prints on stderr when its own sandbox (or the helper it runs commands with)
+/// cannot start (seen with Debian's bwrap 0.8 and a CODEX_HOME under the temp folder).
+const SANDBOX_FAILURES: &[&str] = &[
+    "could not create PATH aliases",
+    "codex-linux-sandbox",
+    "bwrap:",
+];
+
 /// Codex as a codehands agent.
 #[derive(Debug, Clone)]
 pub struct Codex {
@@ -123,6 +131,34 @@ impl Agent for Codex {
             &self.program,
             Some(pinned::VERSION),
         ))
+    }
+
+    /// In a box: its login (`auth.json` read-only, a copy of `config.toml`), and OpenAI's
+    /// API and ChatGPT's backend (a ChatGPT login talks to it) when no base URL is set. Its
+    /// install (`codex_cli_bin/`, with the bundled `bwrap` and `rg`) is above its `bin/`, which
+    /// a box binds whole.
+    fn box_needs(&self) -> runner_contract::BoxNeeds {
+        runner_contract::BoxNeeds {
+            login: vec![
+                runner_contract::LoginFile::read_only(".codex/auth.json"),
+                runner_contract::LoginFile::copied(".codex/config.toml"),
+            ],
+            hosts: vec!["api.openai.com:443".into(), "chatgpt.com:443".into()],
+            base_url_envs: vec![args::BASE_URL_VAR.into()],
+            ..Default::default()
+        }
+    }
+
+    /// Codex's own sandbox failing to start shows only on its stderr (every command then
+    /// fails, yet the turn ends `turn.completed`): those lines, in its words.
+    fn stderr_warnings(&self, stderr: &str) -> Vec<String> {
+        stderr
+            .lines()
+            .map(str::trim)
+            .filter(|line| SANDBOX_FAILURES.iter().any(|sign| line.contains(sign)))
+            .take(5)
+            .map(str::to_owned)
+            .collect()
     }
 
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {

@@ -79,10 +79,17 @@ unsafe extern "C" fn describe() -> Answer {
 }
 
 fn info(agent: &dyn Agent) -> Result<AgentInfo, ErrorWire> {
+    let provider_env = agent.provider_env();
+    let needs = agent.box_needs();
+    let box_needs = (needs != runner_contract::BoxNeeds::from_provider_env(&provider_env))
+        .then(|| crate::wire::BoxNeedsWire::try_from(&needs))
+        .transpose()
+        .map_err(internal)?;
     Ok(AgentInfo {
         name: agent.name(),
         capabilities: agent.capabilities(),
-        provider_env: agent.provider_env(),
+        provider_env,
+        box_needs,
         version_probe: agent
             .version_probe()
             .map(VersionProbeWire::try_from)

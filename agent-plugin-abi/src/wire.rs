@@ -8,8 +8,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use runner_contract::{
-    AgentCapabilities, AgentName, AgentRequest, ErrorKind, Invocation, ResumeFrom, SessionId,
-    StdinClose, VersionProbe,
+    AgentCapabilities, AgentName, AgentRequest, BoxNeeds, ErrorKind, Invocation, LoginFile,
+    ResumeFrom, SessionId, StdinClose, VersionProbe,
 };
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +27,88 @@ pub struct AgentInfo {
     /// How to ask its program for its version.
     #[serde(default)]
     pub version_probe: Option<VersionProbeWire>,
+    /// What it needs in a box, when that is more than its base URLs (written only then, so
+    /// a host of an older version still reads what a plugin without such needs says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub box_needs: Option<BoxNeedsWire>,
+}
+
+/// [`BoxNeeds`] as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BoxNeedsWire {
+    /// Folders or files read-only at their own path.
+    #[serde(default)]
+    pub read_only: Vec<String>,
+    /// Login files relative to the caller's home, and whether each is copied.
+    #[serde(default)]
+    pub login: Vec<LoginFileWire>,
+    /// `host:port` reached through the proxy without a base URL.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// The variables that may hold base URLs.
+    #[serde(default)]
+    pub base_url_envs: Vec<String>,
+}
+
+/// [`LoginFile`] as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoginFileWire {
+    /// Relative to the caller's home.
+    pub path: String,
+    /// Copied once rather than bound read-only.
+    #[serde(default)]
+    pub copy: bool,
+}
+
+impl TryFrom<&BoxNeeds> for BoxNeedsWire {
+    type Error = String;
+
+    fn try_from(needs: &BoxNeeds) -> Result<Self, String> {
+        let text = |p: &std::path::Path| {
+            p.to_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("the path {p:?} is not UTF-8"))
+        };
+        Ok(Self {
+            read_only: needs
+                .read_only
+                .iter()
+                .map(|p| text(p))
+                .collect::<Result<_, _>>()?,
+            login: needs
+                .login
+                .iter()
+                .map(|l| {
+                    Ok(LoginFileWire {
+                        path: text(&l.path)?,
+                        copy: l.copy,
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+            hosts: needs.hosts.clone(),
+            base_url_envs: needs.base_url_envs.clone(),
+        })
+    }
+}
+
+impl From<BoxNeedsWire> for BoxNeeds {
+    fn from(wire: BoxNeedsWire) -> Self {
+        Self {
+            read_only: wire.read_only.into_iter().map(PathBuf::from).collect(),
+            login: wire
+                .login
+                .into_iter()
+                .map(|l| LoginFile {
+                    path: l.path.into(),
+                    copy: l.copy,
+                })
+                .collect(),
+            hosts: wire.hosts,
+            base_url_envs: wire.base_url_envs,
+        }
+    }
 }
 
 /// [`VersionProbe`] as JSON.

@@ -143,6 +143,14 @@ impl Agent for FakeAgent {
         Ok(())
     }
 
+    /// In a box: the recording it replays, when it is not the embedded one; no network.
+    fn box_needs(&self) -> runner_core::BoxNeeds {
+        runner_core::BoxNeeds {
+            read_only: self.setup.script.iter().cloned().collect(),
+            ..Default::default()
+        }
+    }
+
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
         let mut invocation = self.inner.invocation(request)?;
         invocation.args.insert(0, OsString::from(FAKE_AGENT_ARG));
@@ -154,9 +162,15 @@ impl Agent for FakeAgent {
             }
         };
         set("CODEHANDS_FAKE_MODE", self.setup.mode.clone());
+        // Its real path: in a box only that is there (a `..` in the path given would go
+        // through folders the box does not have).
         set(
             "CODEHANDS_FAKE_SCRIPT",
-            self.setup.script.as_ref().map(|p| p.display().to_string()),
+            self.setup
+                .script
+                .as_ref()
+                .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+                .map(|p| p.display().to_string()),
         );
         set(
             "CODEHANDS_FAKE_DELAY_MS",

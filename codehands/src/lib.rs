@@ -1,7 +1,7 @@
 //! The codehands facade: the crate a daemon depends on.
 //!
 //! It picks adapters by cargo feature (`claude`, `codex`, `git`, `docker`,
-//! `memory-fs`, `fake`, `plugins`) and builds a ready [`LocalRunner`]; [`RunnerBuilder`]
+//! `memory-fs`, `fake`, `plugins`, `box`) and builds a ready [`LocalRunner`]; [`RunnerBuilder`]
 //! registers any other `Agent`, profile file or plugin. A build without a
 //! feature answers "… is not in this build of codehands" instead of failing to
 //! compile. The contract is re-exported as [`core`].
@@ -28,7 +28,8 @@
         feature = "docker",
         feature = "memory-fs",
         feature = "fake",
-        feature = "plugins"
+        feature = "plugins",
+        feature = "box"
     )),
     allow(unused)
 )]
@@ -66,6 +67,10 @@ pub struct Setup {
     pub fake: FakeAgentSetup,
     /// Which images the sandbox uses.
     pub sandbox_images: SandboxImages,
+    /// The program that answers `__box` and `__box-init` for the agent's box: this
+    /// `codehands` binary, or `codehands-box` (or `codehands`) on PATH for a program that
+    /// links codehands ([`locate::box_helper`]); `None` leaves boxes unavailable.
+    pub box_helper: Option<PathBuf>,
 }
 
 /// Which images the Docker sandbox runs tests in.
@@ -118,6 +123,7 @@ impl Setup {
             codex_bin: locate::codex(&locate::process_env).program,
             fake: FakeAgentSetup::from_env(),
             sandbox_images: SandboxImages::from_env()?,
+            box_helper: locate::box_helper(&locate::process_env),
         })
     }
 }
@@ -155,6 +161,8 @@ fn runner_with(setup: Setup, agents: AgentRegistry) -> Result<LocalRunner> {
                 .with_images(setup.sandbox_images.map());
             runner.with_sandbox(Arc::new(sandbox))
         };
+        #[cfg(feature = "box")]
+        let runner = runner.with_confinement(Arc::new(agent_box(&setup)));
         Ok(runner)
     }
     #[cfg(not(feature = "git"))]
@@ -165,6 +173,18 @@ fn runner_with(setup: Setup, agents: AgentRegistry) -> Result<LocalRunner> {
             "git",
         ))
     }
+}
+
+/// The agent's box of this setup: bubblewrap from the caller's PATH, and the helper.
+#[cfg(feature = "box")]
+pub fn agent_box(setup: &Setup) -> agent_box::BwrapBox {
+    let path = setup
+        .settings
+        .caller_env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    agent_box::BwrapBox::new(setup.box_helper.clone(), agent_box::probe::find_bwrap(path))
 }
 
 /// How many files of `repo`'s checkout have uncommitted changes (feature `git`; `None`

@@ -10,7 +10,8 @@
         feature = "docker",
         feature = "memory-fs",
         feature = "fake",
-        feature = "plugins"
+        feature = "plugins",
+        feature = "box"
     )),
     allow(unused)
 )]
@@ -25,6 +26,11 @@ use clap::Parser;
 fn main() -> ExitCode {
     // Read as OsString: a path or prompt that is not UTF-8 must get an error, not a panic.
     let args: Vec<OsString> = std::env::args_os().collect();
+    // The binary is also the agent's box: its outer process and its init (agent-box).
+    #[cfg(feature = "box")]
+    if let Some(code) = agent_box::dispatch(&args[1..]) {
+        return exit_code(code);
+    }
     // The binary doubles as the fake agent program (`--agent fake`): it then takes
     // Claude Code's arguments, not ours.
     #[cfg(feature = "fake")]
@@ -59,7 +65,7 @@ fn main() -> ExitCode {
     }
 }
 
-#[cfg(feature = "fake")]
+#[cfg(any(feature = "fake", feature = "box"))]
 fn exit_code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

@@ -36,7 +36,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventBody};
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, PermissionAnswer,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, Isolation, PermissionAnswer,
     PermissionMode, Permissions, RecoveryReport, RejectResult, StartOptions,
 };
 pub use repo_key::RepoKey;
@@ -47,6 +47,7 @@ pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
     Invocation, ResumeFrom, StdinClose, VersionProbe,
 };
+pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
 pub use traits::runner::{EventStream, Runner, Sent};
 pub use traits::sandbox::{

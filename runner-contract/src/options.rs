@@ -36,6 +36,46 @@ pub struct StartOptions {
     /// default) or asked of the caller as a `permission.requested` event.
     #[serde(default)]
     pub permissions: Permissions,
+    /// Whether the agent runs in a box (the default) or unconfined; every turn of the
+    /// session runs alike.
+    #[serde(default)]
+    pub isolation: Isolation,
+}
+
+/// Whether an agent runs confined.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// In a box (the default): the agent and everything it starts write only the worktree
+    /// and a private home, read nothing of the caller's home but the login handed to it,
+    /// reach only its provider over the network and see no process of the caller's. A
+    /// machine that cannot make a box refuses the start, saying why.
+    #[default]
+    Box,
+    /// Unconfined: the agent runs with the caller's rights, as every run did before boxes
+    /// existed (and as a session recorded then goes on running).
+    None,
+}
+
+impl Isolation {
+    /// What a session record without the field ran with: none (it was made before boxes).
+    pub fn before_boxes() -> Self {
+        Self::None
+    }
+
+    /// `box` or `none`, as the command line and the records spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Box => "box",
+            Self::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Isolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl StartOptions {
@@ -55,6 +95,7 @@ impl StartOptions {
             budget_usd: None,
             verify: false,
             permissions: Permissions::default(),
+            isolation: Isolation::default(),
         }
     }
 }

@@ -79,6 +79,9 @@ pub struct SessionRecord {
         skip_serializing_if = "crate::options::Permissions::is_default"
     )]
     pub permissions: crate::options::Permissions,
+    /// Whether the agent runs in a box, in every turn (none for a record made before boxes).
+    #[serde(default = "crate::options::Isolation::before_boxes")]
+    pub isolation: crate::options::Isolation,
     /// When the session was created (RFC 3339).
     pub created_at: String,
     /// When the record last changed (RFC 3339).

@@ -47,7 +47,7 @@ pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, PermissionAnswer,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, Isolation, PermissionAnswer,
     PermissionMode, Permissions, RecoveryReport, RejectResult, Sent, StartOptions,
 };
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
@@ -63,6 +63,7 @@ pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
     Invocation, ResumeFrom, StdinClose, VersionProbe,
 };
+pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
 pub use traits::runner::{EventStream, Runner};
 pub use traits::sandbox::{

@@ -46,6 +46,7 @@ fn record(events: &[Event], state: SessionState, model: Option<&str>) -> Session
         cost_usd: None,
         tokens: None,
         permissions: Default::default(),
+        isolation: Default::default(),
         created_at: "2026-12-03T13:02:49.870Z".into(),
         updated_at: "2026-12-03T13:03:12.020Z".into(),
     }

@@ -26,6 +26,7 @@ fn record(id: SessionId) -> SessionRecord {
         cost_usd: None,
         tokens: None,
         permissions: Default::default(),
+        isolation: Default::default(),
         created_at: now.clone(),
         updated_at: now,
     }

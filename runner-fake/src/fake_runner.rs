@@ -237,6 +237,7 @@ impl Runner for FakeRunner {
             cost_usd: None,
             tokens: None,
             permissions: Default::default(),
+            isolation: options.isolation,
             created_at: now.clone(),
             updated_at: now,
         };

@@ -202,6 +202,21 @@ impl Vcs for GitVcs {
         blocking(move || branch::exists(&repo, &branch)).await
     }
 
+    async fn git_dirs(&self, worktree: &WorktreeSpec) -> Result<Option<runner_contract::GitDirs>> {
+        let spec = worktree.clone();
+        blocking(move || {
+            let main = repo::open_to_read(&spec.repo)?;
+            let common = main.common_dir().to_owned();
+            Ok(
+                registry::find(&common, &spec.path)?.map(|r| runner_contract::GitDirs {
+                    common,
+                    admin: r.admin,
+                }),
+            )
+        })
+        .await
+    }
+
     async fn branch_tip(&self, repo: &Path, branch: &str) -> Result<Option<String>> {
         let (repo, branch) = (repo.to_owned(), branch.to_owned());
         blocking(move || {

@@ -162,6 +162,7 @@ fn journal_cost(home: &Path) -> Result<Duration, String> {
         cost_usd: None,
         tokens: None,
         permissions: Default::default(),
+        isolation: Default::default(),
         created_at: now.clone(),
         updated_at: now,
     };

@@ -16,6 +16,7 @@ mod images;
 mod man;
 mod record;
 mod record_demo;
+mod system;
 mod test;
 
 use std::process::ExitCode;
@@ -42,7 +43,8 @@ tasks:
                         run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60),
                         or a target its own N; crashes are kept under fuzz/regressions/
   man                   write the man page of codehands to target/man/codehands.1
-  install               install what the tests need (pinned agent CLIs, local Docker images), cached
+  system                install the system packages the tests need when missing (bubblewrap)
+  install               install what the tests need (bubblewrap, pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace ARGS…)
 ";
 
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::run(rest),
         "man" => man::run(rest),
         "install" => test::install(rest),
+        "system" => system::run(rest),
         "test" => test::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

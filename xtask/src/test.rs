@@ -6,7 +6,7 @@
 use std::process::Command;
 
 /// The install steps, in order: each is an xtask task of its own.
-const INSTALL_STEPS: &[&str] = &["agents", "images"];
+const INSTALL_STEPS: &[&str] = &["system", "agents", "images"];
 
 /// `cargo xtask install`: every install step, each cached.
 pub fn install(args: &[String]) -> Result<(), String> {

@@ -87,6 +87,13 @@ impl Agent for PluginAgent {
         self.info.version_probe.clone().map(VersionProbe::from)
     }
 
+    fn box_needs(&self) -> runner_contract::BoxNeeds {
+        match &self.info.box_needs {
+            Some(needs) => needs.clone().into(),
+            None => runner_contract::BoxNeeds::from_provider_env(&self.info.provider_env),
+        }
+    }
+
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
         let request = RequestWire::try_from(request)
             .map_err(|why| Error::invalid_input(format!("{}: {why}", self.who())))?;

@@ -19,6 +19,10 @@ pub struct SendArgs {
     /// What to tell the agent; always text, even when it starts with `--` (put `--` before it).
     #[arg(allow_hyphen_values = true)]
     text: String,
+    /// The session's isolation (`box` or `none`): refused unless it is the one the session
+    /// runs with, since every turn of a session runs alike.
+    #[arg(long, value_name = "box|none", value_parser = super::isolation)]
+    isolation: Option<runner_core::Isolation>,
     #[command(flatten)]
     decide: DecideArgs,
 }
@@ -28,6 +32,7 @@ pub struct SendArgs {
 pub async fn send(args: SendArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
     let id = runner.resolve_session(&args.id)?;
+    super::check_isolation(&runner, &id, args.isolation).await?;
     match runner.send(&id, args.text).await? {
         Sent::FollowUp(events) => {
             super::logging::log_run_to(runner.home(), &id);

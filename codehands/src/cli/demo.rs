@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use clap::Args;
-use runner_core::{AgentName, Error, ErrorKind, Home, Result, SessionId, StartOptions};
+use runner_core::{AgentName, Error, ErrorKind, Home, Isolation, Result, SessionId, StartOptions};
 
 use super::decide::DecideArgs;
 use super::decide::Then;
@@ -42,14 +42,31 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     setup.home = Home::new(folder.join("codehands-home"));
     setup.fake.delay_ms = Some(args.delay_ms);
     let runner = codehands::build_runner(setup)?;
+    // Boxed where the machine can, unconfined (and saying so) where it cannot: the demo's
+    // agent is our own replay, so it works on a fresh machine either way.
+    let isolation = match runner.box_available() {
+        Ok(()) => Isolation::Box,
+        Err(why) => {
+            eprintln!("note: the demo runs without the agent's box: {why}");
+            Isolation::None
+        }
+    };
     if !args.json {
         println!(
             "demo repo: {} (a failing test: the month is off by one)",
             repo.display()
         );
+        println!(
+            "isolation: {}",
+            match isolation {
+                Isolation::Box => "box (the agent writes only its worktree and reaches no network)",
+                Isolation::None => "none (the agent runs with your rights)",
+            }
+        );
     }
     let id = SessionId::new_random();
-    let options = StartOptions::new(id, &repo, prompt, agent);
+    let mut options = StartOptions::new(id, &repo, prompt, agent);
+    options.isolation = isolation;
     let events = runner_core::Runner::start(&runner, options).await?;
     let decide = DecideArgs {
         then: Some(Then::Approve),

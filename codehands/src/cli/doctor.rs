@@ -1,5 +1,5 @@
-//! `codehands doctor`: what is installed (git, Docker, each agent's program), and whether
-//! our tests ran those versions.
+//! `codehands doctor`: what is installed (git, Docker, bubblewrap, each agent's program),
+//! whether our tests ran those versions, and whether the agent's box works here.
 
 use std::ffi::OsStr;
 use std::process::ExitCode;
@@ -26,14 +26,15 @@ pub struct DoctorArgs {
 /// One tool's finding.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Finding {
-    name: String,
-    program: String,
-    /// Where the program was found, or where to put it (the built-in agents).
+pub(super) struct Finding {
+    pub(super) name: String,
+    pub(super) program: String,
+    /// Where the program was found, or where to put it (the built-in agents); for the box,
+    /// what it gives.
     #[serde(skip_serializing_if = "Option::is_none")]
-    location: Option<String>,
+    pub(super) location: Option<String>,
     #[serde(flatten)]
-    probe: Probe,
+    pub(super) probe: Probe,
 }
 
 /// Looks for each tool and prints what it found.
@@ -48,6 +49,11 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
         ),
     ];
     let (registry, problems) = super::builder()?.agents()?;
+    #[cfg(feature = "box")]
+    findings.extend(super::doctor_box::findings(
+        &codehands::Setup::from_env()?,
+        &registry,
+    ));
     for (name, entry) in registry.iter() {
         if let Some(version) = entry.agent.version_probe() {
             let env = codehands::locate::process_env;

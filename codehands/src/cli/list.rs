@@ -305,6 +305,7 @@ mod tests {
             cost_usd: cost,
             tokens: cost.map(|_| runner_core::TokenCounts { input, output: 1 }),
             permissions: Default::default(),
+            isolation: Default::default(),
             created_at: now.clone(),
             updated_at: now.clone(),
         };

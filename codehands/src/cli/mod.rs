@@ -6,6 +6,8 @@ mod converse;
 mod decide;
 mod demo;
 mod doctor;
+#[cfg(feature = "box")]
+mod doctor_box;
 mod events;
 mod fake;
 mod gc;
@@ -242,6 +244,40 @@ fn runner_for(agent: &runner_core::AgentName) -> Result<runner_core::LocalRunner
         return Err(codehands::unknown_agent(&registry, &problems, agent));
     }
     codehands::RunnerBuilder::runner(setup, registry)
+}
+
+/// Parses `--isolation box|none` (clap value parser).
+fn isolation(text: &str) -> std::result::Result<runner_core::Isolation, String> {
+    match text {
+        "box" => Ok(runner_core::Isolation::Box),
+        "none" => Ok(runner_core::Isolation::None),
+        other => Err(format!(
+            "{other:?} is not an isolation: `box` (the agent confined, the default) or `none` \
+             (the agent with your rights)"
+        )),
+    }
+}
+
+/// Refuses a turn of session `id` asked for with another isolation than the session's:
+/// every turn of a session runs alike.
+async fn check_isolation(
+    runner: &runner_core::LocalRunner,
+    id: &runner_core::SessionId,
+    wanted: Option<runner_core::Isolation>,
+) -> Result<()> {
+    use runner_core::Runner;
+    let Some(wanted) = wanted else {
+        return Ok(());
+    };
+    let record = runner.session(id).await?;
+    if record.isolation == wanted {
+        return Ok(());
+    }
+    Err(runner_core::Error::invalid_input(format!(
+        "session {id} runs with --isolation {}, and every turn of a session runs alike: drop \
+         --isolation {wanted}, or start a new session with it",
+        record.isolation
+    )))
 }
 
 /// Parses an agent name argument (clap value parser).

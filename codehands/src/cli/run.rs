@@ -43,6 +43,11 @@ pub struct RunArgs {
     /// Run the repo's tests in the Docker sandbox after the agent finishes.
     #[arg(long)]
     pub verify: bool,
+    /// `box` (the default): the agent and everything it starts write only the worktree,
+    /// read nothing of your home but its login, reach only its provider and see none of
+    /// your processes. `none`: the agent runs with your rights (where no box can be made).
+    #[arg(long, value_name = "box|none", value_parser = super::isolation, default_value = "box")]
+    pub isolation: runner_core::Isolation,
     /// Print the session id (with `--json`, `{"sessionId": …}`) once the agent runs, and
     /// return; the run goes on (`codehands events ID --follow` watches it).
     #[arg(long)]
@@ -71,6 +76,10 @@ pub struct ResumeArgs {
     /// What to tell the agent now (default: carry on).
     #[arg(allow_hyphen_values = true)]
     pub prompt: Option<String>,
+    /// The session's isolation (`box` or `none`): refused unless it is the one the session
+    /// runs with, since every turn of a session runs alike.
+    #[arg(long, value_name = "box|none", value_parser = super::isolation)]
+    pub isolation: Option<runner_core::Isolation>,
     #[command(flatten)]
     pub decide: DecideArgs,
 }
@@ -86,6 +95,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.budget_usd = args.budget_usd;
     options.verify = args.verify;
     options.permissions = permissions;
+    options.isolation = args.isolation;
     warn_if_dirty(&options.repo_path);
     let (repo, agent) = (options.repo_path.clone(), options.agent.clone());
     let events = runner.start(options).await?;
@@ -160,6 +170,7 @@ fn warn_if_dirty(repo: &std::path::Path) {
 pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
     let id = runner.resolve_session(&args.id)?;
+    super::check_isolation(&runner, &id, args.isolation).await?;
     let events = runner.resume(&id, args.prompt).await?;
     super::logging::log_run_to(runner.home(), &id);
     tracing::info!(session = %id, "resumed");

@@ -70,6 +70,15 @@ impl Agent for ProfileAgent {
             .collect()
     }
 
+    /// In a box: its base URL when it names one, else the hosts of `[network] allow`.
+    fn box_needs(&self) -> runner_core::BoxNeeds {
+        runner_core::BoxNeeds {
+            base_url_envs: self.profile.provider.base_url_env.iter().cloned().collect(),
+            hosts: self.profile.network.allow.clone(),
+            ..Default::default()
+        }
+    }
+
     fn version_probe(&self) -> Option<VersionProbe> {
         let args = self.profile.version_args.as_ref()?;
         Some(VersionProbe {

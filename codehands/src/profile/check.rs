@@ -74,6 +74,9 @@ pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) ->
     for (i, value) in provider.pass.iter().enumerate() {
         check_var(path, &format!("provider.pass[{i}]"), value)?;
     }
+    for (i, value) in file.network.allow.iter().enumerate() {
+        check_host_port(path, &format!("network.allow[{i}]"), value)?;
+    }
     Ok(Profile {
         name,
         description: file.description,
@@ -89,7 +92,29 @@ pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) ->
             budget: file.capabilities.budget,
             ..AgentCapabilities::default()
         },
+        network: file.network,
     })
+}
+
+/// `host:port`: a host name or address (IPv6 in brackets) and a port number.
+fn check_host_port(path: &Path, key: &str, value: &str) -> Result<()> {
+    let (host, port) = match value.strip_prefix('[') {
+        Some(rest) => rest.split_once("]:").unwrap_or(("", "")),
+        None => value.rsplit_once(':').unwrap_or(("", "")),
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
+    if host_ok && port.parse::<u16>().is_ok_and(|p| p > 0) {
+        return Ok(());
+    }
+    Err(refuse(
+        path,
+        &format!(
+            "key `{key}` is {value:?}, which is not host:port: write it like \"api.example.com:443\""
+        ),
+    ))
 }
 
 /// A bare name (looked up on PATH) or an absolute path: never a relative path, which would

@@ -66,6 +66,15 @@ pub struct ProviderVars {
     pub pass: Vec<String>,
 }
 
+/// Where a profile agent may connect from its box when no base URL is set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileNetwork {
+    /// `host:port` the agent may reach through the box's allow-list proxy.
+    #[serde(default)]
+    pub allow: Vec<String>,
+}
+
 /// The capabilities a profile may claim.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,6 +102,8 @@ struct ProfileFile {
     provider: ProviderVars,
     #[serde(default)]
     capabilities: ProfileCapabilities,
+    #[serde(default)]
+    network: ProfileNetwork,
 }
 
 /// A checked profile.
@@ -118,6 +129,8 @@ pub struct Profile {
     pub provider: ProviderVars,
     /// What it claims to do beyond a plain run.
     pub capabilities: AgentCapabilities,
+    /// Where it may connect from its box without a base URL.
+    pub network: ProfileNetwork,
 }
 
 impl Profile {

@@ -25,7 +25,12 @@ pub struct World {
 impl World {
     /// A repo holding `files` in one commit on `main`.
     pub fn new(files: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        // Outside the system's temp folder, as a person's home and repos are: an agent's
+        // box gets a fresh /tmp of its own, and Codex refuses some of its set-up under it.
+        let dir = tempfile::Builder::new()
+            .prefix("world-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
         let repo = dir.path().join("repo");
         for (path, content) in files {
             let path = repo.join(path);
@@ -110,6 +115,7 @@ impl World {
                 ..FakeAgentSetup::default()
             },
             sandbox_images: codehands::SandboxImages::Local,
+            box_helper: Some(env!("CARGO_BIN_EXE_codehands").into()),
         }
     }
 
@@ -376,10 +382,27 @@ pub fn agent_argv(home: &Home, id: &SessionId) -> Vec<String> {
                 continue;
             };
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-            return cmdline
+            let argv: Vec<String> = cmdline
                 .split(|b| *b == 0)
                 .filter(|a| !a.is_empty())
                 .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            if argv.get(1).map(String::as_str) != Some("__box") {
+                return argv;
+            }
+            // A boxed agent: the recorded process is the box's; the agent's own argv is
+            // the plan's command (the box's init and the agent carry exactly that).
+            let plan: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&argv[2]).unwrap()).unwrap();
+            let command = &plan["command"];
+            return std::iter::once(command["argv0"].as_str().unwrap().to_owned())
+                .chain(
+                    command["args"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|a| a.as_str().unwrap().to_owned()),
+                )
                 .collect();
         }
         std::thread::sleep(Duration::from_millis(20));

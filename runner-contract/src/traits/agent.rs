@@ -269,4 +269,20 @@ pub trait Agent: Send + Sync {
             format!("the {} agent takes no input while it runs", self.name()),
         ))
     }
+
+    /// What the agent needs in a box besides its worktree: its install folder, its login
+    /// files, the hosts it talks to without a base URL, the variables of its base URL. By
+    /// default only base URLs: those of [`Agent::provider_env`] whose names end in
+    /// `BASE_URL` or `API_BASE` (so an agent without a base URL set reaches no network).
+    fn box_needs(&self) -> crate::traits::confine::BoxNeeds {
+        crate::traits::confine::BoxNeeds::from_provider_env(&self.provider_env())
+    }
+
+    /// Warnings in what the agent wrote to stderr that say it could not do its work (a
+    /// sandbox of its own that cannot start, say), in the agent's own words; the runner
+    /// reports each as a note before the turn ends. None by default.
+    fn stderr_warnings(&self, stderr: &str) -> Vec<String> {
+        let _ = stderr;
+        Vec::new()
+    }
 }

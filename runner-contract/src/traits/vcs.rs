@@ -139,4 +139,12 @@ pub trait Vcs: Send + Sync {
 
     /// The commit `branch` points at, or `None` when there is no such branch.
     async fn branch_tip(&self, repo: &Path, branch: &str) -> Result<Option<String>>;
+
+    /// The git folders the session's worktree needs to work as a git worktree inside a box
+    /// (found through what codehands recorded, never the worktree's own `.git` file);
+    /// `None` by default and for a VCS with none.
+    async fn git_dirs(&self, worktree: &WorktreeSpec) -> Result<Option<crate::GitDirs>> {
+        let _ = worktree;
+        Ok(None)
+    }
 }

@@ -42,7 +42,16 @@ pub(super) async fn remove_session_worktree(shared: &Shared, record: &SessionRec
             Err(e) => return Err(e),
         }
     }
+    forget_box(shared, record);
     vcs.prune(&record.repo_path).await
+}
+
+/// Removes what the session's box kept (its private home, with the agent's state and the
+/// login copies): the session is decided, nothing will run in it again.
+pub(super) fn forget_box(shared: &Shared, record: &SessionRecord) {
+    if let Some(confinement) = &shared.confinement {
+        confinement.discard(&shared.home.run_dir(&record.session_id));
+    }
 }
 
 /// Removes a failed session's worktree, and its branch unless it has commits beyond base.

@@ -95,6 +95,7 @@ impl LocalRunner {
                 "the worktree of session {id} is gone: it takes no {what}"
             )));
         }
+        super::preflight::isolation(shared, record.isolation)?;
         let files = RunFiles::in_home(&shared.home, &id);
         files.prepare()?;
         // The supervisor of the turn before may still be clearing its files (the record

@@ -172,6 +172,7 @@ async fn finish_approve(shared: &Shared, record: &SessionRecord) -> Result<Sessi
                 ),
             )
         })?;
+    super::cleanup::forget_box(shared, record);
     shared
         .store
         .move_to(&record.session_id, SessionState::Approved, "approve")

@@ -128,6 +128,8 @@ struct Shared {
     vcs: Arc<dyn Vcs>,
     memory: Arc<dyn MemoryStore>,
     sandbox: Option<Arc<dyn Sandbox>>,
+    /// The box agents run in (`Isolation::Box`); `None` in a build without one.
+    confinement: Option<Arc<dyn crate::Confinement>>,
     agents: AgentRegistry,
     settings: RunnerSettings,
     /// The supervisor tasks of this runner, ended when it is dropped (their agents go on,
@@ -157,6 +159,7 @@ impl LocalRunner {
                 vcs,
                 memory,
                 sandbox: None,
+                confinement: None,
                 agents: AgentRegistry::new(),
                 settings,
                 tasks: Mutex::default(),
@@ -191,6 +194,18 @@ impl LocalRunner {
     pub fn with_sandbox(mut self, sandbox: Arc<dyn Sandbox>) -> Self {
         self.shared_mut().sandbox = Some(sandbox);
         self
+    }
+
+    /// Adds the box agents run in when a session's isolation is `box`.
+    pub fn with_confinement(mut self, confinement: Arc<dyn crate::Confinement>) -> Self {
+        self.shared_mut().confinement = Some(confinement);
+        self
+    }
+
+    /// Whether this runner can put an agent in a box here (`Isolation::Box`); the error says
+    /// why not and what to do.
+    pub fn box_available(&self) -> Result<()> {
+        preflight::isolation(&self.shared, crate::options::Isolation::Box)
     }
 
     /// Where this runner keeps its files.
@@ -320,6 +335,7 @@ impl LocalRunner {
             ));
         }
         preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
+        preflight::isolation(&self.shared, options.isolation)?;
         Ok(agent)
     }
 
@@ -520,6 +536,7 @@ impl Runner for LocalRunner {
             cost_usd: None,
             tokens: None,
             permissions: options.permissions,
+            isolation: options.isolation,
             created_at: now.clone(),
             updated_at: now,
         };

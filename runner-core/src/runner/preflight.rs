@@ -1,6 +1,6 @@
-//! What `start` checks before it makes anything: that the agent's program can be found and
-//! that the agent takes this repo ([`Agent::preflight`]). A run that could only fail leaves
-//! no session record, worktree or branch behind.
+//! What `start` checks before it makes anything: that the agent's program can be found, that
+//! the agent takes this repo ([`Agent::preflight`]) and that its box can be made. A run that
+//! could only fail leaves no session record, worktree or branch behind.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -31,6 +31,24 @@ pub(super) fn program(agent: &dyn Agent, caller_env: &[(String, String)]) -> Res
         }
     }
     Ok(())
+}
+
+/// Refuses a turn in a box when this runner has none or the machine cannot make one, saying
+/// why and what to do (`--isolation none` is the explicit way out).
+pub(super) fn isolation(
+    shared: &super::Shared,
+    isolation: crate::options::Isolation,
+) -> Result<()> {
+    if isolation == crate::options::Isolation::None {
+        return Ok(());
+    }
+    match &shared.confinement {
+        Some(confinement) => confinement.available(),
+        None => Err(Error::new(
+            ErrorKind::NotInBuild,
+            "the agent's box is not in this build of codehands: rebuild with `--features box`,              or pass --isolation none to run the agent unconfined",
+        )),
+    }
 }
 
 /// Whether `program` names a file that can be run: a path with a `/` as it is, a bare name

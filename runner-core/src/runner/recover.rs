@@ -10,6 +10,7 @@
 //!   next approve or reject would settle them (`journal.rs`), unless another process is at it.
 //! - Worktree folders under `worktrees/` that belong to no live session are removed, except
 //!   those a record that cannot be read may own: a worktree whose owner is unknown is kept.
+//! - What a box that no longer runs left (its cgroup, its sockets) is removed.
 //! - Temp files of record writes cut short (`sessions/.tmp-*.partial`), older than a minute,
 //!   are removed.
 //! - What cannot be cleaned or read is reported, and tried again next time: a session whose
@@ -99,8 +100,22 @@ pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
         }
     }
     let records = shared.store.list()?.records;
+    clean_boxes(shared, &records);
     remove_orphan_worktrees(shared, &records, unknown_owners.as_ref(), &mut report).await;
     Ok(report)
+}
+
+/// Removes what a box that no longer runs left (its cgroup, its sockets): a box killed
+/// with its outer process cannot clean up after itself.
+fn clean_boxes(shared: &Shared, records: &[SessionRecord]) {
+    let Some(confinement) = &shared.confinement else {
+        return;
+    };
+    for record in records {
+        if !matches!(record.state, SessionState::Queued | SessionState::Running) {
+            confinement.cleanup(&shared.home.run_dir(&record.session_id));
+        }
+    }
 }
 
 /// Finishes or takes back an approve or reject cut short, unless a live process holds the

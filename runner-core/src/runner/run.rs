@@ -399,6 +399,7 @@ impl Supervisor {
             &self.shared.settings.extra_env,
             &invocation.env,
         );
+        let invocation = self.confined(invocation, &env).await?;
         let secrets = secret_values(&env);
         self.files.set_secrets(&secrets)?;
         self.redactor = Redactor::new(secrets);
@@ -439,6 +440,41 @@ impl Supervisor {
             agent.close_stdin();
         }
         Ok(agent)
+    }
+
+    /// The invocation in the session's box when its isolation is `box` (the program spawned,
+    /// recorded, stopped and adopted is then the box's outer process), else as it is.
+    async fn confined(
+        &self,
+        invocation: crate::Invocation,
+        env: &[(String, String)],
+    ) -> Result<crate::Invocation> {
+        if self.record.isolation == crate::options::Isolation::None {
+            return Ok(invocation);
+        }
+        super::preflight::isolation(&self.shared, self.record.isolation)?;
+        let Some(confinement) = &self.shared.confinement else {
+            unreachable!("preflight::isolation refuses a box without a confinement");
+        };
+        let git = self
+            .shared
+            .vcs
+            .git_dirs(&self.record.worktree_spec())
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(session = %self.record.session_id, "the box has no git folders: {e}");
+                None
+            });
+        confinement.wrap(&crate::ConfineRequest {
+            session_id: &self.record.session_id,
+            run_dir: self.files.dir(),
+            worktree: &self.record.worktree_path,
+            invocation: &invocation,
+            env,
+            needs: &self.agent.box_needs(),
+            files: &self.request.notes_file.iter().cloned().collect::<Vec<_>>(),
+            git,
+        })
     }
 
     /// Reads the agent's output file as it grows until the agent has exited and every byte
@@ -746,6 +782,13 @@ impl Supervisor {
         exit_code: Option<i32>,
         stderr: String,
     ) {
+        // What the agent said on stderr about failing at its work (its own sandbox cannot
+        // start, say), in its words: notes before the turn's end, which would otherwise
+        // look like a clean run. Before the skip below: a replay recomputes them.
+        for warning in self.agent.stderr_warnings(&stderr) {
+            let text = self.redactor.redact(&warning).into_owned();
+            self.note(format!("warning from the agent: {text}"));
+        }
         let stderr = (!stderr.trim().is_empty()).then_some(stderr);
         let watchdog = self.shared.settings.watchdog;
         if self.skip > 0 {

@@ -124,6 +124,16 @@ impl Agent for MiniSweAgent {
         PROVIDER_ENV.iter().map(|name| (*name).to_owned()).collect()
     }
 
+    /// In a box: the config folder (the venv and its Python come with the program). mini
+    /// talks to the base URL it is given, so that is its network.
+    fn box_needs(&self) -> runner_contract::BoxNeeds {
+        runner_contract::BoxNeeds {
+            read_only: self.config_dir.iter().cloned().collect(),
+            base_url_envs: vec!["OPENAI_BASE_URL".into(), "ANTHROPIC_BASE_URL".into()],
+            ..Default::default()
+        }
+    }
+
     /// mini has no `--version`. The Python of the venv the program lives in (links
     /// followed, as pipx makes them) reads the installed package's version without
     /// importing it; a `mini` found otherwise prints its version in the banner of `--help`.

@@ -52,6 +52,11 @@ fn runner(root: &Path, agent: MiniSweAgent, server: &ModelServer) -> LocalRunner
         codex_bin: "codex".into(),
         fake: FakeAgentSetup::default(),
         sandbox_images: SandboxImages::Local,
+        // The agent's box needs its helper program: codehands' own, built for the test.
+        box_helper: Some(
+            runner_core::testkit::cargo::build(env!("CARGO_MANIFEST_DIR"), &["codehands"])
+                .join("codehands"),
+        ),
     };
     codehands::build_runner(setup)
         .unwrap()
@@ -119,7 +124,7 @@ async fn a_fix_by_mini_swe_agent_is_approved_as_one_commit_on_its_branch() {
     let events = fix_run(&runner, id, &repo).await;
 
     let seen = types(&events);
-    assert_eq!(seen.first(), Some(&"task.started"), "{seen:?}");
+    assert_eq!(seen.first(), Some(&"task.started"), "{events:?}");
     assert_eq!(
         seen[seen.len() - 2..],
         ["task.finished", "approval.requested"],

@@ -1,0 +1,350 @@
+//! The bubblewrap command line of a box, derived from its plan and nothing else.
+//!
+//! Pure: each flag has its unit test, the way the test box's flag sets do.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::plan::{BoxPlan, LoginHow, SOCKETS_INSIDE};
+
+/// The host name inside every box.
+pub const HOSTNAME: &str = "codehands-box";
+
+/// The generated `/etc` files the box gets instead of the host's.
+pub const GENERATED_ETC: &[&str] = &["passwd", "group", "hosts"];
+
+/// Every argument of `bwrap`, then `--`, then the init (`helper __box-init …`).
+pub fn bwrap_args(plan: &BoxPlan) -> Vec<OsString> {
+    let mut args = Args::default();
+    // Namespaces: user, pid, network, ipc, uts and cgroup; the user namespace is required
+    // (`--unshare-all` alone only tries it).
+    args.flag("--unshare-all");
+    args.flag("--unshare-user");
+    // The init is pid 1 (it reaps orphans and passes a stop on to everything in the box);
+    // when it ends, the kernel ends every process in the namespace.
+    args.flag("--as-pid-1");
+    // No TIOCSTI into a terminal, no signal to the caller's process group.
+    args.flag("--new-session");
+    // bwrap's parent is the outer box process (itself detached from `codehands run`): when
+    // it dies, so does the box, so a stop that kills the outer leaves nothing behind.
+    args.flag("--die-with-parent");
+    args.flag("--cap-drop").arg("ALL");
+    args.flag("--uid").arg(plan.uid.to_string());
+    args.flag("--gid").arg(plan.gid.to_string());
+    args.flag("--hostname").arg(HOSTNAME);
+
+    for system in &plan.system {
+        match &system.link {
+            Some(target) => {
+                args.two("--symlink", target, &system.path);
+            }
+            None => args.same("--ro-bind", &system.path),
+        }
+    }
+    for etc in &plan.etc {
+        args.same("--ro-bind", etc);
+    }
+    let generated = plan.etc_dir();
+    for name in GENERATED_ETC {
+        args.two(
+            "--ro-bind",
+            &generated.join(name),
+            &Path::new("/etc").join(name),
+        );
+    }
+    // A fresh /tmp for each box, before any bind: a bound path under the host's /tmp (a
+    // worktree in a temp folder) gets its mount point there, never in a folder the agent
+    // wrote in an earlier turn. The session's TMPDIR, kept across turns, is `plan.tmp`.
+    args.flag("--tmpfs").arg("/tmp");
+    for tool in &plan.tools {
+        args.same("--ro-bind", tool);
+    }
+    for link in &plan.links {
+        args.two("--symlink", &link.target, &link.path);
+    }
+    args.same("--ro-bind", &plan.helper);
+    if let Some(git) = &plan.git {
+        args.same("--ro-bind", &git.common);
+        args.same("--bind", &git.admin);
+        for file in &git.keep {
+            args.same("--ro-bind", file);
+        }
+    }
+    args.same("--bind", &plan.worktree);
+    args.same("--bind", &plan.home);
+    for login in plan.login.iter().filter(|l| l.how == LoginHow::ReadOnly) {
+        args.two("--ro-bind", &login.source, &login.dest);
+    }
+    args.same("--bind", &plan.tmp);
+    args.two("--ro-bind", &plan.sockets_dir(), Path::new(SOCKETS_INSIDE));
+    args.flag("--proc").arg("/proc");
+    args.flag("--dev").arg("/dev");
+    args.flag("--tmpfs").arg("/dev/shm");
+    // Nothing else is writable: a write outside the bound folders fails instead of landing
+    // on bwrap's scratch root.
+    args.flag("--remount-ro").arg("/");
+    args.flag("--chdir").arg(plan.worktree.as_os_str());
+    args.flag("--");
+    args.arg(plan.helper.as_os_str());
+    args.arg("__box-init");
+    for arg in crate::init::init_args(plan) {
+        args.arg(arg);
+    }
+    args.0
+}
+
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn flag(&mut self, flag: &str) -> &mut Self {
+        self.0.push(flag.into());
+        self
+    }
+
+    fn arg(&mut self, arg: impl Into<OsString>) -> &mut Self {
+        self.0.push(arg.into());
+        self
+    }
+
+    /// `flag source dest`.
+    fn two(&mut self, flag: &str, source: &Path, dest: &Path) -> &mut Self {
+        self.flag(flag);
+        self.arg(source.as_os_str());
+        self.arg(dest.as_os_str())
+    }
+
+    /// `flag path path`: the same path inside as outside.
+    fn same(&mut self, flag: &str, path: &Path) {
+        self.two(flag, path, path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::tests::sample;
+
+    fn args() -> Vec<String> {
+        bwrap_args(&sample())
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    /// The flags before `--` (bwrap's own), so the agent's arguments never count.
+    fn own() -> Vec<String> {
+        let all = args();
+        let end = all.iter().position(|a| a == "--").unwrap();
+        all[..end].to_vec()
+    }
+
+    /// Whether `window` appears in bwrap's own flags.
+    fn has(window: &[&str]) -> bool {
+        own().windows(window.len()).any(|w| w == window)
+    }
+
+    fn position(window: &[&str]) -> usize {
+        own()
+            .windows(window.len())
+            .position(|w| w == window)
+            .unwrap_or_else(|| panic!("{window:?} missing"))
+    }
+
+    #[test]
+    fn every_namespace_is_new_and_the_user_namespace_required() {
+        assert!(has(&["--unshare-all"]));
+        assert!(has(&["--unshare-user"]), "--unshare-all only tries it");
+    }
+
+    #[test]
+    fn the_init_is_pid_1_of_its_own_pid_namespace() {
+        assert!(has(&["--as-pid-1"]));
+    }
+
+    #[test]
+    fn the_box_is_a_session_of_its_own() {
+        assert!(has(&["--new-session"]));
+    }
+
+    #[test]
+    fn the_box_dies_with_the_outer_process() {
+        assert!(has(&["--die-with-parent"]));
+    }
+
+    #[test]
+    fn no_capability_and_no_root_inside() {
+        assert!(has(&["--cap-drop", "ALL"]));
+        assert!(has(&["--uid", "1000"]));
+        assert!(has(&["--gid", "1000"]));
+    }
+
+    #[test]
+    fn the_host_name_is_the_boxs_own() {
+        assert!(has(&["--hostname", HOSTNAME]));
+    }
+
+    #[test]
+    fn system_folders_are_read_only_or_the_hosts_links() {
+        assert!(has(&["--ro-bind", "/usr", "/usr"]));
+        assert!(has(&["--symlink", "usr/lib", "/lib"]));
+    }
+
+    #[test]
+    fn only_the_selected_etc_files_and_generated_ones() {
+        assert!(has(&["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]));
+        assert!(has(&["--ro-bind", "/etc/ssl", "/etc/ssl"]));
+        assert!(!has(&["--ro-bind", "/etc", "/etc"]));
+        let state = "/home/me/.codehands/runs/S/box/etc";
+        for name in GENERATED_ETC {
+            assert!(has(&[
+                "--ro-bind",
+                &format!("{state}/{name}"),
+                &format!("/etc/{name}")
+            ]));
+        }
+    }
+
+    #[test]
+    fn tools_and_the_helper_are_read_only() {
+        assert!(has(&["--ro-bind", "/opt/agent", "/opt/agent"]));
+        assert!(has(&[
+            "--ro-bind",
+            "/opt/codehands/bin/codehands",
+            "/opt/codehands/bin/codehands"
+        ]));
+    }
+
+    #[test]
+    fn the_hosts_links_to_tools_are_made_again() {
+        let tool = position(&["--ro-bind", "/opt/agent", "/opt/agent"]);
+        let link = position(&["--symlink", ".agent-1.2.3", "/home/me/.cache/agent"]);
+        assert!(tool < link);
+    }
+
+    #[test]
+    fn git_common_read_only_and_the_worktrees_own_folder_writable_over_it() {
+        let common = position(&["--ro-bind", "/home/me/repo/.git", "/home/me/repo/.git"]);
+        let admin = "/home/me/repo/.git/worktrees/0b5e2a1c";
+        let own = position(&["--bind", admin, admin]);
+        assert!(
+            common < own,
+            "the writable folder is mounted over the read-only one"
+        );
+        let gitdir = format!("{admin}/gitdir");
+        assert!(
+            own < position(&["--ro-bind", &gitdir, &gitdir]),
+            "its registration stays"
+        );
+    }
+
+    #[test]
+    fn the_worktree_home_and_tmp_are_writable_at_their_own_paths() {
+        let wt = "/home/me/.codehands/worktrees/0123456789ab/0b5e2a1c";
+        assert!(has(&["--bind", wt, wt]));
+        let home = "/home/me/.codehands/runs/S/home";
+        assert!(has(&["--bind", home, home]));
+        let tmp = "/home/me/.codehands/runs/S/tmp";
+        assert!(has(&["--bind", tmp, tmp]));
+    }
+
+    #[test]
+    fn tmp_is_fresh_and_comes_before_every_bind_that_may_lie_under_it() {
+        let tmpfs = position(&["--tmpfs", "/tmp"]);
+        let first_bind = own().iter().position(|a| a == "--bind").unwrap();
+        assert!(tmpfs < first_bind);
+        assert!(tmpfs < position(&["--ro-bind", "/opt/agent", "/opt/agent"]));
+    }
+
+    #[test]
+    fn login_files_read_only_over_the_home_and_copies_not_bound() {
+        let home = position(&[
+            "--bind",
+            "/home/me/.codehands/runs/S/home",
+            "/home/me/.codehands/runs/S/home",
+        ]);
+        let login = position(&[
+            "--ro-bind",
+            "/home/me/.agent/credentials.json",
+            "/home/me/.codehands/runs/S/home/.agent/credentials.json",
+        ]);
+        assert!(home < login);
+        assert!(!own().iter().any(|a| a == "/home/me/.agent.json"));
+    }
+
+    #[test]
+    fn the_sockets_are_read_only_at_a_short_path() {
+        assert!(has(&[
+            "--ro-bind",
+            "/home/me/.codehands/runs/S/box/sockets",
+            SOCKETS_INSIDE
+        ]));
+    }
+
+    #[test]
+    fn a_fresh_proc_and_dev() {
+        assert!(has(&["--proc", "/proc"]));
+        assert!(has(&["--dev", "/dev"]));
+        assert!(has(&["--tmpfs", "/dev/shm"]));
+    }
+
+    #[test]
+    fn the_root_is_read_only_after_every_mount() {
+        let remount = position(&["--remount-ro", "/"]);
+        let last_mount = own()
+            .iter()
+            .rposition(|a| a.starts_with("--bind") || a.starts_with("--ro-bind") || a == "--dev")
+            .unwrap();
+        assert!(last_mount < remount);
+    }
+
+    #[test]
+    fn the_agent_starts_in_the_worktree() {
+        assert!(has(&[
+            "--chdir",
+            "/home/me/.codehands/worktrees/0123456789ab/0b5e2a1c"
+        ]));
+    }
+
+    #[test]
+    fn nothing_of_the_callers_home_but_what_the_plan_names() {
+        for arg in own() {
+            if arg.starts_with("/home/me") {
+                // The link holds nothing: it names a tool bound elsewhere.
+                let named = arg.starts_with("/home/me/.codehands/")
+                    || arg.starts_with("/home/me/repo/.git")
+                    || arg == "/home/me/.agent/credentials.json"
+                    || arg == "/home/me/.cache/agent";
+                assert!(named, "{arg} is bound");
+            }
+        }
+        assert!(!own().iter().any(|a| a == "/home/me"));
+    }
+
+    #[test]
+    fn the_command_is_the_init_then_the_agent() {
+        let all = args();
+        let end = all.iter().position(|a| a == "--").unwrap();
+        assert_eq!(all[end + 1], "/opt/codehands/bin/codehands");
+        assert_eq!(all[end + 2], "__box-init");
+        assert!(all.ends_with(&[
+            "/opt/agent/bin/agent".into(),
+            "agent".into(),
+            "-p".into(),
+            "--json".into()
+        ]));
+    }
+
+    #[test]
+    fn no_bypass_of_namespaces_or_environment_on_argv() {
+        for flag in [
+            "--share-net",
+            "--setenv",
+            "--bind-fd",
+            "--userns",
+            "--cap-add",
+        ] {
+            assert!(!own().iter().any(|a| a == flag), "{flag}");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The box's init (`codehands __box-init`), pid 1 inside the box.
+//!
+//! It listens on each allowed endpoint inside the box's network namespace (which has only
+//! `lo`) and carries every connection to the unix socket of that endpoint, whose outer end
+//! decides where it may go. It starts the agent, reaps every orphan (it is pid 1), passes a
+//! stop (SIGTERM, SIGINT, SIGHUP) on to every process in the box, and exits with the agent's
+//! exit code once the agent has exited; the kernel then ends whatever is left in the box.
+//!
+//! Its arguments: `--listen ADDR SOCKET` for each endpoint, then `--`, the agent's program,
+//! its `argv[0]` and its arguments.
+
+use std::ffi::OsString;
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use crate::plan::{BoxPlan, SOCKETS_INSIDE};
+
+/// The exit code of a box that could not start its agent (as `env` and `timeout` use).
+pub const CANNOT_START: i32 = 125;
+
+/// The signals a stop may send; the init and the outer process pass them on.
+pub const STOP_SIGNALS: &[Signal] = &[Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP];
+
+/// The init's arguments for `plan`.
+pub fn init_args(plan: &BoxPlan) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    for endpoint in &plan.network.endpoints {
+        args.push("--listen".into());
+        args.push(endpoint.listen.to_string().into());
+        args.push(Path::new(SOCKETS_INSIDE).join(&endpoint.socket).into());
+    }
+    args.push("--".into());
+    args.push(plan.command.program.clone().into());
+    args.push(plan.command.argv0.clone().into());
+    args.extend(plan.command.args.iter().map(OsString::from));
+    args
+}
+
+/// The init's arguments, read back.
+#[derive(Debug, PartialEq, Eq)]
+pub struct InitArgs {
+    /// Each address to listen on, and the socket it leads to.
+    pub listen: Vec<(SocketAddr, PathBuf)>,
+    /// The agent's program.
+    pub program: PathBuf,
+    /// Its `argv[0]`.
+    pub argv0: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+}
+
+impl InitArgs {
+    /// Reads what [`init_args`] wrote.
+    pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Self, String> {
+        let mut args = args.into_iter();
+        let mut listen = Vec::new();
+        loop {
+            let arg = args.next().ok_or("no `--` before the agent's program")?;
+            if arg == "--" {
+                break;
+            }
+            if arg != "--listen" {
+                return Err(format!("unknown argument {arg:?}"));
+            }
+            let addr = args
+                .next()
+                .and_then(|a| a.into_string().ok())
+                .and_then(|a| a.parse::<SocketAddr>().ok())
+                .ok_or("--listen wants an address and a socket")?;
+            let socket = args
+                .next()
+                .ok_or("--listen wants an address and a socket")?;
+            listen.push((addr, PathBuf::from(socket)));
+        }
+        let program = PathBuf::from(args.next().ok_or("no agent program")?);
+        let argv0 = args.next().ok_or("no argv[0] for the agent")?;
+        Ok(Self {
+            listen,
+            program,
+            argv0,
+            args: args.collect(),
+        })
+    }
+}
+
+/// The init's whole life; returns the exit code.
+pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let args = match InitArgs::parse(args) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("codehands box init: {e}");
+            return CANNOT_START;
+        }
+    };
+    // Blocked before any thread starts, so every thread inherits the mask and the signals
+    // wait for `watch_signals` (pid 1 drops a signal it neither handles nor blocks). A child
+    // gets the default mask back: std resets it before exec.
+    let signals = stop_set();
+    if let Err(e) = signals.thread_block() {
+        eprintln!("codehands box init: cannot block signals: {e}");
+        return CANNOT_START;
+    }
+    for (addr, socket) in &args.listen {
+        let listener = match TcpListener::bind(addr) {
+            Ok(listener) => listener,
+            Err(e) => {
+                eprintln!("codehands box init: cannot listen on {addr}: {e}");
+                return CANNOT_START;
+            }
+        };
+        let socket = socket.clone();
+        std::thread::spawn(move || forward(listener, &socket));
+    }
+    let agent = std::process::Command::new(&args.program)
+        .arg0(&args.argv0)
+        .args(&args.args)
+        .spawn();
+    let agent = match agent {
+        Ok(child) => Pid::from_raw(child.id() as i32),
+        Err(e) => {
+            eprintln!(
+                "codehands box: cannot start the agent {}: {e}",
+                args.program.display()
+            );
+            return CANNOT_START;
+        }
+    };
+    // The init leaves the worktree: the outer process is the one session leader working
+    // there, which is how a supervisor finds a run it had not recorded yet.
+    let _ = std::env::set_current_dir("/");
+    std::thread::spawn(move || watch_signals(signals));
+    reap_until(agent)
+}
+
+/// The signals a stop sends.
+pub fn stop_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for signal in STOP_SIGNALS {
+        set.add(*signal);
+    }
+    set
+}
+
+/// Accepts connections on `listener` and carries each to `socket`.
+fn forward(listener: TcpListener, socket: &Path) {
+    for conn in listener.incoming().flatten() {
+        let socket = socket.to_owned();
+        std::thread::spawn(move || {
+            if let Ok(outer) = UnixStream::connect(&socket) {
+                crate::relay::pump(conn, outer);
+            }
+        });
+    }
+}
+
+/// Passes each stop signal on to every process in the box (`kill(-1)` from pid 1 reaches
+/// all of them but the init itself).
+fn watch_signals(signals: SigSet) {
+    while let Ok(signal) = signals.wait() {
+        let _ = nix::sys::signal::kill(Pid::from_raw(-1), signal);
+    }
+}
+
+/// Reaps every child until `agent` has exited; its exit code (128 + the signal for a
+/// signal, as a shell says).
+fn reap_until(agent: Pid) -> i32 {
+    loop {
+        match waitpid(Pid::from_raw(-1), None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == agent => return code,
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => {
+                return 128 + signal as i32;
+            }
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return CANNOT_START,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::tests::sample;
+
+    #[test]
+    fn the_arguments_read_back() {
+        let plan = sample();
+        let parsed = InitArgs::parse(init_args(&plan)).unwrap();
+        assert_eq!(
+            parsed,
+            InitArgs {
+                listen: vec![(
+                    "127.0.0.1:8080".parse().unwrap(),
+                    "/run/codehands/0.sock".into()
+                )],
+                program: "/opt/agent/bin/agent".into(),
+                argv0: "agent".into(),
+                args: vec!["-p".into(), "--json".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn an_agent_argument_that_looks_like_ours_stays_the_agents() {
+        let mut plan = sample();
+        plan.command.args = vec!["--listen".into(), "--".into()];
+        let parsed = InitArgs::parse(init_args(&plan)).unwrap();
+        assert_eq!(parsed.args, ["--listen", "--"]);
+        assert_eq!(parsed.listen.len(), 1);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        let parse = |a: &[&str]| InitArgs::parse(a.iter().map(OsString::from));
+        assert!(parse(&["--listen", "nope", "/s", "--", "p", "p"]).is_err());
+        assert!(parse(&["--what"]).is_err());
+        assert!(parse(&["--"]).is_err());
+    }
+}
