@@ -3,7 +3,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use runner_core::{AgentRequest, Error, Invocation, PermissionMode, Result, SessionId, StdinClose};
+use runner_contract::{
+    AgentRequest, Error, Invocation, PermissionMode, Result, SessionId, StdinClose,
+};
 
 use crate::input;
 

@@ -4,7 +4,7 @@
 //! `interrupt` control request. Each line is the same for the same input, so the runner can
 //! tell what it already delivered.
 
-use runner_core::{AgentInput, PermissionAnswer};
+use runner_contract::{AgentInput, PermissionAnswer};
 use serde_json::json;
 
 /// The control request Claude Code needs first before it sends `can_use_tool` requests.

@@ -1,4 +1,4 @@
-//! An implementation of `runner_core::Agent` for Claude Code (`claude -p`, the
+//! An implementation of `runner_contract::Agent` for Claude Code (`claude -p`, the
 //! prompt as text on stdin, stream-json out).
 //!
 //! - [`ClaudeCode`]: the program, its arguments (the safety rules of ARCHITECTURE.md, "Security") and the
@@ -13,12 +13,12 @@ mod parse;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use runner_core::{
+use runner_contract::{
     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
     VersionProbe,
 };
 
-pub use runner_core::process::framing::{DEFAULT_MAX_LINE, Frame, JsonlDecoder};
+pub use runner_contract::framing::{DEFAULT_MAX_LINE, Frame, JsonlDecoder};
 
 /// The name this agent is registered under.
 pub const NAME: &str = "claude-code";
@@ -131,17 +131,17 @@ impl Agent for ClaudeCode {
         Box::new(parse::ClaudeParser::default())
     }
 
-    fn input_line(&self, input: &runner_core::AgentInput) -> Result<String> {
-        if let runner_core::AgentInput::Permission {
+    fn input_line(&self, input: &runner_contract::AgentInput) -> Result<String> {
+        if let runner_contract::AgentInput::Permission {
             answer:
-                runner_core::PermissionAnswer::Allow {
+                runner_contract::PermissionAnswer::Allow {
                     updated_input: Some(changed),
                 },
             ..
         } = input
             && !changed.is_object()
         {
-            return Err(runner_core::Error::invalid_input(format!(
+            return Err(runner_contract::Error::invalid_input(format!(
                 "the changed input {changed} is not a JSON object: give the tool's input whole, \
                  for example {{\"command\": \"ls\"}}"
             )));

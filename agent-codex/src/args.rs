@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use runner_core::{AgentRequest, Error, Invocation, Result, StdinClose};
+use runner_contract::{AgentRequest, Error, Invocation, Result, StdinClose};
 
 /// The model provider the adapter defines when the run names its own base URL.
 const PROVIDER_NAME: &str = "codehands";

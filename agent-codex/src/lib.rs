@@ -1,4 +1,4 @@
-//! An implementation of `runner_core::Agent` for Codex (`codex exec --json`).
+//! An implementation of `runner_contract::Agent` for Codex (`codex exec --json`).
 //!
 //! - [`Codex`]: the program and its arguments: `exec --json`, the workspace-write
 //!   sandbox with no approval prompts, `--model`, resume through `exec resume
@@ -37,7 +37,7 @@ mod parse;
 
 use std::path::{Path, PathBuf};
 
-use runner_core::{
+use runner_contract::{
     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
     VersionProbe,
 };

@@ -1,7 +1,7 @@
 //! The versioned C ABI of codehands agent plugins: a shared library that exports any
-//! `runner_core::Agent`, and (feature `host`) the loader that turns one back into agents.
+//! `runner_contract::Agent`, and (feature `host`) the loader that turns one back into agents.
 //!
-//! A plugin is a `cdylib` crate that depends on runner-core and this crate and calls
+//! A plugin is a `cdylib` crate that depends on runner-contract and this crate and calls
 //! [`export_agent!`] once:
 //!
 //! ```text
@@ -46,9 +46,12 @@ pub mod plugin;
 #[cfg(feature = "host")]
 pub mod host;
 
-/// runner-core, as [`export_agent!`] names it.
+/// runner-contract, as [`export_agent!`] names it.
 #[doc(hidden)]
-pub use runner_core;
+pub use runner_contract;
+/// The same, under the name it had when the contract lived in runner-core.
+#[doc(hidden)]
+pub use runner_contract as runner_core;
 
 /// The version of the ABI this crate speaks.
 pub const ABI_VERSION: u32 = 1;
@@ -139,8 +142,8 @@ pub struct PluginTable {
 /// once, the first time the host asks, and a panic in one becomes an error at load time.
 ///
 /// ```
-/// use agent_plugin_abi::runner_core::text_lines::TextLinesParser;
-/// use agent_plugin_abi::runner_core::{
+/// use agent_plugin_abi::runner_contract::text_lines::TextLinesParser;
+/// use agent_plugin_abi::runner_contract::{
 ///     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
 ///     StdinClose,
 /// };
@@ -180,10 +183,10 @@ macro_rules! export_agent {
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         pub extern "C" fn codehands_agent_plugin() -> *const $crate::TableHeader {
-            fn agents() -> ::std::vec::Vec<::std::sync::Arc<dyn $crate::runner_core::Agent>> {
+            fn agents() -> ::std::vec::Vec<::std::sync::Arc<dyn $crate::runner_contract::Agent>> {
                 ::std::vec![$(
                     ::std::sync::Arc::new(($make)())
-                        as ::std::sync::Arc<dyn $crate::runner_core::Agent>
+                        as ::std::sync::Arc<dyn $crate::runner_contract::Agent>
                 ),+]
             }
             $crate::plugin::table(agents)

@@ -9,7 +9,7 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
 
-use runner_core::{Agent, AgentParser, AgentRequest, Error};
+use runner_contract::{Agent, AgentParser, AgentRequest, Error};
 use serde::Serialize;
 
 use crate::wire::{

@@ -1,4 +1,4 @@
-//! The JSON that crosses the boundary: mirrors of runner-core's agent types (which are
+//! The JSON that crosses the boundary: mirrors of runner-contract's agent types (which are
 //! not serde), the answer envelope, and the conversions both ways.
 //!
 //! Paths, arguments and environment values cross as UTF-8 strings; a plugin whose
@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use runner_core::{
+use runner_contract::{
     AgentCapabilities, AgentName, AgentRequest, ErrorKind, Invocation, ResumeFrom, SessionId,
     StdinClose, VersionProbe,
 };
@@ -75,7 +75,7 @@ pub struct RequestWire {
     pub provider_env: Vec<(String, String)>,
     /// Deny or ask, for tools outside the allow list (absent from an older host: deny).
     #[serde(default)]
-    pub permissions: runner_core::PermissionMode,
+    pub permissions: runner_contract::PermissionMode,
 }
 
 /// [`StdinClose`] as JSON.
@@ -144,7 +144,7 @@ pub enum ErrorKindWire {
 }
 
 impl ErrorKindWire {
-    /// The kind a runner-core error travels as.
+    /// The kind a runner-contract error travels as.
     pub fn of(kind: ErrorKind) -> Self {
         match kind {
             ErrorKind::InvalidInput => Self::InvalidInput,
@@ -154,7 +154,7 @@ impl ErrorKindWire {
         }
     }
 
-    /// The runner-core kind it comes back as.
+    /// The runner-contract kind it comes back as.
     pub fn kind(self) -> ErrorKind {
         match self {
             Self::InvalidInput => ErrorKind::InvalidInput,

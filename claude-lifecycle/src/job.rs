@@ -1,6 +1,6 @@
 //! One-shot jobs: one prompt on stdin, stdin closed, the result line read at the end.
 
-use runner_core::process::framing::{Frame, JsonlDecoder};
+use runner_contract::framing::{Frame, JsonlDecoder};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;

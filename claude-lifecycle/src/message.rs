@@ -1,6 +1,6 @@
 //! The stream-json wire: what goes to Claude's stdin, and what each stdout line is.
 
-use runner_core::process::framing::Frame;
+use runner_contract::framing::Frame;
 use serde_json::{Value, json};
 use uuid::Uuid;
 

@@ -1,5 +1,5 @@
-//! The agents of a build: every one comes from the registry, runner-core names none of
-//! them, and session records written when agents were a closed list still read.
+//! The agents of a build: every one comes from the registry, runner-core and runner-contract
+//! name none of them, and session records written when agents were a closed list still read.
 
 use std::path::Path;
 
@@ -30,7 +30,7 @@ fn sources(dir: &Path, exts: &[&str], out: &mut Vec<std::path::PathBuf>) {
 }
 
 #[test]
-fn runner_core_names_no_agent() {
+fn runner_core_and_the_contract_name_no_agent() {
     let home = tempfile::tempdir().unwrap();
     let (registry, _) = RunnerBuilder::new(setup(home.path()))
         .load_home(false)
@@ -38,7 +38,7 @@ fn runner_core_names_no_agent() {
         .unwrap();
     assert!(registry.len() >= 3, "{registry:?}");
     // Each registered name, and each of its words long enough to be a name of its own
-    // (`claude` of `claude-code`), must appear nowhere in runner-core.
+    // (`claude` of `claude-code`), must appear nowhere in runner-core or runner-contract.
     let mut words: Vec<String> = Vec::new();
     for (name, _) in registry.iter() {
         words.push(name.to_string());
@@ -54,10 +54,16 @@ fn runner_core_names_no_agent() {
     words.retain(|w| w != "fake");
     words.push("runner-fake".into());
     words.push("runner_fake".into());
-    let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runner-core");
     let mut files = Vec::new();
-    sources(&core, &["rs", "toml", "md"], &mut files);
-    assert!(files.len() > 20, "read runner-core's sources: {files:?}");
+    for krate in ["runner-core", "runner-contract"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate);
+        let before = files.len();
+        sources(&dir, &["rs", "toml", "md"], &mut files);
+        assert!(
+            files.len() - before > 10,
+            "read {krate}'s sources: {files:?}"
+        );
+    }
     let mut found = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap().to_lowercase();
@@ -69,7 +75,7 @@ fn runner_core_names_no_agent() {
     }
     assert!(
         found.is_empty(),
-        "runner-core names agents:\n{}",
+        "runner-core or runner-contract names agents:\n{}",
         found.join("\n")
     );
 }

@@ -3,8 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use runner_core::private::PrivateRoot;
-use runner_core::{Error, ErrorKind, MemoryStore, RepoProfile, Result, RunSummary, SessionState};
+use runner_contract::private::PrivateRoot;
+use runner_contract::{
+    Error, ErrorKind, MemoryStore, RepoProfile, Result, RunSummary, SessionState,
+};
 
 use crate::key::validate_repo_key;
 use crate::lock::{FolderLock, blocking};
@@ -84,7 +86,7 @@ impl MemoryStore for FileMemory {
     async fn add_note(&self, repo_key: &str, note: &str) -> Result<()> {
         validate_repo_key(repo_key)?;
         notes::check_note_text(note)?;
-        let note = notes::format_note(&runner_core::now_rfc3339(), note);
+        let note = notes::format_note(&runner_contract::now_rfc3339(), note);
         self.append(repo_key, note).await
     }
 

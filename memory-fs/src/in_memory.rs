@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use runner_core::{MemoryStore, RepoProfile, Result, RunSummary, SessionState};
+use runner_contract::{MemoryStore, RepoProfile, Result, RunSummary, SessionState};
 
 use crate::key::validate_repo_key;
 use crate::notes::{self, PROMPT_CAP_CHARS};
@@ -53,7 +53,7 @@ impl MemoryStore for InMemory {
     async fn add_note(&self, repo_key: &str, note: &str) -> Result<()> {
         validate_repo_key(repo_key)?;
         notes::check_note_text(note)?;
-        let note = notes::format_note(&runner_core::now_rfc3339(), note);
+        let note = notes::format_note(&runner_contract::now_rfc3339(), note);
         self.with_repo(repo_key, |r| r.notes = notes::append(&r.notes, &note))
     }
 

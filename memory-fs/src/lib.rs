@@ -1,4 +1,4 @@
-//! An implementation of `runner_core::MemoryStore` for repo memory kept as files: per-repo
+//! An implementation of `runner_contract::MemoryStore` for repo memory kept as files: per-repo
 //! notes the agent gets as context, and the repo profile the sandbox tests by.
 //!
 //! - [`FileMemory`]: `<memory root>/<repoKey>/{notes.md,profile.json}`, where the memory

@@ -10,8 +10,8 @@
 use std::fs::{self, File, OpenOptions};
 use std::path::Path;
 
-use runner_core::private::PrivateRoot;
-use runner_core::{Error, Result};
+use runner_contract::private::PrivateRoot;
+use runner_contract::{Error, Result};
 
 const LOCK_FILE: &str = ".lock";
 

@@ -9,7 +9,7 @@
 //! said and which files it touched: every part is put on one line, stripped of control
 //! characters and bidi controls, and capped, so one note stays a few hundred characters.
 
-use runner_core::{Error, Result, RunSummary};
+use runner_contract::{Error, Result, RunSummary};
 
 /// About how many lines `notes.md` keeps: older whole notes are dropped beyond it.
 pub const MAX_NOTE_LINES: usize = 200;

@@ -1,4 +1,6 @@
-//! The codehands contract and the pieces every adapter and caller share.
+//! The codehands engine: the runner, the process layer, the session store, the report and
+//! the testkit, over the contract in `runner-contract`, whose modules it re-exports under
+//! the paths they had here (`runner_core::event`, `runner_core::Agent`, ...).
 //!
 //! - [`event`]: the events, the product; [`EventSequence`] numbers them.
 //! - [`session`]: session states, the legal moves, the record on disk; [`store`] keeps records.
@@ -15,26 +17,26 @@
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 //! - `testkit` (feature): conformance suites that every implementation runs.
 
-pub mod agent_name;
-pub mod error;
-pub mod event;
 pub mod home;
-pub mod ids;
-pub mod options;
-pub mod private;
 pub mod process;
 pub mod redact;
 pub mod registry;
-pub mod repo_key;
 pub mod report;
 pub mod runner;
-pub mod schema;
-pub mod sequence;
-pub mod session;
 pub mod store;
-pub mod testrun;
-pub mod text_lines;
-pub mod traits;
+
+// The contract, under the paths it had before it became a crate of its own.
+pub use runner_contract::{
+    agent_name, error, event, ids, private, repo_key, schema, sequence, session, testrun,
+    text_lines, traits,
+};
+
+/// What callers pass in and get back: the contract's `options`, and [`Sent`], which
+/// the contract keeps beside `Runner::send` (it holds an event stream).
+pub mod options {
+    pub use runner_contract::options::*;
+    pub use runner_contract::traits::runner::Sent;
+}
 
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -68,7 +70,4 @@ pub use traits::sandbox::{
 };
 pub use traits::vcs::{PreparedCommit, Signature, ToolWorktree, Vcs, WorktreeSpec};
 
-/// The current time as RFC 3339 with milliseconds, UTC: the format of every `ts`.
-pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
-}
+pub use runner_contract::now_rfc3339;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use bollard::models::{
     ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType, ResourcesUlimits,
 };
-use runner_core::{BoxLimits, SessionId};
+use runner_contract::{BoxLimits, SessionId};
 
 /// Where the worktree appears inside a box.
 pub const WORKDIR: &str = "/work";

@@ -1,6 +1,6 @@
 //! Which image runs a repo's tests: picked from the repo profile through a configurable map.
 
-use runner_core::{Language, RepoProfile};
+use runner_contract::{Language, RepoProfile};
 use serde::{Deserialize, Serialize};
 
 /// The image `cargo xtask images` builds for Node, Python and Rust repos:
@@ -88,7 +88,7 @@ pub fn node_major(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runner_core::PackageManager;
+    use runner_contract::PackageManager;
 
     fn node(version: Option<&str>) -> RepoProfile {
         RepoProfile {

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use runner_core::{Language, PackageManager, RepoProfile};
+use runner_contract::{Language, PackageManager, RepoProfile};
 
 /// The refusal's fixed start, the same in every version, so people (and tests) can search for it.
 pub const NOT_IGNORED: &str = "add node_modules/ to .gitignore first";

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use bollard::Docker;
 use bollard::query_parameters::ListContainersOptionsBuilder;
-use runner_core::SessionId;
+use runner_contract::SessionId;
 
 use crate::flags::SESSION_LABEL;
 use crate::run::{engine_message, ensure_gone};

@@ -1,4 +1,4 @@
-//! An implementation of `runner_core::Sandbox` for the Docker engine, with bollard.
+//! An implementation of `runner_contract::Sandbox` for the Docker engine, with bollard.
 //!
 //! [`DockerSandbox`] runs a repo's test command in a locked box (no network,
 //! read-only worktree and root, non-root, no capabilities, no new privileges,
@@ -23,7 +23,7 @@ mod timezone;
 
 use std::path::{Path, PathBuf};
 
-use runner_core::{BoxLimits, RepoProfile, Sandbox, SandboxRequest, SandboxResult, SessionId};
+use runner_contract::{BoxLimits, RepoProfile, Sandbox, SandboxRequest, SandboxResult, SessionId};
 
 pub use images::{ImageMap, LOCAL_BUSYBOX_IMAGE, LOCAL_DEBIAN_IMAGE, node_major};
 pub use install::NOT_IGNORED;

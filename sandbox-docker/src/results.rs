@@ -6,8 +6,8 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use runner_core::private::PrivateRoot;
-use runner_core::{SandboxResult, SessionId};
+use runner_contract::private::PrivateRoot;
+use runner_contract::{SandboxResult, SessionId};
 
 /// The folder of a session's runs under the codehands home.
 pub(crate) fn runs_dir(home: &Path, session: &SessionId) -> PathBuf {

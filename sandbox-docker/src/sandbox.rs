@@ -8,7 +8,7 @@ use bollard::Docker;
 use bollard::errors::Error as DockerError;
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures::StreamExt;
-use runner_core::{
+use runner_contract::{
     Sandbox, SandboxError, SandboxErrorKind, SandboxRequest, SandboxResult, SessionId,
 };
 use tokio::sync::OnceCell;

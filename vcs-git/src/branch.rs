@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use runner_core::{Error, Result, SessionId};
+use runner_contract::{Error, Result, SessionId};
 
 use crate::{error, repo};
 

@@ -3,7 +3,7 @@
 //! Split in two so the runner can journal between them: [`prepare`] writes the commit object
 //! (nothing points at it yet), [`publish`] moves the branch to it with a compare-and-swap.
 
-use runner_core::{Error, ErrorKind, PreparedCommit, Result, Signature, WorktreeSpec};
+use runner_contract::{Error, ErrorKind, PreparedCommit, Result, Signature, WorktreeSpec};
 
 use crate::snapshot::Large;
 use crate::{branch, diff, error, repo, session};

@@ -2,7 +2,7 @@
 
 use gix::bstr::ByteSlice;
 use gix::diff::tree_with_rewrites::Change;
-use runner_core::{DiffResult, DiffStat, FileStat, Result, WorktreeSpec};
+use runner_contract::{DiffResult, DiffStat, FileStat, Result, WorktreeSpec};
 
 use crate::patch::{self, Side};
 use crate::snapshot::Large;

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use runner_core::Result;
+use runner_contract::Result;
 
 use crate::repo;
 
@@ -13,8 +13,8 @@ use crate::repo;
 pub fn uncommitted_files(repo: &Path) -> Result<usize> {
     let repo = repo::open_to_read(repo)?;
     let status = |e: &dyn std::fmt::Display| {
-        runner_core::Error::new(
-            runner_core::ErrorKind::Vcs,
+        runner_contract::Error::new(
+            runner_contract::ErrorKind::Vcs,
             format!("cannot read the status of the checkout: {e}"),
         )
     };

@@ -1,8 +1,8 @@
-//! Turning gix and I/O failures into `runner_core::Error`s whose messages say what to do.
+//! Turning gix and I/O failures into `runner_contract::Error`s whose messages say what to do.
 
 use std::path::Path;
 
-use runner_core::{Error, ErrorKind};
+use runner_contract::{Error, ErrorKind};
 
 /// A `Vcs` error: `what` failed, with gix's chain of causes after it.
 pub(crate) fn gix(what: impl std::fmt::Display, err: &gix::Error) -> Error {

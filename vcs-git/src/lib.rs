@@ -1,4 +1,4 @@
-//! An implementation of `runner_core::Vcs` for git, with [gix].
+//! An implementation of `runner_contract::Vcs` for git, with [gix].
 //!
 //! [`GitVcs`] gives each session a private worktree on a new branch
 //! (`codehands/<slug>-<id8>`) outside the person's repository, diffs it against the base
@@ -78,7 +78,7 @@ use std::path::Path;
 pub use patch::{FileVersion, file_patch};
 
 use async_trait::async_trait;
-use runner_core::{
+use runner_contract::{
     DiffResult, Error, PreparedCommit, Result, SessionId, Signature, ToolWorktree, Vcs,
     WorktreeSpec,
 };

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use runner_core::Result;
+use runner_contract::Result;
 
 use crate::error;
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
-use runner_core::Result;
+use runner_contract::Result;
 
 use crate::error;
 
@@ -131,13 +131,13 @@ pub(crate) fn top_folder(repo: &gix::Repository) -> Result<PathBuf> {
 /// Parses a 40-hex commit id given by the caller.
 pub(crate) fn parse_commit(repo: &gix::Repository, base: &str) -> Result<gix::ObjectId> {
     let id = gix::ObjectId::from_hex(base.as_bytes()).map_err(|_| {
-        runner_core::Error::invalid_input(format!(
+        runner_contract::Error::invalid_input(format!(
             "base {base:?} is not a full commit id: pass the 40 hex characters base_commit returned"
         ))
     })?;
     match repo.find_commit(id) {
         Ok(_) => Ok(id),
-        Err(_) => Err(runner_core::Error::invalid_input(format!(
+        Err(_) => Err(runner_contract::Error::invalid_input(format!(
             "base {base} is not a commit in {}: pass the id base_commit returned for this repo",
             repo.common_dir().display()
         ))),

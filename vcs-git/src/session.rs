@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use runner_core::{Error, Result, WorktreeSpec};
+use runner_contract::{Error, Result, WorktreeSpec};
 
 use crate::registry::{self, comparable};
 use crate::{error, repo};

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use gix::bstr::{BStr, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::status::index_worktree::Item as WorktreeItem;
-use runner_core::Result;
+use runner_contract::Result;
 
 use crate::error;
 

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use gix::refs::transaction::{Change, PreviousValue, RefEdit, RefLog};
-use runner_core::{Error, Result, ToolWorktree, WorktreeSpec};
+use runner_contract::{Error, Result, ToolWorktree, WorktreeSpec};
 
 use crate::registry::{self, comparable};
 use crate::{branch, error, repo};

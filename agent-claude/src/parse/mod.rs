@@ -20,16 +20,16 @@
 
 mod outcome;
 mod provider;
-use runner_core::testrun;
+use runner_contract::testrun;
 mod wire;
 
 use std::collections::HashMap;
 
-use runner_core::event::{
+use runner_contract::event::{
     CommandFinished, CommandStarted, FileChangeKind, FileChanged, FileRead, Message, MessageRole,
     ProviderState, TaskStarted,
 };
-use runner_core::{AgentParser, EventBody};
+use runner_contract::{AgentParser, EventBody};
 use serde_json::value::RawValue;
 
 use wire::{Block, Content, Line, MessageField, Str, ToolInput, ToolUseResult};
@@ -148,7 +148,7 @@ fn control_request(line: &Line<'_>) -> Option<EventBody> {
     }
     let json = |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str(r.get()).ok());
     Some(EventBody::PermissionRequested(
-        runner_core::event::PermissionRequested {
+        runner_contract::event::PermissionRequested {
             request_id: line.request_id.owned()?,
             tool: request.tool_name.owned().unwrap_or_default(),
             input: json(request.input).unwrap_or(serde_json::Value::Null),

@@ -1,8 +1,8 @@
 //! The `result` line: `task.finished`, or `task.failed` when `is_error` is true
 //! (never judged by `subtype` alone), with a message that says what to do.
 
-use runner_core::EventBody;
-use runner_core::event::{FailureKind, ProviderState, TaskFailed, TaskFinished};
+use runner_contract::EventBody;
+use runner_contract::event::{FailureKind, ProviderState, TaskFailed, TaskFinished};
 
 use super::provider;
 use super::wire::{self, Line, Str};

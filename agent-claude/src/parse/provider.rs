@@ -8,7 +8,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use runner_core::event::{ProviderState, ProviderStatus};
+use runner_contract::event::{ProviderState, ProviderStatus};
 
 /// The state for Claude Code's `error` name, falling back on the HTTP status.
 pub(super) fn state_for(error: Option<&str>, http_status: Option<u16>) -> Option<ProviderState> {

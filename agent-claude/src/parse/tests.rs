@@ -1,7 +1,7 @@
 //! Unit tests of the mapping on hand-written lines; the recordings are replayed in tests/.
 
 use super::*;
-use runner_core::event::FailureKind;
+use runner_contract::event::FailureKind;
 
 fn parse(lines: &[&str]) -> Vec<EventBody> {
     let mut parser = ClaudeParser::default();
@@ -145,7 +145,7 @@ fn pending_commands_and_changes_are_owed_at_the_end() {
 fn a_huge_output_keeps_its_end() {
     let big = format!(
         "{}\n# fail 1",
-        "x".repeat(runner_core::testrun::OUTPUT_KEEP * 2)
+        "x".repeat(runner_contract::testrun::OUTPUT_KEEP * 2)
     );
     let line = serde_json::json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":big}]}}).to_string();
     let events = parse(&[
@@ -156,7 +156,7 @@ fn a_huge_output_keeps_its_end() {
         panic!()
     };
     assert!(
-        done.output.len() <= runner_core::testrun::OUTPUT_KEEP + 3
+        done.output.len() <= runner_contract::testrun::OUTPUT_KEEP + 3
             && done.output.ends_with("# fail 1")
     );
     assert!(matches!(&events[2], EventBody::TestResult(t) if !t.passed));

@@ -26,16 +26,16 @@
 //! exit code 0, so the outcome comes from these events, never from the exit code.
 
 mod provider;
-use runner_core::testrun;
+use runner_contract::testrun;
 mod wire;
 
 use std::collections::HashMap;
 
-use runner_core::event::{
+use runner_contract::event::{
     CommandFinished, CommandStarted, FailureKind, FileChangeKind, FileChanged, Message,
     MessageRole, ProviderState, TaskFailed, TaskFinished, TaskStarted,
 };
-use runner_core::{AgentParser, EventBody};
+use runner_contract::{AgentParser, EventBody};
 
 use wire::{Item, ItemDetails, Line};
 

@@ -7,7 +7,7 @@
 //! same. The HTTP status is only in the text, so it is read from there; a 5xx
 //! comes without one, as "We’re currently experiencing high demand, …".
 
-use runner_core::event::{ProviderState, ProviderStatus};
+use runner_contract::event::{ProviderState, ProviderStatus};
 
 /// A stream error read from its text.
 #[derive(Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! The host's side: [`load`] opens a plugin library and returns its agents as
-//! `runner_core::Agent`s, each call going through the checked table.
+//! `runner_contract::Agent`s, each call going through the checked table.
 //!
 //! A library that cannot be loaded (no file, not a library, no entry symbol, another ABI
 //! version, a panic or garbage while listing its agents) is an error naming the file and
@@ -12,8 +12,8 @@ mod library;
 use std::path::Path;
 use std::sync::Arc;
 
-use runner_core::event::{FailureKind, TaskFailed};
-use runner_core::{
+use runner_contract::event::{FailureKind, TaskFailed};
+use runner_contract::{
     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Error, EventBody, Invocation,
     Result, VersionProbe,
 };

@@ -1,7 +1,7 @@
 //! The plugin's side called in-process through its own table, as a host would.
 
-use runner_core::text_lines::TextLinesParser;
-use runner_core::{
+use runner_contract::text_lines::TextLinesParser;
+use runner_contract::{
     AgentCapabilities, AgentName, AgentRequest, Invocation, Result, SessionId, StdinClose,
 };
 
@@ -44,7 +44,7 @@ struct Panicky;
 struct PanickyParser;
 
 impl AgentParser for PanickyParser {
-    fn parse_line(&mut self, _line: &str) -> Vec<runner_core::EventBody> {
+    fn parse_line(&mut self, _line: &str) -> Vec<runner_contract::EventBody> {
         panic!("parse_line of a test");
     }
 }

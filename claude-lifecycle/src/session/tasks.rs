@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use runner_core::process::framing::{Frame, JsonlDecoder};
+use runner_contract::framing::{Frame, JsonlDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::ChildStdin;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -79,7 +79,7 @@ pub(crate) fn writer(
     })
 }
 
-/// Cuts a pipe into lines with runner-core's decoder and hands each frame to `each`.
+/// Cuts a pipe into lines with runner-contract's decoder and hands each frame to `each`.
 async fn frames<R: AsyncRead + Unpin>(mut pipe: R, mut each: impl FnMut(Frame)) {
     let mut decoder = JsonlDecoder::new();
     let mut frames = Vec::new();

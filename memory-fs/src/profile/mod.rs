@@ -21,7 +21,7 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
-use runner_core::RepoProfile;
+use runner_contract::RepoProfile;
 
 /// The largest manifest or lockfile that is read; a bigger one counts as unreadable.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;

@@ -1,7 +1,7 @@
 //! Rust and Go: one test command each; an install is needed when dependencies must be
 //! fetched (the test box has no network) and none are vendored.
 
-use runner_core::{Language, PackageManager, RepoProfile};
+use runner_contract::{Language, PackageManager, RepoProfile};
 
 use super::{Repo, meaningful_lines};
 

@@ -16,7 +16,7 @@
 //! with the package manager from the lockfiles, the version from `.nvmrc`, no test command
 //! and no install (nothing can be installed from a manifest npm cannot read).
 
-use runner_core::{Language, PackageManager, RepoProfile};
+use runner_contract::{Language, PackageManager, RepoProfile};
 use serde_json::{Map, Value};
 
 use super::{Repo, meaningful_lines};

@@ -10,7 +10,7 @@
 //! - Needs install: something must be installed (a requirement line, a dependency table
 //!   or list in `pyproject.toml`, or pytest itself) and there is no `.venv` or `venv`.
 
-use runner_core::{Language, PackageManager, RepoProfile};
+use runner_contract::{Language, PackageManager, RepoProfile};
 
 use super::{Repo, meaningful_lines};
 

@@ -4,9 +4,12 @@
 
 pub mod detached;
 pub mod env;
-pub mod framing;
 pub mod lines;
+pub mod probe;
 pub mod tree;
+
+/// JSON-lines framing lives in the contract, for parsers; re-exported under its old path.
+pub use runner_contract::framing;
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};

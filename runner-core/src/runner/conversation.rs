@@ -25,7 +25,7 @@ use crate::traits::agent::{Agent, AgentInput};
 pub(super) fn timeout_message(limit: Duration) -> String {
     format!(
         "nobody answered this permission request within {}: it is denied",
-        super::run::human(limit)
+        super::watched::human(limit)
     )
 }
 

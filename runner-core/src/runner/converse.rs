@@ -265,7 +265,7 @@ impl LocalRunner {
                 return Err(Error::internal(format!(
                     "the answer to {request_id:?} did not reach session {id}'s agent within {}: \
                      its supervisor may hang; run `codehands recover`",
-                    run::human(run::SETTLE_WAIT)
+                    super::watched::human(run::SETTLE_WAIT)
                 )));
             }
             tokio::time::sleep(POLL).await;
@@ -327,7 +327,7 @@ impl LocalRunner {
                 return Err(Error::internal(format!(
                     "session {}'s agent was not given the message within {}: its supervisor may hang; run `codehands recover`",
                     record.session_id,
-                    run::human(run::SETTLE_WAIT)
+                    super::watched::human(run::SETTLE_WAIT)
                 )));
             }
             tokio::time::sleep(POLL).await;

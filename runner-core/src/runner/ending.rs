@@ -1,14 +1,15 @@
 //! The end of a turn: its closing events completed, then the record moved to match, with
-//! the seq, the cost and the tokens; a failed turn's worktree removed first.
+//! the seq, the cost and the tokens; a failed turn's worktree removed first. Also which
+//! events close a turn, and the end of a start cut short before any turn was planned.
 
 use super::Shared;
 use super::cleanup;
-use super::control::{RunFiles, TurnPlan};
+use super::control::{RunFiles, SupervisorLock, TurnPlan};
 use super::log::{self, EventLog};
-use super::run::ends_turn;
 use crate::error::Result;
-use crate::event::{ApprovalRequested, Event, EventBody};
+use crate::event::{ApprovalRequested, Event, EventBody, FailureKind, TaskFailed};
 use crate::ids::SessionId;
+use crate::process::tree;
 use crate::sequence::EventSequence;
 use crate::session::{SessionRecord, SessionState};
 
@@ -136,4 +137,74 @@ impl TurnEnd {
 /// The cost and tokens a turn's agent reported (the report's one summing rule).
 fn turn_cost(turn: &[Event]) -> (Option<f64>, Option<crate::session::TokenCounts>) {
     crate::report::cost_of(turn)
+}
+
+/// Whether `body` is one of a turn's closing events: `task.finished` (then
+/// `approval.requested`), `task.failed` or `task.stopped`.
+pub(super) fn ends_turn(body: &EventBody) -> bool {
+    matches!(
+        body,
+        EventBody::TaskFinished(_)
+            | EventBody::ApprovalRequested(_)
+            | EventBody::TaskFailed(_)
+            | EventBody::TaskStopped(_)
+    )
+}
+
+/// Whether `body` is the last event of a turn's stream.
+pub(super) fn closes_stream(body: &EventBody) -> bool {
+    matches!(
+        body,
+        EventBody::ApprovalRequested(_) | EventBody::TaskFailed(_) | EventBody::TaskStopped(_)
+    )
+}
+
+/// The message of a session that failed because its start was cut short.
+const INTERRUPTED: &str = "interrupted: the runner stopped before the agent could start, and there is nothing to finish from; start a new session";
+
+/// Fails a session whose turn was never planned: its start was cut short. Its agent, if one
+/// is recorded, is ended; the failure goes to the log; the worktree goes.
+pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> Result<()> {
+    let id = record.session_id;
+    let files = RunFiles::in_home(&shared.home, &id);
+    let Some(_lock) = SupervisorLock::try_acquire(&files)? else {
+        return Ok(());
+    };
+    // Looked at again under the lock: the record read before may be stale (a supervisor
+    // that just ended its turn clears the plan and lets go of the lock), and a session that
+    // is no longer running, or has a plan now, is not a start cut short.
+    let record = &shared.store.get(&id)?;
+    if !matches!(record.state, SessionState::Running | SessionState::Queued)
+        || files.turn().is_some()
+    {
+        return Ok(());
+    }
+    if let Some(agent) = files.agent()
+        && (agent.is_alive() || tree::group_alive(agent.pid))
+    {
+        tree::end_group(&agent, shared.settings.stop_grace).await;
+    }
+    let last = log::scan(&files.events(), u64::MAX, |_| false)?
+        .last_seq
+        .max(record.last_seq);
+    let mut seq = EventSequence::continuing(id, last);
+    let failed = seq.next(
+        EventBody::TaskFailed(TaskFailed {
+            reason: FailureKind::Interrupted,
+            message: INTERRUPTED.into(),
+            stderr: None,
+            exit_code: None,
+            cost_usd: None,
+        }),
+        None,
+    );
+    let mut log = EventLog::open(files.root(), &files.events())?;
+    log.append(&[failed])?;
+    files.clear_stop();
+    files.clear_runner();
+    // No turn was planned: this closing event is a turn of its own.
+    let mut ending = TurnEnd::after(record, last, last + 1);
+    ending.failed = Some(INTERRUPTED.into());
+    // A queued record moves to failed too (the table allows both).
+    ending.settle(shared, &files, &mut log).await.map(drop)
 }

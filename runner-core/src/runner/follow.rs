@@ -70,7 +70,7 @@ impl Follower {
                     continue;
                 }
                 self.after = event.seq;
-                if self.live && self.queue.is_empty() && run::closes_stream(&event.body) {
+                if self.live && self.queue.is_empty() && super::ending::closes_stream(&event.body) {
                     self.wait_settled(event.seq).await;
                 }
                 return Some(event);

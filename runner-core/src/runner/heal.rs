@@ -14,13 +14,11 @@ use std::sync::Arc;
 
 use super::Shared;
 use super::control::{RunFiles, SupervisorLock};
-use super::log::{self, EventLog};
-use super::run::{self, TurnEnd};
+use super::ending::fail_unplanned;
+use super::run;
 use crate::error::Result;
-use crate::event::{EventBody, FailureKind, TaskFailed};
 use crate::ids::SessionId;
 use crate::process::tree::{self, ProcessIdentity};
-use crate::sequence::EventSequence;
 use crate::session::{SessionRecord, SessionState};
 
 /// What [`heal`] found and did.
@@ -103,54 +101,4 @@ pub(super) fn launch(shared: &Arc<Shared>, id: SessionId) -> Result<()> {
             Ok(())
         }
     }
-}
-
-/// The message of a session that failed because its start was cut short.
-const INTERRUPTED: &str = "interrupted: the runner stopped before the agent could start, and there is nothing to finish from; start a new session";
-
-/// Fails a session whose turn was never planned: its start was cut short. Its agent, if one
-/// is recorded, is ended; the failure goes to the log; the worktree goes.
-pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> Result<()> {
-    let id = record.session_id;
-    let files = RunFiles::in_home(&shared.home, &id);
-    let Some(_lock) = SupervisorLock::try_acquire(&files)? else {
-        return Ok(());
-    };
-    // Looked at again under the lock: the record read before may be stale (a supervisor
-    // that just ended its turn clears the plan and lets go of the lock), and a session that
-    // is no longer running, or has a plan now, is not a start cut short.
-    let record = &shared.store.get(&id)?;
-    if !matches!(record.state, SessionState::Running | SessionState::Queued)
-        || files.turn().is_some()
-    {
-        return Ok(());
-    }
-    if let Some(agent) = files.agent()
-        && (agent.is_alive() || tree::group_alive(agent.pid))
-    {
-        tree::end_group(&agent, shared.settings.stop_grace).await;
-    }
-    let last = log::scan(&files.events(), u64::MAX, |_| false)?
-        .last_seq
-        .max(record.last_seq);
-    let mut seq = EventSequence::continuing(id, last);
-    let failed = seq.next(
-        EventBody::TaskFailed(TaskFailed {
-            reason: FailureKind::Interrupted,
-            message: INTERRUPTED.into(),
-            stderr: None,
-            exit_code: None,
-            cost_usd: None,
-        }),
-        None,
-    );
-    let mut log = EventLog::open(files.root(), &files.events())?;
-    log.append(&[failed])?;
-    files.clear_stop();
-    files.clear_runner();
-    // No turn was planned: this closing event is a turn of its own.
-    let mut ending = TurnEnd::after(record, last, last + 1);
-    ending.failed = Some(INTERRUPTED.into());
-    // A queued record moves to failed too (the table allows both).
-    ending.settle(shared, &files, &mut log).await.map(drop)
 }

@@ -495,7 +495,7 @@ impl Runner for LocalRunner {
             Err(e) => {
                 // Nothing runs: fail the session so nothing is left behind.
                 run_files.clear_runner();
-                let _ = heal::fail_unplanned(shared, &record).await;
+                let _ = ending::fail_unplanned(shared, &record).await;
                 Err(e)
             }
         }
@@ -550,7 +550,7 @@ impl Runner for LocalRunner {
                 SessionState::Running => {
                     return Err(Error::internal(format!(
                         "session {session_id} did not stop within {}: its supervisor may hang; try again or run `codehands recover`",
-                        run::human(grace + run::SETTLE_WAIT)
+                        watched::human(grace + run::SETTLE_WAIT)
                     )));
                 }
                 other => return Err(Error::illegal_move(other, SessionState::Stopped, "stop")),
@@ -597,7 +597,7 @@ impl Runner for LocalRunner {
             .and_then(|a| a.version_probe());
         let program = probe.as_ref().map(|p| p.program.display().to_string());
         let version = match &probe {
-            Some(probe) => probe.ask(Duration::from_secs(10)).await,
+            Some(probe) => crate::process::probe::ask(probe, Duration::from_secs(10)).await,
             None => None,
         };
         Ok(crate::report::build(crate::report::ReportInput {

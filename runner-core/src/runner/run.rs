@@ -17,9 +17,9 @@ use tokio::time::Instant;
 use super::Shared;
 use super::control::{AgentExit, AgentRun, RunFiles, SupervisorLock, TurnPlan};
 use super::conversation::Conversation;
-pub(super) use super::ending::TurnEnd;
+use super::ending::{self, TurnEnd, ends_turn};
 use super::log::{self, EventLog};
-use super::watched::{Backoff, Watched};
+use super::watched::{Backoff, Watched, human};
 use crate::error::{ErrorKind, Result};
 use crate::event::{
     ApprovalRequested, Event, EventBody, FailureKind, Message, MessageRole, ProviderState,
@@ -71,7 +71,7 @@ pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> 
     }
     let Some(plan) = files.turn() else {
         drop(lock);
-        return super::heal::fail_unplanned(&shared, &record).await;
+        return ending::fail_unplanned(&shared, &record).await;
     };
     let scan = log::scan(&files.events(), plan.seq_start, |body| {
         ends_turn(body) || matches!(body, EventBody::TaskStarted(_))
@@ -103,26 +103,6 @@ pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> 
     let supervisor = Supervisor::new(shared, record, agent, plan, files, log, last_seq);
     supervisor.run(lock).await;
     Ok(())
-}
-
-/// Whether `body` is one of a turn's closing events: `task.finished` (then
-/// `approval.requested`), `task.failed` or `task.stopped`.
-pub(super) fn ends_turn(body: &EventBody) -> bool {
-    matches!(
-        body,
-        EventBody::TaskFinished(_)
-            | EventBody::ApprovalRequested(_)
-            | EventBody::TaskFailed(_)
-            | EventBody::TaskStopped(_)
-    )
-}
-
-/// Whether `body` is the last event of a turn's stream.
-pub(super) fn closes_stream(body: &EventBody) -> bool {
-    matches!(
-        body,
-        EventBody::ApprovalRequested(_) | EventBody::TaskFailed(_) | EventBody::TaskStopped(_)
-    )
 }
 
 /// One turn, from spawn (or adoption) to its terminal event.
@@ -998,8 +978,4 @@ fn secret_values(env: &[(String, String)]) -> Vec<String> {
         .filter(|(k, v)| v.len() >= 8 && MARKS.iter().any(|m| k.to_ascii_uppercase().contains(m)))
         .map(|(_, v)| v.clone())
         .collect()
-}
-
-pub(super) fn human(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs().max(1))).to_string()
 }

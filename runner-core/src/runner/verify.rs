@@ -16,7 +16,7 @@ use crate::event::{EventBody, TestResult};
 use crate::home::Home;
 use crate::ids::SessionId;
 use crate::private::read_no_follow;
-use crate::traits::sandbox::{SandboxErrorKind, SandboxResult};
+use crate::traits::sandbox::SandboxResult;
 
 /// The file of the verdict in a session's run folder.
 const VERDICT_FILE: &str = "verdict.json";
@@ -151,22 +151,10 @@ pub(crate) fn gate(home: &Home, id: &SessionId, force: bool) -> Result<()> {
     ))
 }
 
-impl SandboxErrorKind {
-    /// The name used in JSON and shown to people (`sandbox.unsupported` …), never the Debug form.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Unavailable => "sandbox.unavailable",
-            Self::Unsupported => "sandbox.unsupported",
-            Self::Failed => "sandbox.failed",
-            Self::InstallFailed => "install.failed",
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traits::sandbox::SandboxError;
+    use crate::traits::sandbox::{SandboxError, SandboxErrorKind};
 
     fn result(passed: bool, exit: i64, error: Option<SandboxErrorKind>) -> SandboxResult {
         SandboxResult {

@@ -114,3 +114,8 @@ impl Watched {
         }
     }
 }
+
+/// A wait as a person reads it in a message (`1m 30s`), never under a second.
+pub(super) fn human(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs().max(1))).to_string()
+}

@@ -16,7 +16,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use runner_core::{AgentRequest, Error, ErrorKind, Invocation, Result, StdinClose};
+use runner_contract::{AgentRequest, Error, ErrorKind, Invocation, Result, StdinClose};
 use serde_json::json;
 
 use crate::install;

@@ -1,8 +1,8 @@
-//! An implementation of `runner_core::Agent` for mini-swe-agent 2.4.6, the small
+//! An implementation of `runner_contract::Agent` for mini-swe-agent 2.4.6, the small
 //! coding agent from the SWE-agent team (PyPI `mini-swe-agent`, models through litellm).
 //!
 //! This crate stands where a third party's would: outside codehands' adapter set,
-//! depending on runner-core alone, registered by whoever builds the runner
+//! depending on runner-contract alone, registered by whoever builds the runner
 //! (`LocalRunner::with_agent`). It names its program and config folder as
 //! constructor arguments and reads no configuration itself.
 //!
@@ -49,7 +49,7 @@ mod parse;
 
 use std::path::{Path, PathBuf};
 
-use runner_core::{
+use runner_contract::{
     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
     VersionProbe,
 };

@@ -2,7 +2,7 @@
 //! `panics-on-start` in `invocation`, `panics-in-parser` in `parse_line` (its program is
 //! `tee`, as in the `tee` sample, so the run gets as far as a line of output).
 
-use runner_core::{
+use runner_contract::{
     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, EventBody, Invocation, Result,
     StdinClose,
 };

@@ -1,9 +1,9 @@
 //! A sample codehands plugin: the agent `tee-notes` runs `tee NOTES.md` in the worktree
 //! with the prompt on stdin, so the prompt becomes a new file (a change to approve) and
-//! comes back on stdout, which runner-core's text-lines parser turns into messages.
+//! comes back on stdout, which runner-contract's text-lines parser turns into messages.
 
-use runner_core::text_lines::TextLinesParser;
-use runner_core::{
+use runner_contract::text_lines::TextLinesParser;
+use runner_contract::{
     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Error, Invocation, Result,
     StdinClose, VersionProbe,
 };

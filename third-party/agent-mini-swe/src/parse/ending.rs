@@ -9,7 +9,7 @@
 //! and reports the retries on stderr only, so the one provider trouble stdout
 //! shows is the one that ended the run.
 
-use runner_core::event::{FailureKind, ProviderState, ProviderStatus, TaskFailed};
+use runner_contract::event::{FailureKind, ProviderState, ProviderStatus, TaskFailed};
 
 /// What an ending other than `Submitted` becomes.
 pub(super) struct Ending {

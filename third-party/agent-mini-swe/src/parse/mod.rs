@@ -32,8 +32,8 @@ mod document;
 mod ending;
 mod wire;
 
-use runner_core::event::{CommandStarted, Message, MessageRole, TaskFinished, TaskStarted};
-use runner_core::{AgentParser, EventBody, testrun};
+use runner_contract::event::{CommandStarted, Message, MessageRole, TaskFinished, TaskStarted};
+use runner_contract::{AgentParser, EventBody, testrun};
 use serde_json::Value;
 
 use document::{Piece, Splitter};
@@ -294,7 +294,7 @@ impl MiniParser {
     }
 }
 
-/// A finished command, and its test result when it ran tests (runner-core's one rule).
+/// A finished command, and its test result when it ran tests (the contract's one rule).
 fn finished(
     command: String,
     exit_code: Option<i32>,

@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use runner_core::event::{FailureKind, ProviderState};
+use runner_contract::event::{FailureKind, ProviderState};
 
 /// What mini prints: each trajectory as indented JSON with no final newline, so
 /// the next write starts on the line of the last `}`.

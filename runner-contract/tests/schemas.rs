@@ -4,11 +4,11 @@
 fn committed_schemas_match_the_code() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas");
     let mut expected_files = Vec::new();
-    for (name, schema) in runner_core::schema::all() {
+    for (name, schema) in runner_contract::schema::all() {
         let committed = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
         assert!(
-            committed == runner_core::schema::render(&schema),
-            "schemas/{name} drifted from runner-core: run `cargo xtask codegen` and commit the result"
+            committed == runner_contract::schema::render(&schema),
+            "schemas/{name} drifted from runner-contract: run `cargo xtask codegen` and commit the result"
         );
         expected_files.push(name.to_owned());
     }

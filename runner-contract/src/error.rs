@@ -1,6 +1,11 @@
 //! The one public error type: a kind a caller can act on, and a message that says what to do.
 
-use crate::session::SessionState;
+use std::sync::Arc;
+
+use crate::state::SessionState;
+
+/// The error underneath, kept for callers that walk `source()` (shared: [`Error`] is `Clone`).
+type Source = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What went wrong, in terms a caller (a daemon, the command line) can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,12 +42,27 @@ pub enum ErrorKind {
 }
 
 /// The error every public codehands API returns.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
+#[derive(Debug, Clone)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
     state: Option<SessionState>,
+    source: Option<Source>,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // The error underneath itself, not the `Arc` that shares it, so callers can downcast.
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
 }
 
 /// `Result` with codehands' [`Error`].
@@ -55,7 +75,15 @@ impl Error {
             kind,
             message: message.into(),
             state: None,
+            source: None,
         }
+    }
+
+    /// The same error, keeping `source` as the error underneath it (`std::error::Error::source`).
+    /// The message is unchanged: it already says what failed, in words.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(source));
+        self
     }
 
     /// What kind of failure this is.
@@ -97,12 +125,18 @@ impl Error {
                 hint_for(current, wanted)
             ),
             state: Some(current),
+            source: None,
         }
     }
 
     /// An I/O error with the path or action it concerns.
+    /// `err` is kept as the source: its OS error code when it has one, else its kind and text.
     pub fn io(context: impl std::fmt::Display, err: &std::io::Error) -> Self {
-        Self::new(ErrorKind::Io, format!("{context}: {err}"))
+        let source = match err.raw_os_error() {
+            Some(code) => std::io::Error::from_raw_os_error(code),
+            None => std::io::Error::new(err.kind(), err.to_string()),
+        };
+        Self::new(ErrorKind::Io, format!("{context}: {err}")).with_source(source)
     }
 
     /// The error for a feature that was left out of this build.
@@ -126,5 +160,34 @@ fn hint_for(current: SessionState, wanted: SessionState) -> &'static str {
         (_, Stopped) => " (only a running session can be stopped)",
         (_, Running) => " (only a stopped session can be resumed)",
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn an_io_error_keeps_its_source() {
+        let io = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let err = Error::io("cannot read /nowhere", &io);
+        let source = err.source().expect("the io error is kept");
+        let source = source
+            .downcast_ref::<std::io::Error>()
+            .expect("as an io::Error");
+        assert_eq!(source.raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(err.to_string(), format!("cannot read /nowhere: {io}"));
+        assert!(err.clone().source().is_some(), "a clone keeps it too");
+    }
+
+    #[test]
+    fn a_plain_error_has_no_source_until_given_one() {
+        let err = Error::invalid_input("no prompt: pass one");
+        assert!(err.source().is_none());
+        let err = err.with_source(std::fmt::Error);
+        assert!(err.source().unwrap().is::<std::fmt::Error>());
+        assert_eq!(err.to_string(), "no prompt: pass one");
     }
 }

@@ -82,6 +82,18 @@ pub enum SandboxErrorKind {
     InstallFailed,
 }
 
+impl SandboxErrorKind {
+    /// The name used in JSON and shown to people (`sandbox.unsupported` …), never the Debug form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unavailable => "sandbox.unavailable",
+            Self::Unsupported => "sandbox.unsupported",
+            Self::Failed => "sandbox.failed",
+            Self::InstallFailed => "install.failed",
+        }
+    }
+}
+
 /// Why a box could not run the tests, with what to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -126,25 +126,7 @@ pub enum PermissionAnswer {
     },
 }
 
-/// What [`crate::Runner::send`] did with the text.
-pub enum Sent {
-    /// The session awaited approval: a follow-up turn runs in the same worktree, and this is
-    /// its stream (ending with `approval.requested`, `task.failed` or `task.stopped`).
-    FollowUp(crate::traits::runner::EventStream),
-    /// The session was running: the text went to the agent, to steer the turn in flight.
-    Steered,
-}
-
-impl std::fmt::Debug for Sent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::FollowUp(_) => f.write_str("FollowUp(..)"),
-            Self::Steered => f.write_str("Steered"),
-        }
-    }
-}
-
-/// How an approve goes beyond its message ([`crate::LocalRunner::approve_with`]).
+/// How an approve goes beyond its message (runner-core's `LocalRunner::approve_with`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ApproveOptions {
     /// Approve even when the run was verified and the sandbox's tests failed or could not
@@ -152,7 +134,7 @@ pub struct ApproveOptions {
     pub force: bool,
 }
 
-/// What a reject did ([`crate::LocalRunner::reject_session`]).
+/// What a reject did (runner-core's `LocalRunner::reject_session`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RejectResult {

@@ -1,6 +1,6 @@
-//! Session states, the table of legal moves, and the record kept on disk.
+//! The record of a session kept on disk, and the check every action on a session starts
+//! with. The states and their table of legal moves live in `state`, re-exported here.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
@@ -10,78 +10,9 @@ use crate::agent_name::AgentName;
 use crate::error::{Error, Result};
 use crate::ids::SessionId;
 
-/// Where a session is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionState {
-    /// Accepted, not started yet.
-    Queued,
-    /// The agent is working.
-    Running,
-    /// The agent finished; a person decides.
-    AwaitingApproval,
-    /// An approve is under way: `commit` names the commit once it is written. The next
-    /// command or `recover` finishes it (the branch holds the commit) or takes it back to
-    /// `awaiting_approval` (it does not).
-    Approving,
-    /// Committed on its branch (final).
-    Approved,
-    /// A reject is under way; the next command or `recover` finishes it.
-    Rejecting,
-    /// Worktree and branch removed (final).
-    Rejected,
-    /// Stopped by request; the worktree is kept and the session can be resumed.
-    Stopped,
-    /// Something broke (final).
-    Failed,
-}
+pub use crate::state::SessionState;
 
 impl SessionState {
-    /// Every state, in table order.
-    pub const ALL: [SessionState; 9] = [
-        Self::Queued,
-        Self::Running,
-        Self::AwaitingApproval,
-        Self::Approving,
-        Self::Approved,
-        Self::Rejecting,
-        Self::Rejected,
-        Self::Stopped,
-        Self::Failed,
-    ];
-
-    /// Whether `self → to` is in the state table:
-    /// `queued → running → awaiting_approval → approved | rejected`,
-    /// `running → stopped → running`, `awaiting_approval → running` (a follow-up turn of the
-    /// same conversation, `Runner::send`), `stopped → rejected` (a stopped session thrown away
-    /// without paying for the rest of its run), and `queued | running → failed`; approve and reject
-    /// are journaled: `awaiting_approval → approving → approved` (or back to
-    /// `awaiting_approval` when the commit never reached the branch) and
-    /// `awaiting_approval | stopped → rejecting → rejected`. A runner without a repository (the fake
-    /// runner) moves `awaiting_approval → approved | rejected` at once.
-    pub fn can_move_to(self, to: SessionState) -> bool {
-        use SessionState::*;
-        matches!(
-            (self, to),
-            (Queued, Running)
-                | (Queued, Failed)
-                | (Running, AwaitingApproval)
-                | (Running, Stopped)
-                | (Running, Failed)
-                | (Stopped, Running)
-                | (AwaitingApproval, Running)
-                | (Stopped, Rejecting)
-                | (Stopped, Rejected)
-                | (AwaitingApproval, Approved)
-                | (AwaitingApproval, Rejected)
-                | (AwaitingApproval, Approving)
-                | (Approving, Approved)
-                | (Approving, AwaitingApproval)
-                | (AwaitingApproval, Rejecting)
-                | (Rejecting, Rejected)
-        )
-    }
-
     /// Refuses, as an illegal move to `reported` named by `what`, a session whose state cannot
     /// move to `to` (the first state the action writes: `approving` for approve). The check
     /// every action on a session starts with.
@@ -91,32 +22,6 @@ impl SessionState {
         } else {
             Err(Error::illegal_move(self, reported, what))
         }
-    }
-
-    /// Whether no move leaves this state.
-    pub fn is_final(self) -> bool {
-        matches!(self, Self::Approved | Self::Rejected | Self::Failed)
-    }
-
-    /// The snake_case name used in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Running => "running",
-            Self::AwaitingApproval => "awaiting_approval",
-            Self::Approving => "approving",
-            Self::Approved => "approved",
-            Self::Rejecting => "rejecting",
-            Self::Rejected => "rejected",
-            Self::Stopped => "stopped",
-            Self::Failed => "failed",
-        }
-    }
-}
-
-impl fmt::Display for SessionState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -8,14 +8,30 @@ use futures::Stream;
 use crate::error::Result;
 use crate::event::Event;
 use crate::ids::SessionId;
-use crate::options::{
-    ApproveResult, DiffResult, PermissionAnswer, RecoveryReport, Sent, StartOptions,
-};
+use crate::options::{ApproveResult, DiffResult, PermissionAnswer, RecoveryReport, StartOptions};
 use crate::report::RunReport;
 use crate::session::SessionRecord;
 
 /// The events of one run, in seq order; it ends after the run's last event.
 pub type EventStream = Pin<Box<dyn Stream<Item = Event> + Send + 'static>>;
+
+/// What [`Runner::send`] did with the text.
+pub enum Sent {
+    /// The session awaited approval: a follow-up turn runs in the same worktree, and this is
+    /// its stream (ending with `approval.requested`, `task.failed` or `task.stopped`).
+    FollowUp(EventStream),
+    /// The session was running: the text went to the agent, to steer the turn in flight.
+    Steered,
+}
+
+impl std::fmt::Debug for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::FollowUp(_) => f.write_str("FollowUp(..)"),
+            Self::Steered => f.write_str("Steered"),
+        }
+    }
+}
 
 /// Runs agent sessions: start, watch, decide.
 ///

@@ -60,21 +60,6 @@ impl VersionProbe {
             .map(str::to_owned)
     }
 
-    /// Runs the probe (at most `limit`) and reads the version from what it prints; `None`
-    /// when it cannot be run or prints none.
-    pub async fn ask(&self, limit: std::time::Duration) -> Option<String> {
-        let mut command = tokio::process::Command::new(&self.program);
-        command
-            .args(&self.args)
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(limit, command.output())
-            .await
-            .ok()?
-            .ok()?;
-        Self::version_in(&String::from_utf8_lossy(&out.stdout))
-    }
-
     /// `program --version`, with the version our tests ran.
     pub fn dash_dash_version(program: impl Into<PathBuf>, tested: Option<&str>) -> Self {
         Self {

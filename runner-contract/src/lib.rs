@@ -1,0 +1,60 @@
+//! The codehands contract: what an adapter (an agent, a VCS, a sandbox, a memory store) and a
+//! caller share, and nothing of the engine. No process is spawned here; runner-core runs
+//! sessions over these types and re-exports every module under its old path.
+//!
+//! - [`event`]: the events, the product; [`EventSequence`] numbers them.
+//! - [`session`]: session states, the legal moves, the record on disk.
+//! - [`options`]: what callers pass in and get back; [`agent_name`]: how an agent is named.
+//! - [`error`]: the one error type, with a kind a caller can act on.
+//! - [`ids`]: session ids; [`repo_key`]: the checked key of a repository.
+//! - [`report`]: the final report of a session, as a caller reads it.
+//! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
+//! - [`framing`]: JSON-lines framing of an agent's output; [`text_lines`]: the parser for
+//!   agents that print plain text; [`testrun`]: recognising test commands and failures.
+//! - [`private`]: files and folders private to the user, never reached through a link.
+//! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
+
+pub mod agent_name;
+pub mod error;
+pub mod event;
+pub mod framing;
+pub mod ids;
+pub mod options;
+pub mod private;
+pub mod repo_key;
+pub mod report;
+pub mod schema;
+pub mod sequence;
+pub mod session;
+mod state;
+pub mod testrun;
+pub mod text_lines;
+pub mod traits;
+
+pub use agent_name::AgentName;
+pub use error::{Error, ErrorKind, Result};
+pub use event::{Event, EventBody};
+pub use ids::SessionId;
+pub use options::{
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, PermissionAnswer,
+    PermissionMode, Permissions, RecoveryReport, RejectResult, StartOptions,
+};
+pub use repo_key::RepoKey;
+pub use report::{RunEnding, RunReport};
+pub use sequence::EventSequence;
+pub use session::{SessionRecord, SessionState, TokenCounts};
+pub use traits::agent::{
+    Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
+    Invocation, ResumeFrom, StdinClose, VersionProbe,
+};
+pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
+pub use traits::runner::{EventStream, Runner, Sent};
+pub use traits::sandbox::{
+    BoxLimits, Sandbox, SandboxError, SandboxErrorKind, SandboxRequest, SandboxResult,
+};
+pub use traits::vcs::{PreparedCommit, Signature, ToolWorktree, Vcs, WorktreeSpec};
+
+/// The current time as RFC 3339 with milliseconds, UTC: the format of every `ts`.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
