@@ -1,4 +1,4 @@
-//! An implementation of `runner_core::Agent` for any agent that speaks the Agent Client
+//! An implementation of `runner_contract::Agent` for any agent that speaks the Agent Client
 //! Protocol (ACP: JSON-RPC 2.0, one message per line on the agent's stdin and stdout).
 //!
 //! - [`AcpAgent`]: a program, its arguments and environment; the turn is a conversation whose
@@ -15,7 +15,7 @@ mod wire;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use runner_core::{
+use runner_contract::{
     Agent, AgentCapabilities, AgentInput, AgentName, AgentParser, AgentRequest, Error, Invocation,
     PermissionAnswer, Result, StdinClose, VersionProbe,
 };
@@ -132,19 +132,34 @@ impl Agent for AcpAgent {
         })
     }
 
+    /// A parser that only reads: it owes the program nothing (a recording's replay).
     fn parser(&self) -> Box<dyn AgentParser> {
         Box::new(AcpParser::reading())
+    }
+
+    /// The parser that drives the turn: it owes the program the handshake and the prompt.
+    fn parser_for(&self, request: &AgentRequest) -> Box<dyn AgentParser> {
+        Box::new(self.driving_parser(request))
     }
 
     fn input_line(&self, input: &AgentInput) -> Result<String> {
         match input {
             AgentInput::Permission { input, answer, .. } => permission_line(input, answer),
-            AgentInput::Interrupt { .. } => Err(Error::new(
-                runner_core::ErrorKind::Unsupported,
-                format!("the {} agent cannot be interrupted yet", self.name),
-            )),
+            AgentInput::Interrupt {
+                agent_session_id, ..
+            } => match agent_session_id {
+                Some(session) => Ok(out::cancel(session)),
+                None => Err(Error::new(
+                    runner_contract::ErrorKind::IllegalMove,
+                    format!(
+                        "the {} agent has not opened its session yet, so its turn cannot be \
+                         cancelled: try again in a moment, or stop the session",
+                        self.name
+                    ),
+                )),
+            },
             AgentInput::User { .. } => Err(Error::new(
-                runner_core::ErrorKind::Unsupported,
+                runner_contract::ErrorKind::Unsupported,
                 format!(
                     "the {} agent speaks ACP, which takes no message while a turn runs: send it \
                      as a follow-up once the turn has ended",

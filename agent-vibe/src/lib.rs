@@ -1,4 +1,4 @@
-//! An implementation of `runner_core::Agent` for Mistral Vibe, run as its Agent Client
+//! An implementation of `runner_contract::Agent` for Mistral Vibe, run as its Agent Client
 //! Protocol server `vibe-acp` through `agent-acp`.
 //!
 //! What Vibe needs beyond any ACP agent is its settings, all given as its own `VIBE_*`
@@ -15,7 +15,7 @@ pub mod install;
 use std::path::{Path, PathBuf};
 
 use agent_acp::AcpAgent;
-use runner_core::{
+use runner_contract::{
     Agent, AgentCapabilities, AgentInput, AgentName, AgentParser, AgentRequest, Invocation, Result,
     VersionProbe,
 };
@@ -147,6 +147,10 @@ impl Agent for MistralVibe {
 
     fn parser(&self) -> Box<dyn AgentParser> {
         self.acp.parser()
+    }
+
+    fn parser_for(&self, request: &AgentRequest) -> Box<dyn AgentParser> {
+        self.acp.parser_for(request)
     }
 
     fn input_line(&self, input: &AgentInput) -> Result<String> {

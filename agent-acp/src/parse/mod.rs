@@ -1,6 +1,6 @@
 //! The ACP client's side of a turn, as a parser: each line the agent prints becomes events,
 //! and the lines codehands owes the agent in return (the handshake's next request, an error
-//! for a request we do not serve) wait in [`AcpParser::take_owed`] for the runner to append
+//! for a request we do not serve) wait in [`AgentParser::owed_input`] for the runner to append
 //! to the turn's input file. Everything follows from the agent's output and the turn's
 //! request, so a parser replaying the output owes the same lines, which the input file
 //! already holds (ARCHITECTURE.md, "The Agent Client Protocol").
@@ -26,10 +26,10 @@ mod tools;
 
 use std::collections::HashMap;
 
-use runner_core::event::{
+use runner_contract::event::{
     FailureKind, Message, MessageRole, PermissionRequested, TaskFailed, TaskFinished, TaskStarted,
 };
-use runner_core::{AgentParser, EventBody};
+use runner_contract::{AgentParser, EventBody};
 use serde_json::{Value, json};
 
 use crate::out::{self, Open};
@@ -121,11 +121,6 @@ impl AcpParser {
             ended: false,
             seen: false,
         }
-    }
-
-    /// The lines owed to the agent since the last call, in order.
-    pub(crate) fn take_owed(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.owed)
     }
 
     fn owe(&mut self, line: String) {
@@ -515,6 +510,10 @@ impl AgentParser for AcpParser {
         }
         self.seen = true;
         self.events_of(line)
+    }
+
+    fn owed_input(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.owed)
     }
 
     fn finish(&mut self, exit_code: Option<i32>) -> Vec<EventBody> {

@@ -42,7 +42,7 @@ fn prompting() -> AcpParser {
     let mut parser = AcpParser::driving(plan(None));
     parser.parse_line(INIT_OK);
     parser.parse_line(&result(2, json!({ "sessionId": "s1" })));
-    parser.take_owed();
+    parser.owed_input();
     parser
 }
 
@@ -50,11 +50,11 @@ fn prompting() -> AcpParser {
 fn the_handshake_owes_the_next_request_after_each_answer() {
     let mut parser = AcpParser::driving(plan(None));
     assert!(
-        parser.take_owed().is_empty(),
+        parser.owed_input().is_empty(),
         "initialize is the invocation's"
     );
     assert!(parser.parse_line(INIT_OK).is_empty());
-    let owed = parser.take_owed();
+    let owed = parser.owed_input();
     assert_eq!(methods(&owed), ["session/new"]);
     let new: Value = serde_json::from_str(&owed[0]).unwrap();
     assert_eq!(new["params"]["cwd"], "/w");
@@ -67,12 +67,12 @@ fn the_handshake_owes_the_next_request_after_each_answer() {
     };
     assert_eq!(started.agent_session_id.as_deref(), Some("s1"));
     assert_eq!(started.model.as_deref(), Some("m1"));
-    let owed = parser.take_owed();
+    let owed = parser.owed_input();
     assert_eq!(methods(&owed), ["session/prompt"]);
     let prompt: Value = serde_json::from_str(&owed[0]).unwrap();
     assert_eq!(prompt["params"]["sessionId"], "s1");
     assert_eq!(prompt["params"]["prompt"][0]["text"], "Fix it.");
-    assert!(parser.take_owed().is_empty(), "owed once");
+    assert!(parser.owed_input().is_empty(), "owed once");
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn a_replay_owes_the_same_lines_and_a_reader_owes_none() {
         let mut all = Vec::new();
         for line in &lines {
             parser.parse_line(line);
-            all.extend(parser.take_owed());
+            all.extend(parser.owed_input());
         }
         all
     };
@@ -97,7 +97,7 @@ fn a_replay_owes_the_same_lines_and_a_reader_owes_none() {
 fn a_follow_up_loads_the_session_and_skips_the_history_it_replays() {
     let mut parser = AcpParser::driving(plan(Some("s1")));
     parser.parse_line(INIT_OK);
-    let owed = parser.take_owed();
+    let owed = parser.owed_input();
     assert_eq!(methods(&owed), ["session/load"]);
     let replayed = [
         update(
@@ -118,7 +118,7 @@ fn a_follow_up_loads_the_session_and_skips_the_history_it_replays() {
         panic!("{events:?}")
     };
     assert_eq!(started.agent_session_id.as_deref(), Some("s1"));
-    assert_eq!(methods(&parser.take_owed()), ["session/prompt"]);
+    assert_eq!(methods(&parser.owed_input()), ["session/prompt"]);
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn resume_is_preferred_and_neither_is_a_clear_failure() {
     parser.parse_line(
         r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"sessionCapabilities":{"resume":{}}}}}"#,
     );
-    assert_eq!(methods(&parser.take_owed()), ["session/resume"]);
+    assert_eq!(methods(&parser.owed_input()), ["session/resume"]);
 
     let mut parser = AcpParser::driving(plan(Some("s1")));
     let events = parser.parse_line(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}"#);
@@ -138,7 +138,7 @@ fn resume_is_preferred_and_neither_is_a_clear_failure() {
         failed.message.contains("cannot continue a conversation"),
         "{failed:?}"
     );
-    assert!(parser.take_owed().is_empty());
+    assert!(parser.owed_input().is_empty());
 }
 
 #[test]
@@ -248,7 +248,7 @@ fn a_permission_request_names_what_its_answer_needs() {
         "rm -rf build"
     );
     assert_eq!(asked.input["options"][1]["optionId"], "r1");
-    assert!(parser.take_owed().is_empty(), "the caller answers");
+    assert!(parser.owed_input().is_empty(), "the caller answers");
 }
 
 #[test]
@@ -258,7 +258,7 @@ fn a_request_we_do_not_serve_is_answered_with_an_error() {
         r#"{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"path":"/etc/passwd"}}"#,
     );
     assert_eq!(types(&events), ["message"]);
-    let owed = parser.take_owed();
+    let owed = parser.owed_input();
     let answer: Value = serde_json::from_str(&owed[0]).unwrap();
     assert_eq!(answer["id"], 7);
     assert_eq!(answer["error"]["code"], -32601);

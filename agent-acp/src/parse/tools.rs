@@ -11,11 +11,11 @@
 //! | any but `execute` | `failed` | `message` (system) with what the agent said |
 //! | `think`, `fetch`, `switch_mode`, `other` | `completed` | nothing |
 
-use runner_core::EventBody;
-use runner_core::event::{
+use runner_contract::EventBody;
+use runner_contract::event::{
     CommandStarted, FileChangeKind, FileChanged, FileRead, Message, MessageRole,
 };
-use runner_core::testrun::{self, RanCommand};
+use runner_contract::testrun::{self, RanCommand};
 use serde_json::Value;
 
 use crate::wire::{Location, ToolCall, ToolContent};

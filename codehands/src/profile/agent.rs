@@ -139,6 +139,14 @@ impl Agent for ProfileAgent {
         }
     }
 
+    fn parser_for(&self, request: &AgentRequest) -> Box<dyn AgentParser> {
+        #[cfg(feature = "acp")]
+        if let Some(acp) = &self.acp {
+            return acp.parser_for(request);
+        }
+        self.parser()
+    }
+
     fn input_line(&self, input: &runner_core::AgentInput) -> Result<String> {
         #[cfg(feature = "acp")]
         if let Some(acp) = &self.acp {
