@@ -22,6 +22,9 @@ use runner_contract::{
 
 pub use parse::AcpParser;
 
+/// The protocol's name in listings (`Agent::protocol`) and profiles (`protocol = "acp"`).
+pub const PROTOCOL: &str = "acp";
+
 /// An agent that speaks ACP.
 #[derive(Debug, Clone)]
 pub struct AcpAgent {
@@ -109,6 +112,10 @@ impl Agent for AcpAgent {
             interrupt: true,
             ask_permission: true,
         }
+    }
+
+    fn protocol(&self) -> Option<&'static str> {
+        Some(PROTOCOL)
     }
 
     fn provider_env(&self) -> Vec<String> {

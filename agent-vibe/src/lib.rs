@@ -131,6 +131,10 @@ impl Agent for MistralVibe {
         self.acp.capabilities()
     }
 
+    fn protocol(&self) -> Option<&'static str> {
+        self.acp.protocol()
+    }
+
     fn provider_env(&self) -> Vec<String> {
         self.acp.provider_env()
     }

@@ -32,8 +32,8 @@ def answer(request_id, result):
     send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def update(session, kind, **fields):
-    fields["sessionUpdate"] = kind
+def update(session, which, **fields):
+    fields["sessionUpdate"] = which
     send({"jsonrpc": "2.0", "method": "session/update",
           "params": {"sessionId": session, "update": fields}})
 

@@ -82,6 +82,14 @@ impl Agent for ProfileAgent {
         self.profile.capabilities
     }
 
+    fn protocol(&self) -> Option<&'static str> {
+        #[cfg(feature = "acp")]
+        if let Some(acp) = &self.acp {
+            return acp.protocol();
+        }
+        None
+    }
+
     fn provider_env(&self) -> Vec<String> {
         provider_vars(&self.profile)
     }

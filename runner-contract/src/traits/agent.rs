@@ -247,6 +247,12 @@ pub trait Agent: Send + Sync {
     /// What this agent supports.
     fn capabilities(&self) -> AgentCapabilities;
 
+    /// The standard protocol its program speaks on stdio (`"acp"`, the Agent Client
+    /// Protocol), for listings; `None` for a program with output of its own.
+    fn protocol(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The names of the caller's environment variables this agent may receive
     /// (its provider's base URL and key). Everything else is scrubbed.
     fn provider_env(&self) -> Vec<String> {
