@@ -520,10 +520,24 @@ fn a_supervisor_taking_the_turn_over_gives_the_agent_nothing_twice() {
     )
     .unwrap();
     drop(stream);
+    // A kill is delivered, not done: the supervisor's lock is free once it is gone.
+    while supervisor_of(ID) == Some(pid) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     // The answer heals the session: a new supervisor adopts the agent, replays its output
     // through a fresh parser (which owes the same handshake again) and gives the answer.
     let out = run(codehands(&world).args(["answer", ID, "exec-ask", "allow"]));
-    assert!(out.status.success(), "{}", support::text(&out.stderr));
+    let dir = world.home.run_dir(&ID.parse().unwrap());
+    let file = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{}\nevents:\n{}\nsupervisor:\n{}\ninbox:\n{}\nstdin:\n{}",
+        support::text(&out.stderr),
+        file("events.jsonl"),
+        file("supervisor.log"),
+        file("inbox.jsonl"),
+        file("turn-1.stdin"),
+    );
     let out = run(codehands(&world).args(["events", ID, "--json", "--follow"]));
     let events = events_of(&out);
     assert_eq!(
