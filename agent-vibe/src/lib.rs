@@ -40,13 +40,14 @@ const MODEL_ALIAS: &str = "codehands";
 #[derive(Debug, Clone)]
 pub struct MistralVibe {
     acp: AcpAgent,
-    home: PathBuf,
+    home: Option<PathBuf>,
 }
 
 impl MistralVibe {
     /// `vibe-acp` at `program`, keeping its sessions and logs in `vibe_home` (made by Vibe,
-    /// owner-only, when missing). The adapter reads no configuration: the facade passes both.
-    pub fn new(program: impl Into<PathBuf>, vibe_home: impl Into<PathBuf>) -> Self {
+    /// owner-only, when missing), or, with `None`, in Vibe's own default `~/.vibe` under the
+    /// agent's HOME. The adapter reads no configuration: the facade passes both.
+    pub fn new(program: impl Into<PathBuf>, vibe_home: Option<PathBuf>) -> Self {
         let program = program.into();
         let acp = AcpAgent::new(
             AgentName::parse(NAME).expect("the built-in name is valid"),
@@ -63,12 +64,12 @@ impl MistralVibe {
         ));
         Self {
             acp,
-            home: vibe_home.into(),
+            home: vibe_home,
         }
     }
 
     /// The pinned install of `cargo xtask agents` in `folder`.
-    pub fn from_install(folder: &Path, vibe_home: impl Into<PathBuf>) -> Self {
+    pub fn from_install(folder: &Path, vibe_home: Option<PathBuf>) -> Self {
         Self::new(install::program(folder), vibe_home)
     }
 
@@ -79,13 +80,17 @@ impl MistralVibe {
 
     /// The `VIBE_*` settings of a run of `request`.
     fn settings(&self, request: &AgentRequest) -> Vec<(String, String)> {
-        let mut env = vec![
-            ("VIBE_HOME", self.home.to_string_lossy().into_owned()),
+        let mut env: Vec<(&str, String)> = self
+            .home
+            .iter()
+            .map(|home| ("VIBE_HOME", home.to_string_lossy().into_owned()))
+            .collect();
+        env.extend([
             ("VIBE_ENABLE_TELEMETRY", "false".to_owned()),
             ("VIBE_ENABLE_UPDATE_CHECKS", "false".to_owned()),
             ("VIBE_ENABLE_AUTO_UPDATE", "false".to_owned()),
             ("VIBE_ENABLE_NOTIFICATIONS", "false".to_owned()),
-        ];
+        ]);
         let base_url = request
             .provider_env
             .iter()

@@ -74,7 +74,7 @@ pub fn built_in(setup: &Setup) -> Vec<Arc<dyn Agent>> {
     #[cfg(feature = "vibe")]
     agents.push(Arc::new(agent_vibe::MistralVibe::new(
         &setup.vibe_bin,
-        vibe_home(&setup.home),
+        Some(vibe_home(&setup.home)),
     )));
     #[cfg(feature = "fake")]
     agents.push(Arc::new(FakeAgent::new(setup.fake.clone())));

@@ -5,7 +5,7 @@
 //! | kind | when | events |
 //! |---|---|---|
 //! | `execute` | first seen | `command.started` (the command from `rawInput.command`, else the title) |
-//! | `execute` | `completed` / `failed` | `command.finished`, plus `test.result` for a test run |
+//! | `execute` | `completed` / `failed` | `command.finished`, plus `test.result` for a test run (passed: no exit code but the raw output's, so `completed` and an output without failures) |
 //! | `read`, `search` | `completed` | `file.read` for each location (else the input's path or pattern) |
 //! | `edit`, `delete`, `move` | `completed` | `file.changed` for each diff or location |
 //! | any but `execute` | `failed` | `message` (system) with what the agent said |
@@ -82,7 +82,7 @@ impl Tool {
             }
             if let Some(ok) = self.done().filter(|_| !self.finished) {
                 self.finished = true;
-                events.extend(testrun::finished(self.ran(ok)));
+                events.extend(finished_command(self.ran(ok), ok));
             }
             return events;
         }
@@ -152,8 +152,8 @@ impl Tool {
         from_input.unwrap_or_else(|| self.label())
     }
 
-    /// A finished command. ACP has no exit code but in a terminal's content: one in the raw
-    /// output counts; else `completed` means it succeeded (0) and `failed` gives none.
+    /// A finished command. ACP carries no exit code (but in a terminal's content, which we do
+    /// not serve): one in the raw output counts, else it is unknown.
     fn ran(&self, ok: bool) -> RanCommand {
         let raw = self.call.raw_output.as_ref();
         let code = ["exit_code", "exitCode", "returncode", "return_code"]
@@ -162,7 +162,7 @@ impl Tool {
             .and_then(|c| i32::try_from(c).ok());
         RanCommand {
             command: self.command(),
-            exit_code: code.or(ok.then_some(0)),
+            exit_code: code,
             is_error: !ok,
             output: self.output(),
             tool_use_id: self.id(),
@@ -270,6 +270,23 @@ impl Tool {
             _ => dedup(paths.into_iter().map(|p| (p, None)).collect()),
         }
     }
+}
+
+/// `command.finished` and, for a test run, `test.result`. Without an exit code, a test run
+/// passed when the agent says the command succeeded (`ok`) and its output shows no failure
+/// (an agent may call a command that exited 1 `completed`: the output still tells).
+fn finished_command(ran: RanCommand, ok: bool) -> Vec<EventBody> {
+    let known = ran.exit_code.is_some();
+    let verdict = testrun::read_output(&ran.output);
+    let mut events = testrun::finished(ran);
+    for event in &mut events {
+        if let EventBody::TestResult(result) = event
+            && !known
+        {
+            result.passed = ok && !verdict.failed;
+        }
+    }
+    events
 }
 
 /// The first change of each path (a tool may show one file twice, as asked and as done).
