@@ -71,16 +71,6 @@ fn assert_contiguous(events: &[serde_json::Value]) {
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
 }
 
-/// The pid of the detached supervisor of session `id`, if one runs.
-fn supervisor_of(id: &str) -> Option<i32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-        let text = String::from_utf8_lossy(&cmdline);
-        (text.contains("__supervise") && text.contains(id)).then_some(pid)
-    })
-}
-
 fn kill(pid: i32) {
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
@@ -144,7 +134,7 @@ fn sigkill_of_run_and_supervisor_at_random_instants_never_loses_the_work_or_an_e
                 run_killed = true;
             }
             if !supervisor_killed && supervisor_after.is_some_and(|at| ms >= at) {
-                if let Some(pid) = supervisor_of(&id) {
+                if let Some(pid) = support::supervisor_of(&id) {
                     kill(pid);
                 }
                 supervisor_killed = true;

@@ -33,6 +33,9 @@ pub enum ErrorKind {
     VerifyFailed,
     /// A stored record could not be read: corrupt, unknown fields, bad state.
     CorruptRecord,
+    /// The disk holding codehands' files (or the worktree) is full or read-only: free space
+    /// (or make it writable), then run `codehands recover`.
+    DiskFull,
     /// The file system or another I/O source failed.
     Io,
     /// The operation is not supported by this agent or runner.
@@ -129,14 +132,20 @@ impl Error {
         }
     }
 
-    /// An I/O error with the path or action it concerns.
+    /// An I/O error with the path or action it concerns; a full or read-only disk is
+    /// [`ErrorKind::DiskFull`].
     /// `err` is kept as the source: its OS error code when it has one, else its kind and text.
     pub fn io(context: impl std::fmt::Display, err: &std::io::Error) -> Self {
+        use std::io::ErrorKind as Io;
+        let kind = match err.kind() {
+            Io::StorageFull | Io::QuotaExceeded | Io::ReadOnlyFilesystem => ErrorKind::DiskFull,
+            _ => ErrorKind::Io,
+        };
         let source = match err.raw_os_error() {
             Some(code) => std::io::Error::from_raw_os_error(code),
             None => std::io::Error::new(err.kind(), err.to_string()),
         };
-        Self::new(ErrorKind::Io, format!("{context}: {err}")).with_source(source)
+        Self::new(kind, format!("{context}: {err}")).with_source(source)
     }
 
     /// The error for a feature that was left out of this build.

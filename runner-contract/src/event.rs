@@ -344,6 +344,9 @@ pub enum FailureKind {
     Vcs,
     /// The runner went away while the session ran (found by recover()).
     Interrupted,
+    /// The disk holding the run's files or its worktree was full or read-only: free space,
+    /// then run `codehands recover`.
+    DiskFull,
     /// Anything else.
     Internal,
 }

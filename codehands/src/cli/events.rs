@@ -63,6 +63,8 @@ pub async fn run(args: EventsArgs) -> Result<ExitCode> {
             return closed(e);
         }
     }
+    // Ended with the session, or before it could be followed to its end: then why.
+    runner.after_stream(&id).await?;
     Ok(ExitCode::SUCCESS)
 }
 

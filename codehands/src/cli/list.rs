@@ -53,10 +53,7 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
     if args.json {
         output::json_line(&records)?;
         for (path, e) in &listing.unreadable {
-            eprintln!(
-                "codehands: unreadable session record {}: {e}",
-                path.display()
-            );
+            eprintln!("codehands: unreadable {}: {e}", path.display());
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -79,10 +76,7 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
         }
     }
     for (path, e) in &listing.unreadable {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default();
+        let name = unreadable_name(path);
         let line = format!(
             "unreadable: {name}: {}",
             super::view::visible(e.message(), false)
@@ -90,6 +84,18 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
         output::line(&cut(&line, output::width()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How an unreadable file is named: a record by its file's name (`<id>.json`), a session's
+/// event log as `runs/<id>/events.jsonl`.
+fn unreadable_name(path: &std::path::Path) -> String {
+    let parts: Vec<_> = path.iter().map(|p| p.to_string_lossy()).collect();
+    let start = if path.file_name().is_some_and(|n| n == "events.jsonl") {
+        parts.len().saturating_sub(3)
+    } else {
+        parts.len().saturating_sub(1)
+    };
+    parts[start..].join("/")
 }
 
 /// One line per repository of the listed sessions that reported a cost: what they cost

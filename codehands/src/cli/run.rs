@@ -233,7 +233,12 @@ async fn watch_once(
             }
             Ok(Watched::Done(ExitCode::SUCCESS))
         }
-        _ => Ok(Watched::Done(ExitCode::FAILURE)),
+        Some(EventBody::TaskFailed(_)) => Ok(Watched::Done(ExitCode::FAILURE)),
+        _ => {
+            // The stream ended before the turn did: say why (a disk that stays full …).
+            runner.after_stream(&id).await?;
+            Ok(Watched::Done(ExitCode::FAILURE))
+        }
     }
 }
 

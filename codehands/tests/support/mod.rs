@@ -316,6 +316,16 @@ pub fn process_running(needle: &str) -> bool {
     })
 }
 
+/// The pid of the detached supervisor of session `id`, if one runs.
+pub fn supervisor_of(id: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let text = String::from_utf8_lossy(&cmdline);
+        (text.contains("__supervise") && text.contains(id)).then_some(pid)
+    })
+}
+
 /// A fresh id.
 pub fn new_id() -> SessionId {
     SessionId::new_random()

@@ -196,6 +196,12 @@ impl DetachedAgent {
         !matches!(self.relay.try_wait(), Ok(None))
     }
 
+    /// Whether the relay ended with an error: it could not write the output to its file (a
+    /// full disk), so the file holds only part of what the agent printed.
+    pub fn relay_failed(&mut self) -> bool {
+        matches!(self.relay.try_wait(), Ok(Some(status)) if !status.success())
+    }
+
     /// Waits for the agent to exit.
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         self.child.wait().await

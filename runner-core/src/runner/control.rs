@@ -2,20 +2,25 @@
 //! a run: the event log (`events.jsonl`), the turn planned (`turn.json`), the agent's
 //! output (`turn-<n>.stdout`, `turn-<n>.stderr`, written by the agent itself), which
 //! agent process runs it (`agent.json`), how it exited (`exit.json`), who started it
-//! (`runner.json`), the lock of its one supervisor (`supervisor.lock`), and whether a stop
-//! was asked for (`stop-requested`). Pids live here, never in the session record, always
-//! with their start time. They are replaced atomically but not fsynced: they describe live
-//! processes, which a reboot ends anyway.
+//! (`runner.json`), the lock of its one supervisor (`supervisor.lock`), whether a stop
+//! was asked for (`stop-requested`), and the room kept for the turn's end on a full disk
+//! (`reserve`). Pids live here, never in the session record, always with their start time.
+//! They are replaced atomically but not fsynced: they describe live processes, which a
+//! reboot ends anyway.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::disk::{self, Appender};
 use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::ids::SessionId;
 use crate::private::{PrivateRoot, read_no_follow};
 use crate::process::tree::ProcessIdentity;
+
+/// The reserve file of a planned turn.
+const RESERVE: &str = "reserve";
 
 /// The control files of one session's run folder.
 #[derive(Debug, Clone)]
@@ -49,9 +54,47 @@ impl RunFiles {
         self.root.check_file(&self.transcript())
     }
 
-    /// Opens the transcript for appending (0600, never through a link).
-    pub fn open_transcript(&self) -> Result<std::fs::File> {
-        self.root.append(&self.transcript())
+    /// Opens the transcript to append whole lines to (0600, never through a link); a last
+    /// line left without its newline is cut off.
+    pub(super) fn open_transcript(&self) -> Result<Appender> {
+        let path = self.transcript();
+        let file = self.root.open(
+            &path,
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )?;
+        Appender::new(&path, file)
+    }
+
+    /// Takes the room a turn keeps for writing its end on a full disk (`reserve`, see
+    /// `disk.rs`); a disk without that much refuses the turn before it is planned.
+    pub(super) fn make_reserve(&self) -> Result<()> {
+        let path = self.dir.join(RESERVE);
+        let file = self.root.open(
+            &path,
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )?;
+        let made = disk::make_reserve(&file, &path);
+        if made.is_err() {
+            let _ = std::fs::remove_file(&path);
+        }
+        made
+    }
+
+    /// Whether the turn still holds its reserve (a supervisor that met a full disk used it).
+    pub(super) fn has_reserve(&self) -> bool {
+        self.dir.join(RESERVE).exists()
+    }
+
+    /// Gives the reserve's room back to the disk; whether there was one.
+    pub(super) fn release_reserve(&self) -> bool {
+        std::fs::remove_file(self.dir.join(RESERVE)).is_ok()
     }
 
     /// Writes a private file of the run (0600, replaced atomically, never through a link).
@@ -140,7 +183,13 @@ impl RunFiles {
     /// Forgets the turn once it has ended: its plan, agent, exit, secrets and raw output
     /// (the transcript and the event log keep what it printed, redacted).
     pub fn clear_turn(&self, turn: u64) {
-        for name in ["agent.json", "exit.json", "secrets.json", "turn.json"] {
+        for name in [
+            "agent.json",
+            "exit.json",
+            "secrets.json",
+            "turn.json",
+            RESERVE,
+        ] {
             let _ = std::fs::remove_file(self.dir.join(name));
         }
         let _ = std::fs::remove_file(self.agent_stdout(turn));

@@ -63,14 +63,14 @@ impl LocalRunner {
         )?;
         // A session that was verified is verified again: the change is a new one.
         let verify = matches!(super::verify::Verdict::load(&shared.home, id), Ok(Some(_)));
-        self.next_turn(&record, text, verify, "follow-up")
+        self.next_turn(&record, text, verify, "follow-up").await
     }
 
     /// Another turn of `record`'s conversation, with the agent's resume, in the same
     /// worktree: a resume of a stopped session, or a follow-up of one awaiting approval
     /// (`what` names it in a refusal). The session goes back to the state it was in when the
     /// turn cannot be planned.
-    pub(super) fn next_turn(
+    pub(super) async fn next_turn(
         &self,
         record: &SessionRecord,
         prompt: String,
@@ -95,9 +95,39 @@ impl LocalRunner {
                 "the worktree of session {id} is gone: it takes no {what}"
             )));
         }
-        RunFiles::in_home(&shared.home, &id).prepare()?;
+        let files = RunFiles::in_home(&shared.home, &id);
+        files.prepare()?;
+        // The supervisor of the turn before may still be clearing its files (the record
+        // said the turn was over just before): plan this one once it has let go, or its
+        // clearing would take this turn's plan and reserve with it.
+        let deadline = Instant::now() + run::SETTLE_WAIT;
+        while super::control::SupervisorLock::is_held(&files) {
+            if Instant::now() >= deadline {
+                return Err(Error::new(
+                    ErrorKind::Locked,
+                    format!(
+                        "the supervisor of session {id}'s last turn has not let go of it within {}: try again, or run `codehands recover`",
+                        super::watched::human(run::SETTLE_WAIT)
+                    ),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        // The room the turn keeps for its end on a full disk (`disk.rs`).
+        files.make_reserve().map_err(|e| {
+            if super::disk::is_full(&e) {
+                super::disk::full(shared.home.root(), e.message(), "try again")
+            } else {
+                e
+            }
+        })?;
         let back_to = record.state;
-        let record = shared.store.move_to(&id, SessionState::Running, what)?;
+        let record = shared
+            .store
+            .move_to(&id, SessionState::Running, what)
+            .inspect_err(|_| {
+                files.release_reserve();
+            })?;
         let resume_from = record
             .agent_session_id
             .clone()
@@ -105,6 +135,7 @@ impl LocalRunner {
         self.begin_turn(&record, prompt, Some(resume_from), verify)
             .inspect_err(|_| {
                 // Nothing runs: back to where it was.
+                files.release_reserve();
                 let _ = shared
                     .store
                     .update(&id, |r| r.move_to(back_to, "take the turn back"));

@@ -5,6 +5,7 @@
 use super::Shared;
 use super::cleanup;
 use super::control::{RunFiles, SupervisorLock, TurnPlan};
+use super::disk;
 use super::log::{self, EventLog};
 use crate::error::Result;
 use crate::event::{ApprovalRequested, Event, EventBody, FailureKind, TaskFailed};
@@ -60,7 +61,22 @@ impl TurnEnd {
     /// Completes the turn's events (an `approval.requested` owed after a logged
     /// `task.finished`), then moves the record to the state they say, with the seq, the cost
     /// and tokens; a failed turn's worktree goes (its branch stays if the agent committed).
+    /// On a full disk, once more in the room the turn's reserve leaves (`disk.rs`).
     pub(super) async fn settle(
+        &mut self,
+        shared: &Shared,
+        files: &RunFiles,
+        log: &mut EventLog,
+    ) -> Result<SessionRecord> {
+        match self.settle_once(shared, files, log).await {
+            Err(e) if disk::is_full(&e) && files.release_reserve() => {
+                self.settle_once(shared, files, log).await
+            }
+            settled => settled,
+        }
+    }
+
+    async fn settle_once(
         &mut self,
         shared: &Shared,
         files: &RunFiles,
@@ -134,6 +150,19 @@ impl TurnEnd {
     }
 }
 
+/// Appends `events` to the log; on a full disk, once more in the room the turn's reserve
+/// leaves (`disk.rs`).
+pub(super) fn append_with_room(
+    log: &mut EventLog,
+    files: &RunFiles,
+    events: &[Event],
+) -> Result<()> {
+    match log.append(events) {
+        Err(e) if disk::is_full(&e) && files.release_reserve() => log.append(events),
+        done => done,
+    }
+}
+
 /// The cost and tokens a turn's agent reported (the report's one summing rule).
 fn turn_cost(turn: &[Event]) -> (Option<f64>, Option<crate::session::TokenCounts>) {
     crate::report::cost_of(turn)
@@ -199,7 +228,7 @@ pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> R
         None,
     );
     let mut log = EventLog::open(files.root(), &files.events())?;
-    log.append(&[failed])?;
+    append_with_room(&mut log, &files, &[failed])?;
     files.clear_stop();
     files.clear_runner();
     // No turn was planned: this closing event is a turn of its own.

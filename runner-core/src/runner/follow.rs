@@ -5,7 +5,9 @@
 //! A closing event (`approval.requested`, `task.failed`, `task.stopped`) is handed out only
 //! once the record says the turn is over, so a caller that acts on it (approve right away)
 //! finds the session in the state the event announced. A run that nobody supervises while it
-//! is followed is healed (adopted or finished) as soon as that is seen.
+//! is followed is healed (adopted or finished) as soon as that is seen; when that keeps
+//! failing (a disk that stays full), the stream ends rather than wait forever, and
+//! [`LocalRunner::after_stream`](super::LocalRunner::after_stream) says why.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -25,6 +27,9 @@ use crate::traits::runner::EventStream;
 /// How long a running session may go unsupervised before a follower heals it (a supervisor
 /// just launched needs a moment to take its lock).
 const UNSUPERVISED_GRACE: Duration = Duration::from_millis(750);
+/// How long a follower waits for a settled turn's supervisor to let go of the run (it has
+/// only its files to clear; a new turn's supervisor may hold it after that).
+const LET_GO_WAIT: Duration = Duration::from_secs(2);
 /// After this many heals that brought nothing, the follower supervises the run itself.
 const HEALS_BEFORE_INLINE: u32 = 4;
 
@@ -121,22 +126,26 @@ impl Follower {
         }
         self.unsupervised_since = None;
         self.heals += 1;
-        let healed = if self.heals > HEALS_BEFORE_INLINE {
-            // Launched supervisors keep going away: supervise here.
-            run::supervise(self.shared.clone(), self.id)
-                .await
-                .map(|()| heal::Healed::Finished)
-        } else {
-            heal::heal(&self.shared, &record).await
-        };
-        if let Err(e) = healed {
-            tracing::warn!(session = %self.id, "cannot take over the run: {e}");
+        if self.heals <= HEALS_BEFORE_INLINE {
+            if let Err(e) = heal::heal(&self.shared, &record).await {
+                tracing::warn!(session = %self.id, "cannot take over the run: {e}");
+            }
+            return true;
         }
+        // Launched supervisors keep going away: supervise here. When the run is still not
+        // over after that, it cannot go on now: stop following it.
+        if let Err(e) = run::supervise(self.shared.clone(), self.id).await {
+            tracing::warn!(session = %self.id, "cannot take over the run: {e}");
+            return false;
+        }
+        self.heals = 0;
         true
     }
 
     /// Waits (bounded) until the record has left `running` after the closing event `seq`
-    /// (not for one of an earlier turn: a turn planned after it runs on).
+    /// (not for one of an earlier turn: a turn planned after it runs on), and its
+    /// supervisor has let go of the run (it clears the turn's files just after): a caller
+    /// that acts on the event at once (a follow-up) finds nothing of the old turn left.
     async fn wait_settled(&mut self, seq: u64) {
         let files = RunFiles::in_home(&self.shared.home, &self.id);
         if files.turn().is_some_and(|plan| plan.seq_start >= seq) {
@@ -146,12 +155,19 @@ impl Follower {
         while Instant::now() < deadline {
             match self.shared.store.get(&self.id) {
                 Ok(record) if record.state == SessionState::Running => {}
-                _ => return,
+                _ => {
+                    let let_go = Instant::now() + LET_GO_WAIT;
+                    while SupervisorLock::is_held(&files) && Instant::now() < let_go {
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                    return;
+                }
             }
             if !SupervisorLock::is_held(&files) {
                 // The writer of the event went away before the record: settle it here.
                 if let Err(e) = run::supervise(self.shared.clone(), self.id).await {
                     tracing::warn!(session = %self.id, "cannot settle the run: {e}");
+                    return;
                 }
             }
             tokio::time::sleep(Duration::from_millis(2)).await;

@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use super::Shared;
 use super::control::{RunFiles, SupervisorLock};
+use super::disk;
 use super::ending::fail_unplanned;
+use super::log;
 use super::run;
 use crate::error::Result;
 use crate::ids::SessionId;
@@ -36,6 +38,12 @@ pub(super) enum Healed {
 
 /// Heals one session (see the module's documentation).
 pub(super) async fn heal(shared: &Arc<Shared>, record: &SessionRecord) -> Result<Healed> {
+    heal_session(shared, record)
+        .await
+        .map_err(|e| disk::named(shared.home.root(), e))
+}
+
+async fn heal_session(shared: &Arc<Shared>, record: &SessionRecord) -> Result<Healed> {
     if !matches!(record.state, SessionState::Running | SessionState::Queued) {
         return Ok(Healed::Nothing);
     }
@@ -44,6 +52,9 @@ pub(super) async fn heal(shared: &Arc<Shared>, record: &SessionRecord) -> Result
     if SupervisorLock::is_held(&files) {
         return Ok(Healed::Nothing);
     }
+    // A log that cannot be read (a line torn in its middle) is this session's error alone,
+    // said before a supervisor is started that could only fail on it.
+    log::scan(&files.events(), u64::MAX, |_| false)?;
     let Some(plan) = files.turn() else {
         let starting = files
             .runner()

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::control::RunFiles;
+use super::disk::Appender;
 use crate::error::{Error, Result};
 use crate::options::PermissionAnswer;
 
@@ -83,25 +84,37 @@ pub(super) fn input_file(files: &RunFiles, turn: u64) -> PathBuf {
     files.dir().join(format!("turn-{turn}.stdin"))
 }
 
-/// Appends `request` to the inbox, in one write (0600, never through a link).
+/// Appends `request` to the inbox, in one write (0600, never through a link): whole or not
+/// at all. Callers in other processes append too, so each does it under a lock of the file
+/// (a last line cut short by a caller that died is cut off first).
 pub(super) fn post(files: &RunFiles, request: &Request) -> Result<()> {
-    use std::io::Write;
     let mut line = serde_json::to_vec(request)
         .map_err(|e| Error::internal(format!("cannot encode an inbox request: {e}")))?;
     line.push(b'\n');
-    let file = path(files);
-    files
-        .root()
-        .append(&file)?
-        .write_all(&line)
-        .map_err(|e| Error::io(format!("cannot write {}", file.display()), &e))
+    let path = path(files);
+    let file = open_lines(files, &path)?;
+    file.lock()
+        .map_err(|e| Error::io(format!("cannot lock {}", path.display()), &e))?;
+    Appender::new(&path, file)?.append(&line)
+}
+
+/// Opens a file of lines under the run folder for reading and appending.
+fn open_lines(files: &RunFiles, path: &std::path::Path) -> Result<std::fs::File> {
+    files.root().open(
+        path,
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
 }
 
 /// Reads an inbox as it grows.
 pub(super) struct InboxReader {
     path: PathBuf,
+    /// Just after the last whole line read (what follows may still be cut back).
     offset: u64,
-    partial: Vec<u8>,
 }
 
 impl InboxReader {
@@ -110,7 +123,6 @@ impl InboxReader {
         Self {
             path: path(files),
             offset: 0,
-            partial: Vec::new(),
         }
     }
 
@@ -134,14 +146,11 @@ impl InboxReader {
         {
             return Vec::new();
         }
-        self.offset += bytes.len() as u64;
-        self.partial.extend_from_slice(&bytes);
-        let Some(last) = self.partial.iter().rposition(|&b| b == b'\n') else {
+        let Some(last) = bytes.iter().rposition(|&b| b == b'\n') else {
             return Vec::new();
         };
-        let rest = self.partial.split_off(last + 1);
-        let whole = std::mem::replace(&mut self.partial, rest);
-        whole
+        self.offset += last as u64 + 1;
+        bytes[..last]
             .split(|&b| b == b'\n')
             .filter_map(|line| serde_json::from_slice(line).ok())
             .collect()
@@ -150,19 +159,17 @@ impl InboxReader {
 
 /// Appends `line` to the turn's input file in one write, unless the file already holds it
 /// (delivered by a supervisor that went away); returns whether it wrote.
+///
+/// Whole or not at all: the relay feeding the agent (`tail -f`) must never pass on half a
+/// line, so the room for it is taken first (`disk.rs`).
 pub(super) fn deliver(files: &RunFiles, turn: u64, line: &str) -> Result<bool> {
-    use std::io::Write;
-    let file = input_file(files, turn);
+    let path = input_file(files, turn);
     if delivered(files, turn, line) {
         return Ok(false);
     }
     let mut bytes = line.as_bytes().to_vec();
     bytes.push(b'\n');
-    files
-        .root()
-        .append(&file)?
-        .write_all(&bytes)
-        .map_err(|e| Error::io(format!("cannot write {}", file.display()), &e))?;
+    Appender::new(&path, open_lines(files, &path)?)?.append(&bytes)?;
     Ok(true)
 }
 
@@ -206,7 +213,7 @@ mod tests {
         post(&files, &send).unwrap();
         post(&files, &answer).unwrap();
         assert_eq!(reader.read_new(), vec![send.clone(), answer]);
-        // Half a line (a writer killed mid-write would leave the rest unwritten).
+        // Half a line (a writer killed mid-write), then the rest of it.
         let mut half = files.root().append(&path(&files)).unwrap();
         use std::io::Write;
         half.write_all(br#"{"kind":"interrupt","id":"c","#).unwrap();
@@ -224,6 +231,23 @@ mod tests {
         assert_eq!(InboxReader::new(&files).read_new().len(), 3);
         assert_eq!(send.turn(), 1);
         assert_eq!(send.id(), "a");
+    }
+
+    #[test]
+    fn a_line_cut_short_by_a_caller_that_died_is_cut_off_by_the_next() {
+        let (_dir, files) = files();
+        let mut reader = InboxReader::new(&files);
+        std::fs::write(path(&files), br#"{"kind":"interrupt","id":"c","#).unwrap();
+        assert!(reader.read_new().is_empty());
+        let send = Request::Send {
+            id: "d".into(),
+            turn: 1,
+            text: "next".into(),
+        };
+        post(&files, &send).unwrap();
+        assert_eq!(reader.read_new(), vec![send]);
+        let text = std::fs::read_to_string(path(&files)).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
     }
 
     #[test]

@@ -8,17 +8,17 @@
 //! and the next writer cuts off before it appends.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use super::disk::Appender;
+use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::private::PrivateRoot;
 
 /// The appending end of a session's event log.
 pub(super) struct EventLog {
-    path: PathBuf,
-    file: File,
+    out: Appender,
     buffer: Vec<u8>,
 }
 
@@ -26,7 +26,7 @@ impl EventLog {
     /// Opens the log at `path` for appending (0600, never through a link), cutting off a
     /// last line left without its newline by a writer that died mid-write.
     pub fn open(root: &PrivateRoot, path: &Path) -> Result<Self> {
-        let mut file = root.open(
+        let file = root.open(
             path,
             std::fs::OpenOptions::new()
                 .read(true)
@@ -34,19 +34,14 @@ impl EventLog {
                 .create(true)
                 .truncate(false),
         )?;
-        let complete = complete_length(&mut file)
-            .map_err(|e| Error::io(format!("cannot read {}", path.display()), &e))?;
-        file.set_len(complete)
-            .and_then(|()| file.seek(SeekFrom::End(0)).map(drop))
-            .map_err(|e| Error::io(format!("cannot write {}", path.display()), &e))?;
         Ok(Self {
-            path: path.to_owned(),
-            file,
+            out: Appender::new(path, file)?,
             buffer: Vec::new(),
         })
     }
 
-    /// Appends `events` in one write.
+    /// Appends `events` in one write: all of them reach the log, or none (a write that fails
+    /// part way, on a full disk, is cut back).
     pub fn append(&mut self, events: &[Event]) -> Result<()> {
         if events.is_empty() {
             return Ok(());
@@ -57,36 +52,20 @@ impl EventLog {
                 .map_err(|e| Error::internal(format!("cannot write an event as JSON: {e}")))?;
             self.buffer.push(b'\n');
         }
-        self.file
-            .write_all(&self.buffer)
-            .map_err(|e| Error::io(format!("cannot append to {}", self.path.display()), &e))
+        self.out.append(&self.buffer)
     }
-}
-
-/// The length of `file` up to and including its last newline.
-fn complete_length(file: &mut File) -> std::io::Result<u64> {
-    let len = file.seek(SeekFrom::End(0))?;
-    let mut end = len;
-    let mut chunk = [0u8; 4096];
-    while end > 0 {
-        let start = end.saturating_sub(chunk.len() as u64);
-        let n = (end - start) as usize;
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut chunk[..n])?;
-        if let Some(at) = chunk[..n].iter().rposition(|&b| b == b'\n') {
-            return Ok(start + at as u64 + 1);
-        }
-        end = start;
-    }
-    Ok(0)
 }
 
 /// Reads complete lines of a log as they are appended, from a byte offset.
+///
+/// Bytes after the last newline are read again next time rather than kept: a writer cuts a
+/// line it could not finish back before it appends the next, so what follows the last whole
+/// line may change.
 pub(super) struct LogReader {
     path: PathBuf,
     file: Option<File>,
+    /// Just after the last whole line read.
     offset: u64,
-    partial: Vec<u8>,
     line: usize,
 }
 
@@ -97,20 +76,19 @@ impl LogReader {
             path,
             file: None,
             offset: 0,
-            partial: Vec::new(),
             line: 0,
         }
     }
 
     /// The events appended since the last call (only whole lines); an empty list when
     /// nothing new is there. A line that is not an event is an error naming the file and
-    /// the line: the log is written only by codehands.
+    /// the line ([`ErrorKind::CorruptRecord`]): the log is written only by codehands.
     pub fn read_new(&mut self) -> Result<Vec<Event>> {
         if self.file.is_none() {
             match crate::private::open_no_follow(&self.path, std::fs::OpenOptions::new().read(true))
             {
                 Ok(file) => self.file = Some(file),
-                Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
                 Err(e) => return Err(e),
             }
         }
@@ -121,27 +99,33 @@ impl LogReader {
         file.seek(SeekFrom::Start(self.offset))
             .and_then(|_| file.read_to_end(&mut bytes))
             .map_err(|e| Error::io(format!("cannot read {}", self.path.display()), &e))?;
-        self.offset += bytes.len() as u64;
-        self.partial.extend_from_slice(&bytes);
-        let Some(last) = self.partial.iter().rposition(|&b| b == b'\n') else {
+        let Some(last) = bytes.iter().rposition(|&b| b == b'\n') else {
             return Ok(Vec::new());
         };
-        let rest = self.partial.split_off(last + 1);
-        let whole = std::mem::replace(&mut self.partial, rest);
+        self.offset += last as u64 + 1;
         let mut events = Vec::new();
-        for line in whole.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        for line in bytes[..last].split(|&b| b == b'\n') {
             self.line += 1;
-            let event = serde_json::from_slice(line).map_err(|e| {
-                Error::internal(format!(
-                    "line {} of the event log {} is not an event ({e}): the log is written only by codehands; move the file away to read the session's record without it",
-                    self.line,
-                    self.path.display()
-                ))
-            })?;
-            events.push(event);
+            if line.is_empty() {
+                continue;
+            }
+            events.push(parse(line, self.line, &self.path)?);
         }
         Ok(events)
     }
+}
+
+/// Line `number` of the log at `path` as an event.
+fn parse(line: &[u8], number: usize, path: &Path) -> Result<Event> {
+    serde_json::from_slice(line).map_err(|e| {
+        Error::new(
+            ErrorKind::CorruptRecord,
+            format!(
+                "line {number} of the event log {} is not an event ({e}): the log is written only by codehands; move the file away to read the session's record without it",
+                path.display()
+            ),
+        )
+    })
 }
 
 /// What one pass over a log keeps: its last seq, and the few events after a seq that a turn's
@@ -166,7 +150,7 @@ pub(super) fn scan(
     };
     let file = match crate::private::open_no_follow(path, std::fs::OpenOptions::new().read(true)) {
         Ok(file) => file,
-        Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(found),
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(found),
         Err(e) => return Err(e),
     };
     let mut reader = std::io::BufReader::new(file);
@@ -185,12 +169,7 @@ pub(super) fn scan(
         if line.len() == 1 {
             continue;
         }
-        let event: Event = serde_json::from_slice(&line).map_err(|e| {
-            Error::internal(format!(
-                "line {number} of the event log {} is not an event ({e}): the log is written only by codehands; move the file away to read the session's record without it",
-                path.display()
-            ))
-        })?;
+        let event = parse(&line[..line.len() - 1], number, path)?;
         found.last_seq = event.seq;
         if event.seq > after && keep(&event.body) {
             found.kept.push(event);
@@ -209,6 +188,7 @@ mod tests {
     use crate::event::{EventBody, Message};
     use crate::ids::SessionId;
     use crate::sequence::EventSequence;
+    use std::io::Write;
 
     fn events(n: usize) -> Vec<Event> {
         let mut seq = EventSequence::new(SessionId::new_random());
@@ -246,6 +226,51 @@ mod tests {
         let mut log = EventLog::open(&root, &path).unwrap();
         log.append(&all[2..]).unwrap();
         assert_eq!(read_all(&path).unwrap(), all);
+    }
+
+    #[test]
+    fn a_reader_that_saw_half_a_line_reads_the_line_written_in_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = PrivateRoot::new(dir.path());
+        let path = dir.path().join("events.jsonl");
+        let all = events(3);
+        let mut log = EventLog::open(&root, &path).unwrap();
+        log.append(&all[..1]).unwrap();
+        drop(log);
+        let mut reader = LogReader::new(path.clone());
+        // A write that failed part way (a full disk) and was cut back, seen before the cut.
+        let torn = serde_json::to_string(&all[2]).unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(&torn.as_bytes()[..torn.len() / 3]).unwrap();
+        assert_eq!(reader.read_new().unwrap(), all[..1]);
+        let mut log = EventLog::open(&root, &path).unwrap();
+        log.append(&all[1..]).unwrap();
+        assert_eq!(reader.read_new().unwrap(), all[1..]);
+    }
+
+    #[test]
+    fn a_line_torn_in_the_middle_of_the_log_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let lines: Vec<String> = events(3)
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        let torn = format!("{}\n{}\n{}\n", lines[0], &lines[1][..20], lines[2]);
+        std::fs::write(&path, torn).unwrap();
+        for error in [
+            read_all(&path).unwrap_err(),
+            scan(&path, 0, |_| true).err().unwrap(),
+        ] {
+            assert_eq!(error.kind(), ErrorKind::CorruptRecord);
+            assert!(
+                error.to_string().starts_with("line 2 of the event log"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod cleanup;
 mod control;
 mod conversation;
 mod converse;
+mod disk;
 mod ending;
 mod follow;
 mod gc;
@@ -219,7 +220,9 @@ impl LocalRunner {
         } else {
             message.to_owned()
         };
-        let approved = journal::approve(shared, &record, &message).await?;
+        let approved = journal::approve(shared, &record, &message)
+            .await
+            .map_err(|e| disk::named(shared.home.root(), e))?;
         remember_outcome(shared, &record, SessionState::Approved).await;
         Ok(approved)
     }
@@ -235,7 +238,9 @@ impl LocalRunner {
         record
             .state
             .check_move(SessionState::Rejecting, SessionState::Rejected, "reject")?;
-        let kept = journal::reject(shared, &record).await?;
+        let kept = journal::reject(shared, &record)
+            .await
+            .map_err(|e| disk::named(shared.home.root(), e))?;
         remember_outcome(shared, &record, SessionState::Rejected).await;
         Ok(RejectResult {
             session_id: *session_id,
@@ -249,21 +254,36 @@ impl LocalRunner {
         self.shared.store.resolve(text)
     }
 
-    /// The session records, and the record files that could not be read (with why); a
-    /// running session nobody supervises is healed first, so none is listed running dead.
+    /// The session records, and the files that could not be read (with why): record files,
+    /// and the event logs of running sessions. A running session nobody supervises is healed
+    /// first, so none is listed running dead; one that cannot be healed now (its log cannot
+    /// be read, its disk is full) is listed as it is, and never keeps the others from the list.
     pub async fn listing(&self) -> Result<crate::store::Listing> {
         let listing = self.shared.store.list()?;
         let mut healed = false;
+        let mut unhealed = Vec::new();
         for record in &listing.records {
             if matches!(record.state, SessionState::Running | SessionState::Queued) {
-                healed |= !matches!(
-                    heal::heal(&self.shared, record).await?,
-                    heal::Healed::Nothing | heal::Healed::Adopted
-                );
+                match heal::heal(&self.shared, record).await {
+                    Ok(done) => {
+                        healed |= !matches!(done, heal::Healed::Nothing | heal::Healed::Adopted)
+                    }
+                    Err(e) => unhealed.push((record.session_id, e)),
+                }
             }
         }
-        if healed {
-            return self.shared.store.list();
+        let mut listing = if healed {
+            self.shared.store.list()?
+        } else {
+            listing
+        };
+        for (id, e) in unhealed {
+            if e.kind() == ErrorKind::CorruptRecord {
+                let log = RunFiles::in_home(&self.shared.home, &id).events();
+                listing.unreadable.push((log, e));
+            } else {
+                tracing::warn!(session = %id, "cannot take over the run now: {e}");
+            }
         }
         Ok(listing)
     }
@@ -348,6 +368,32 @@ impl LocalRunner {
             .collect())
     }
 
+    /// After a stream of session `id`'s events ended: `Ok` when the session is no longer
+    /// running (the stream ended as it should), else why it could not be followed to its end
+    /// (its log cannot be read, or its run cannot go on now: a disk that stays full).
+    pub async fn after_stream(&self, id: &SessionId) -> Result<()> {
+        let record = self.healed(self.shared.store.get(id)?).await?;
+        if !matches!(record.state, SessionState::Running | SessionState::Queued) {
+            return Ok(());
+        }
+        let files = RunFiles::in_home(&self.shared.home, id);
+        log::scan(&files.events(), u64::MAX, |_| false)?;
+        if disk::looks_full(files.dir()) {
+            return Err(disk::full(
+                self.shared.home.root(),
+                "",
+                "run `codehands recover`",
+            ));
+        }
+        Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "the events of session {id} ended before its turn did: \
+                 `codehands events {id} --follow` follows it again"
+            ),
+        ))
+    }
+
     /// Waits until the agent of session `id`'s current turn has been spawned (or the turn has
     /// ended), at most `limit`; returns the record then.
     pub async fn wait_for_agent(&self, id: &SessionId, limit: Duration) -> Result<SessionRecord> {
@@ -423,6 +469,7 @@ impl Runner for LocalRunner {
                 "session {id} already exists: pick a new session id"
             )));
         }
+        refuse_line_breaks(&shared.home, &options.repo_path)?;
         refuse_codehands_worktree(shared, &options.repo_path)?;
         let base = shared.vcs.base_commit(&options.repo_path).await?;
         agent.preflight(&options.repo_path)?; // preflight.rs: before anything is made
@@ -440,10 +487,18 @@ impl Runner for LocalRunner {
         // mount); the private folders above it keep other users out.
         let private = shared.home.private();
         if let Some(parent) = worktree.parent() {
-            private.ensure_dir(parent)?;
+            private
+                .ensure_dir(parent)
+                .map_err(|e| start_failed(shared, e))?;
         }
         let run_files = RunFiles::in_home(&shared.home, &id);
-        run_files.prepare()?;
+        run_files.prepare().map_err(|e| start_failed(shared, e))?;
+        // The room the turn keeps for its end on a full disk: a disk without it refuses
+        // the session now, before anything else is made.
+        if let Err(e) = run_files.make_reserve() {
+            let _ = std::fs::remove_dir_all(run_files.dir());
+            return Err(start_failed(shared, e));
+        }
         let branch = shared.vcs.branch_name(&options.prompt, &id);
         let now = crate::now_rfc3339();
         let record = SessionRecord {
@@ -468,7 +523,10 @@ impl Runner for LocalRunner {
             created_at: now.clone(),
             updated_at: now,
         };
-        shared.store.create(&record)?;
+        if let Err(e) = shared.store.create(&record) {
+            let _ = std::fs::remove_dir_all(run_files.dir());
+            return Err(start_failed(shared, e));
+        }
         // Claimed before the worktree is made, so a recover in another process leaves a start
         // under way alone (and takes over one whose process died).
         if let Some(me) = crate::process::tree::ProcessIdentity::current() {
@@ -481,17 +539,27 @@ impl Runner for LocalRunner {
             path: worktree.clone(),
         };
         if let Err(e) = shared.vcs.create_worktree(&spec).await {
-            // Nothing was started: leave no record (or empty run folder) behind either.
-            let _ = shared.store.remove(&id);
-            run_files.clear_runner();
-            let _ = std::fs::remove_dir(run_files.dir());
-            return Err(e);
+            // Nothing was started: leave no record (or run folder) behind either.
+            undo_start(shared, &record, &run_files).await;
+            return Err(start_failed(shared, e));
         }
-        let record = shared
+        let record = match shared
             .store
-            .move_to(&id, SessionState::Running, "start the session")?;
+            .move_to(&id, SessionState::Running, "start the session")
+        {
+            Ok(record) => record,
+            Err(e) => {
+                undo_start(shared, &record, &run_files).await;
+                return Err(start_failed(shared, e));
+            }
+        };
         match self.begin_turn(&record, options.prompt, None, options.verify) {
             Ok(stream) => Ok(stream),
+            Err(e) if run_files.turn().is_none() => {
+                // No turn was planned, so nothing runs or will: take it all back.
+                undo_start(shared, &record, &run_files).await;
+                Err(start_failed(shared, e))
+            }
             Err(e) => {
                 // Nothing runs: fail the session so nothing is left behind.
                 run_files.clear_runner();
@@ -573,7 +641,7 @@ impl Runner for LocalRunner {
         let prompt = prompt
             .filter(|p| !p.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_RESUME_PROMPT.into());
-        self.next_turn(&record, prompt, false, "resume")
+        self.next_turn(&record, prompt, false, "resume").await
     }
 
     async fn recover(&self) -> Result<RecoveryReport> {
@@ -647,6 +715,55 @@ async fn remember_outcome(shared: &Shared, record: &SessionRecord, outcome: Sess
     {
         tracing::warn!(session = %record.session_id, "repo memory: cannot record how the session ended: {e}");
     }
+}
+
+/// Takes back a start cut short before its turn was planned (nothing ran): the worktree and
+/// the branch (no commit can be on it yet), the record, the run folder.
+async fn undo_start(shared: &Shared, record: &SessionRecord, files: &RunFiles) {
+    if let Err(e) = cleanup::discard_failed(shared, record).await {
+        tracing::warn!(session = %record.session_id, "cannot take back the worktree of a start cut short: {e}");
+    }
+    let _ = shared.store.remove(&record.session_id);
+    let _ = std::fs::remove_dir_all(files.dir());
+}
+
+/// The error of a start that made nothing: a full disk is named, with what to do.
+fn start_failed(shared: &Shared, error: Error) -> Error {
+    // An adapter's error may say it only in words (git's own writes): a disk with no room
+    // left is the reason then too.
+    if disk::is_full(&error) || disk::looks_full(shared.home.root()) {
+        disk::full(shared.home.root(), error.message(), "try again")
+    } else {
+        error
+    }
+}
+
+/// Refuses a repo (or a home) whose path holds a line break: git keeps a worktree's paths
+/// in files of lines (`.git/worktrees/<name>/gitdir`, the worktree's `.git`), which cannot
+/// hold one. Checked before anything is made.
+fn refuse_line_breaks(home: &Home, repo: &std::path::Path) -> Result<()> {
+    let breaks = |p: &std::path::Path| {
+        p.as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .any(|b| matches!(b, b'\n' | b'\r'))
+    };
+    let absolute = std::path::absolute(repo).unwrap_or_else(|_| repo.to_owned());
+    if breaks(&absolute) {
+        return Err(Error::invalid_input(format!(
+            "the repository path {:?} holds a line break, which git's worktree files (one path \
+             per line) cannot hold: rename or move the repository to a path without one",
+            absolute
+        )));
+    }
+    if breaks(home.root()) {
+        return Err(Error::invalid_input(format!(
+            "the codehands home {:?} holds a line break, which git's worktree files (one path \
+             per line) cannot hold: set CODEHANDS_HOME to a path without one",
+            home.root()
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a repo that is, or is inside, a worktree under this home: a session inside

@@ -12,7 +12,8 @@
 //!   those a record that cannot be read may own: a worktree whose owner is unknown is kept.
 //! - Temp files of record writes cut short (`sessions/.tmp-*.partial`), older than a minute,
 //!   are removed.
-//! - What cannot be cleaned or read is reported, and tried again next time.
+//! - What cannot be cleaned or read is reported, and tried again next time: a session whose
+//!   event log cannot be read is listed as unreadable and left as it is; the others go on.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -20,9 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::cleanup::{BranchFate, discard_failed};
+use super::control::RunFiles;
 use super::heal::{self, Healed};
 use super::{Shared, journal};
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::ids::SessionId;
 use crate::options::{CleanupError, RecoveryReport};
 use crate::session::{SessionRecord, SessionState};
@@ -74,6 +76,16 @@ pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
                     {
                         report.kept_branches.push(now.branch.clone());
                     }
+                }
+                // A log that cannot be read is that session's alone: listed, and the rest go on.
+                Err(e) if e.kind() == ErrorKind::CorruptRecord => {
+                    report.unreadable.push(CleanupError {
+                        session_id: Some(record.session_id),
+                        path: RunFiles::in_home(&shared.home, &record.session_id).events(),
+                        message: format!(
+                            "{e}; the session is left running, with its worktree and branch"
+                        ),
+                    })
                 }
                 Err(e) => report.cleanup_errors.push(CleanupError {
                     session_id: Some(record.session_id),

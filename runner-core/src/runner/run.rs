@@ -8,7 +8,7 @@
 //! events the log already holds are recomputed and skipped, and the rest are appended. No
 //! event is lost and none is written twice.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,10 +17,11 @@ use tokio::time::Instant;
 use super::Shared;
 use super::control::{AgentExit, AgentRun, RunFiles, SupervisorLock, TurnPlan};
 use super::conversation::Conversation;
-use super::ending::{self, TurnEnd, ends_turn};
+use super::disk::{self, Appender};
+use super::ending::{self, TurnEnd, append_with_room, ends_turn};
 use super::log::{self, EventLog};
 use super::watched::{Backoff, Watched, human};
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::event::{
     ApprovalRequested, Event, EventBody, FailureKind, Message, MessageRole, ProviderState,
     TaskFailed, TaskFinished, TaskStopped,
@@ -46,6 +47,8 @@ enum Interruption {
     Idle,
     Linger,
     AuthFailed(String),
+    /// The disk holding the run's files is full or read-only (`disk.rs`).
+    DiskFull,
 }
 
 /// The terminal event an output line gave, held back until the agent has exited (so
@@ -61,6 +64,13 @@ struct Held {
 /// Supervises the current turn of session `id` to its end, unless another supervisor holds
 /// the run (then it returns at once).
 pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> {
+    let home = shared.home.root().to_owned();
+    supervise_turn(shared, id)
+        .await
+        .map_err(|e| disk::named(&home, e))
+}
+
+async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
     let files = RunFiles::in_home(&shared.home, &id);
     let Some(lock) = SupervisorLock::try_acquire(&files)? else {
         return Ok(());
@@ -94,15 +104,15 @@ pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> 
                 exit_code: None,
                 cost_usd: None,
             };
-            log.append(&[seq.next(EventBody::TaskFailed(failed.clone()), None)])?;
+            let events = [seq.next(EventBody::TaskFailed(failed.clone()), None)];
+            append_with_room(&mut log, &files, &events)?;
             let mut ending = TurnEnd::new(&record, &plan);
             ending.failed = Some(failed.message);
             return ending.settle(&shared, &files, &mut log).await.map(drop);
         }
     };
     let supervisor = Supervisor::new(shared, record, agent, plan, files, log, last_seq);
-    supervisor.run(lock).await;
-    Ok(())
+    supervisor.run(lock).await
 }
 
 /// One turn, from spawn (or adoption) to its terminal event.
@@ -127,8 +137,17 @@ struct Supervisor {
     /// the sandbox: its results are in the log).
     took_over_ending: bool,
     files: RunFiles,
-    transcript: Option<std::io::BufWriter<std::fs::File>>,
+    transcript: Option<Appender>,
     profile: RepoProfile,
+    /// The first write that found the disk full or read-only: the turn ends as `disk_full`.
+    full: Option<Error>,
+    /// The folder whose disk was found full, when not the home's.
+    full_at: Option<std::path::PathBuf>,
+    /// Why the turn's end could not be written, if it could not.
+    unsaid: Option<Error>,
+    /// A supervisor before this one met a full disk (it used the turn's reserve up): an
+    /// agent that ended without a result then ended for it.
+    met_full_disk: bool,
     /// Cuts the secret values given to the agent (API keys, tokens), in every form, out
     /// of every line it prints, its stderr and this run's note.
     redactor: Redactor,
@@ -161,11 +180,17 @@ impl Supervisor {
             files,
             transcript: None,
             profile: RepoProfile::default(),
+            full: None,
+            full_at: None,
+            unsaid: None,
+            met_full_disk: false,
             redactor: Redactor::default(),
         }
     }
 
-    async fn run(mut self, lock: SupervisorLock) {
+    /// Runs the turn to its end; an error when its end could not be written (a disk that
+    /// stays full): the next command that looks at the session settles it.
+    async fn run(mut self, lock: SupervisorLock) -> Result<()> {
         let recorded = self
             .files
             .agent_run()
@@ -201,6 +226,10 @@ impl Supervisor {
             self.watch(watched).await;
         }
         drop(lock);
+        match self.unsaid.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Takes over a turn whose agent a supervisor that went away started: the log holds
@@ -232,6 +261,7 @@ impl Supervisor {
             }
         }
         self.skip = made_from_output;
+        self.met_full_disk = !self.files.has_reserve();
         self.redactor = Redactor::new(self.files.secrets());
         // The notes as the agent was given them (a parser may owe lines holding them).
         let notes = self.files.dir().join(super::notes::NOTES_FILE);
@@ -315,13 +345,16 @@ impl Supervisor {
     /// where the turn began, since the turn's lines are written again.
     fn open_transcript(&mut self, cut_to: Option<u64>) {
         match self.files.open_transcript() {
-            Ok(file) => {
+            Ok(mut out) => {
                 if let Some(len) = cut_to {
-                    let _ = file.set_len(len);
+                    let _ = out.cut_to(len);
                 }
-                self.transcript = Some(std::io::BufWriter::new(file));
+                self.transcript = Some(out);
             }
-            Err(e) => self.note(format!("cannot open the transcript: {e}")),
+            Err(e) => {
+                self.saw(&e);
+                self.note(format!("cannot open the transcript: {e}"));
+            }
         }
     }
 
@@ -342,6 +375,11 @@ impl Supervisor {
     /// Starts the agent, recording it first as being spawned and then with its pid; a stop
     /// asked for before it started ends the turn without it.
     async fn spawn(&mut self, seq_before_agent: u64) -> Option<Watched> {
+        if self.full.is_some() {
+            // What the turn wrote before the agent did not fit: it does not start.
+            self.fail_disk_full(None, None).await;
+            return None;
+        }
         if self.files.stop_requested() {
             self.emit(
                 EventBody::TaskStopped(TaskStopped {
@@ -354,6 +392,11 @@ impl Supervisor {
         }
         match self.try_spawn(seq_before_agent).await {
             Ok(agent) => Some(Watched::Child(Box::new(agent))),
+            Err(e) if disk::is_full(&e) => {
+                self.saw(&e);
+                self.fail_disk_full(None, None).await;
+                None
+            }
             Err(e) => {
                 let reason = if e.kind() == ErrorKind::InvalidInput {
                     FailureKind::InvalidInput
@@ -377,14 +420,7 @@ impl Supervisor {
         let secrets = secret_values(&env);
         self.files.set_secrets(&secrets)?;
         self.redactor = Redactor::new(secrets);
-        let transcript_start = self
-            .transcript
-            .as_mut()
-            .and_then(|t| {
-                t.flush().ok()?;
-                t.get_ref().metadata().ok()
-            })
-            .map_or(0, |m| m.len());
+        let transcript_start = self.transcript.as_ref().map_or(0, Appender::len);
         let mut run = AgentRun {
             turn: self.plan.turn,
             process: None,
@@ -460,6 +496,10 @@ impl Supervisor {
         let mut pause = Backoff::new();
         let mut exit: Option<Option<i32>> = None;
         loop {
+            if self.full.is_some() {
+                interruption.get_or_insert(Interruption::DiskFull);
+                break;
+            }
             let n = match stdout.as_mut().map(|f| f.read(&mut chunk)) {
                 Some(Ok(n)) => n,
                 Some(Err(_)) | None => 0,
@@ -479,14 +519,26 @@ impl Supervisor {
                 self.flush_events();
                 idle_until = Instant::now() + watchdog.idle;
                 pause.reset();
+                if self.full.is_some() {
+                    interruption.get_or_insert(Interruption::DiskFull);
+                }
                 if interruption.is_some() {
                     break;
                 }
                 continue;
             }
             if let Some(code) = exit {
-                // Exited, and everything it wrote before is read: the unterminated last line too.
-                decoder.finish(&mut frames);
+                // Exited, and everything it wrote before is read: the unterminated last line
+                // too, unless its output could not all be written (that line is cut short).
+                let mut unterminated = Vec::new();
+                decoder.finish(&mut unterminated);
+                if watched.output_failed() {
+                    self.output_lost(&stdout_path, !unterminated.is_empty());
+                } else if self.met_full_disk && !unterminated.is_empty() {
+                    self.note(cut_short(&stdout_path));
+                } else {
+                    frames.append(&mut unterminated);
+                }
                 for frame in frames.drain(..) {
                     self.on_frame(
                         frame,
@@ -580,9 +632,6 @@ impl Supervisor {
         if self.files.stop_requested() && !matches!(interruption, Some(Interruption::Stop)) {
             interruption = Some(Interruption::Stop);
         }
-        if let Some(out) = &mut self.transcript {
-            let _ = out.flush();
-        }
         let interrupted = conversation.as_ref().is_some_and(|c| c.interrupted);
         let held = held.map(|h| {
             if interrupted {
@@ -596,7 +645,7 @@ impl Supervisor {
 
     /// The exit code: from our own child, else as its parent recorded it (`None` when the
     /// agent ended while no supervisor was its parent).
-    fn exit_code(&self, watched: &Watched, seen: Option<i32>) -> Option<i32> {
+    fn exit_code(&mut self, watched: &Watched, seen: Option<i32>) -> Option<i32> {
         match watched {
             Watched::Child(_) => {
                 let exit = AgentExit {
@@ -605,6 +654,7 @@ impl Supervisor {
                 };
                 if let Err(e) = self.files.set_exit(&exit) {
                     tracing::warn!(session = %self.record.session_id, "cannot record the agent's exit: {e}");
+                    self.saw(&e);
                 }
                 seen
             }
@@ -642,13 +692,14 @@ impl Supervisor {
         // encoded or cut short: cut here, before the line is decoded, it never reaches the
         // transcript, an event's payload or its raw line.
         let text = self.redactor.redact_string(text);
-        if let Some(out) = &mut self.transcript
-            && out
-                .write_all(text.as_bytes())
-                .and_then(|()| out.write_all(b"\n"))
-                .is_err()
-        {
-            self.transcript = None;
+        if let Some(out) = &mut self.transcript {
+            let mut line = Vec::with_capacity(text.len() + 1);
+            line.extend_from_slice(text.as_bytes());
+            line.push(b'\n');
+            if let Err(e) = out.append(&line) {
+                self.transcript = None;
+                self.saw(&e);
+            }
         }
         let bodies = parser.parse_line(&text);
         self.give_owed(parser, conversation.is_some());
@@ -740,7 +791,25 @@ impl Supervisor {
             self.took_over_ending = true;
             self.skip = 0;
         }
+        if interruption.is_none() && self.full.is_none() && held.is_none() {
+            // An agent whose own writes failed for a full disk (its edits, its output) may
+            // die without a result: the disk is the reason then, not the agent.
+            self.disk_looks_full();
+        }
+        let interruption = if self.full.is_some() {
+            Some(Interruption::DiskFull)
+        } else {
+            interruption
+        };
         match (interruption, held.map(|h| (h.body, h.raw))) {
+            (Some(Interruption::DiskFull), held) => {
+                let cost = held.and_then(|(body, _)| match body {
+                    EventBody::TaskFinished(f) => f.cost_usd,
+                    EventBody::TaskFailed(f) => f.cost_usd,
+                    _ => None,
+                });
+                self.fail_disk_full_costing(stderr, exit_code, cost).await;
+            }
             (Some(Interruption::Stop), _) => self.stopped().await,
             (Some(Interruption::AuthFailed(why)), _) => {
                 self.fail(FailureKind::AuthFailed, why, stderr, exit_code, None)
@@ -854,6 +923,78 @@ impl Supervisor {
         self.flush_events();
     }
 
+    /// Ends the turn as `disk_full`: the agent's tree is gone by now; the message names the
+    /// disk and what it has left (measured before the reserve gives its room back).
+    async fn fail_disk_full(&mut self, stderr: Option<String>, exit_code: Option<i32>) {
+        self.fail_disk_full_costing(stderr, exit_code, None).await;
+    }
+
+    async fn fail_disk_full_costing(
+        &mut self,
+        stderr: Option<String>,
+        exit_code: Option<i32>,
+        cost_usd: Option<f64>,
+    ) {
+        let message = self.full_error().message().to_owned();
+        self.files.release_reserve();
+        self.fail(FailureKind::DiskFull, message, stderr, exit_code, cost_usd)
+            .await;
+    }
+
+    /// The error of the full disk met: which disk, what it has left, what to do.
+    fn full_error(&self) -> Error {
+        let detail = self.full.as_ref().map_or("", |e| e.message());
+        let at = self.full_at.as_deref().unwrap_or(self.shared.home.root());
+        disk::full(at, detail, "run `codehands recover`")
+    }
+
+    /// Notes a failed write: one that found the disk full or read-only ends the turn.
+    fn saw(&mut self, error: &Error) {
+        if disk::is_full(error) && self.full.is_none() {
+            tracing::error!(session = %self.record.session_id, "{error}");
+            self.full = Some(error.clone());
+        }
+    }
+
+    /// The agent's output could not all be written (the relay carrying it to its file
+    /// failed): on a full disk that is the turn's end.
+    fn output_lost(&mut self, stdout: &std::path::Path, cut: bool) {
+        if self.full.is_none() && disk::looks_full(stdout) {
+            let detail = format!(
+                "the agent's output could not be written to {}",
+                stdout.display()
+            );
+            self.full = Some(Error::new(ErrorKind::DiskFull, detail));
+        } else if cut {
+            self.note(cut_short(stdout));
+        }
+    }
+
+    /// Whether the disk of the run's files or of the worktree has (almost) no room left:
+    /// then an agent that ended without a result most likely ended for it.
+    fn disk_looks_full(&mut self) {
+        if self.met_full_disk {
+            self.full = Some(Error::new(
+                ErrorKind::DiskFull,
+                "the disk was full while the turn ran (its reserve is used up), and the agent ended without a result",
+            ));
+            return;
+        }
+        for path in [
+            self.files.dir().to_owned(),
+            self.record.worktree_path.clone(),
+        ] {
+            if disk::looks_full(&path) {
+                self.full = Some(Error::new(
+                    ErrorKind::DiskFull,
+                    "the agent ended without a result while the disk had no room left",
+                ));
+                self.full_at = Some(path);
+                return;
+            }
+        }
+    }
+
     async fn stopped(&mut self) {
         self.emit(EventBody::TaskStopped(TaskStopped::default()), None);
         self.end(None).await;
@@ -886,15 +1027,47 @@ impl Supervisor {
         self.end(Some(message)).await;
     }
 
-    /// Writes the turn's last events, then settles the record from them.
+    /// Writes the turn's last events, then settles the record from them. On a full disk
+    /// they are written in the room the turn's reserve leaves; a `task.failed` that still
+    /// does not fit is written alone (the events before it that did not fit are dropped,
+    /// seq going on from the log's last); when nothing fits the turn's end stays unsaid
+    /// ([`Supervisor::run`] says why) and the next command settles it.
     async fn end(&mut self, failure: Option<String>) {
         self.flush_events();
+        if !self.pending.is_empty() && self.files.release_reserve() {
+            self.flush_events();
+        }
+        if self.pending.len() > 1
+            && matches!(
+                self.pending.last().map(|e| &e.body),
+                Some(EventBody::TaskFailed(_))
+            )
+            && let Some(last) = self.pending.pop()
+        {
+            let written = self.seq.last_seq() - self.pending.len() as u64 - 1;
+            self.pending.clear();
+            self.seq = EventSequence::continuing(self.record.session_id, written);
+            self.emit_own(last.body, last.raw);
+            self.flush_events();
+        }
+        if !self.pending.is_empty() {
+            let error = match self.full {
+                Some(_) => self.full_error(),
+                None => {
+                    Error::internal("the end of the turn could not be written to the event log")
+                }
+            };
+            tracing::error!(session = %self.record.session_id, "cannot write the end of the run: {error}");
+            self.unsaid = Some(error);
+            return;
+        }
         let mut ending = TurnEnd::new(&self.record, &self.plan);
         ending.failed = failure;
         ending.agent_session_id = self.record.agent_session_id.clone();
         let (shared, files) = (self.shared.clone(), self.files.clone());
         if let Err(e) = ending.settle(&shared, &files, &mut self.log).await {
             tracing::error!(session = %self.record.session_id, "cannot save the end of the run: {e}");
+            self.unsaid = Some(e);
         }
     }
 
@@ -941,15 +1114,20 @@ impl Supervisor {
         self.pending.push(event);
     }
 
-    /// Appends the events made since the last flush, in one write.
+    /// Appends the events made since the last flush, in one write. On a full disk they are
+    /// kept for the turn's end to try again (none is numbered twice).
     fn flush_events(&mut self) {
         if self.pending.is_empty() {
             return;
         }
-        if let Err(e) = self.log.append(&self.pending) {
-            tracing::error!(session = %self.record.session_id, "cannot append to the event log: {e}");
+        match self.log.append(&self.pending) {
+            Ok(()) => self.pending.clear(),
+            Err(e) if disk::is_full(&e) => self.saw(&e),
+            Err(e) => {
+                tracing::error!(session = %self.record.session_id, "cannot append to the event log: {e}");
+                self.pending.clear();
+            }
         }
-        self.pending.clear();
     }
 
     /// What only the runner knows: whether this run is a resume, and the worktree
@@ -971,6 +1149,15 @@ impl Supervisor {
             _ => path.to_owned(),
         }
     }
+}
+
+/// The note for an agent's last line left without its end when its output could not all be
+/// written: it is no line of the agent's, and is skipped.
+fn cut_short(stdout: &std::path::Path) -> String {
+    format!(
+        "the agent's output could not all be written to {} (a full disk): its last line is cut short and was skipped",
+        stdout.display()
+    )
 }
 
 /// A `message` from codehands about the run.

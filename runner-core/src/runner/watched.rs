@@ -72,6 +72,16 @@ impl Watched {
         }
     }
 
+    /// Whether the relay carrying the agent's output to its file failed (a full disk): what
+    /// the agent printed after that is lost, and its last line in the file is cut short.
+    /// Known only for our own child.
+    pub(super) fn output_failed(&mut self) -> bool {
+        match self {
+            Self::Child(child) => child.relay_failed(),
+            Self::Adopted { .. } => false,
+        }
+    }
+
     pub(super) async fn end_tree(&mut self, grace: Duration) {
         match self {
             Self::Child(child) => child.end_tree(grace).await,
