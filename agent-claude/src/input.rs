@@ -61,7 +61,7 @@ pub(crate) fn line_for(input: &AgentInput) -> String {
             })
             .to_string()
         }
-        AgentInput::Interrupt { id } => json!({
+        AgentInput::Interrupt { id, .. } => json!({
             "type": "control_request",
             "request_id": id,
             "request": { "subtype": "interrupt" },
@@ -116,8 +116,11 @@ mod tests {
         );
         assert!(!a.contains('\n'));
         assert_ne!(a, user_message("u2", "two\nlines"));
-        let stop: Value =
-            serde_json::from_str(&line_for(&AgentInput::Interrupt { id: "i1".into() })).unwrap();
+        let stop: Value = serde_json::from_str(&line_for(&AgentInput::Interrupt {
+            id: "i1".into(),
+            agent_session_id: None,
+        }))
+        .unwrap();
         assert_eq!(stop["request"]["subtype"], "interrupt");
         assert_eq!(stop["request_id"], "i1");
     }

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use runner_core::{Agent, AgentRequest, ResumeFrom, SessionId, StdinClose};
+use runner_core::event::PermissionRequested;
+use runner_core::options::PermissionAnswer;
+use runner_core::{Agent, AgentInput, AgentRequest, EventBody, ResumeFrom, SessionId, StdinClose};
 use runner_fake::model_server::{ModelServer, RecordedRequest};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -94,6 +96,28 @@ impl<'a> Harness<'a> {
         .await
     }
 
+    /// The line that answers `asked` (`Some(true)` allows; a denial says why).
+    fn answer(&self, asked: &PermissionRequested, allow: Option<bool>) -> Result<String, String> {
+        let answer = match allow {
+            Some(true) => PermissionAnswer::Allow {
+                updated_input: None,
+            },
+            Some(false) => PermissionAnswer::Deny {
+                message: Some("The scenario denies this.".into()),
+            },
+            None => PermissionAnswer::Deny {
+                message: Some("this run does not ask for permission: the tool is denied".into()),
+            },
+        };
+        self.agent
+            .input_line(&AgentInput::Permission {
+                request_id: asked.request_id.clone(),
+                input: asked.input.clone(),
+                answer,
+            })
+            .map_err(|e| format!("answering permission request {}: {e}", asked.request_id))
+    }
+
     async fn run_in(
         &self,
         dir: tempfile::TempDir,
@@ -118,6 +142,9 @@ impl<'a> Harness<'a> {
             resume: None,
             provider_env: (self.provider_env)(&server),
         };
+        if !scenario.answers.is_empty() {
+            request.permissions = runner_core::options::PermissionMode::Ask;
+        }
         adjust(&mut request);
         let invocation = self
             .agent
@@ -157,8 +184,11 @@ impl<'a> Harness<'a> {
             text
         });
         let mut reader = BufReader::new(child.stdout.take().expect("stdout is piped"));
-        // The adapter's own parser says when the result came, as it does for the runner.
-        let mut parser = self.agent.parser();
+        // The adapter's own parser says when the result came, and what the program is owed
+        // (a protocol's next request), as it does for the runner; the scenario answers the
+        // permission requests.
+        let mut parser = self.agent.parser_for(&request);
+        let mut answers = scenario.answers.iter().copied();
         let read_all = async {
             let mut lines = Vec::new();
             let mut line = String::new();
@@ -168,8 +198,22 @@ impl<'a> Harness<'a> {
                     Ok(0) => break,
                     Ok(_) => {
                         let text = line.strip_suffix('\n').unwrap_or(&line).to_owned();
+                        let events = parser.parse_line(&text);
+                        let mut replies = parser.owed_input();
+                        for event in &events {
+                            if let EventBody::PermissionRequested(asked) = event {
+                                replies.push(self.answer(asked, answers.next())?);
+                            }
+                        }
+                        if let Some(pipe) = stdin.as_mut() {
+                            for reply in replies {
+                                pipe.write_all(format!("{reply}\n").as_bytes())
+                                    .await
+                                    .map_err(|e| format!("stdin: {e}"))?;
+                            }
+                        }
                         if invocation.close_stdin != StdinClose::AfterWrite
-                            && parser.parse_line(&text).iter().any(|e| e.is_terminal())
+                            && events.iter().any(|e| e.is_terminal())
                         {
                             // The program waits for more input after its result: end it.
                             stdin = None;

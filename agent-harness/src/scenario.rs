@@ -30,6 +30,10 @@ pub struct Scenario {
     pub extra_env: &'static [(&'static str, &'static str)],
     /// Whether it needs `npm` on PATH.
     pub needs_npm: bool,
+    /// How the agent's permission requests are answered, in order (`true` allows); one past
+    /// the list is denied, as a run that does not ask denies it. A scenario with answers
+    /// runs with `PermissionMode::Ask`.
+    pub answers: &'static [bool],
     /// The model's script, given the repo's absolute path.
     pub script: fn(&Path) -> Script,
 }

@@ -16,6 +16,7 @@ fn scenario(name: &'static str) -> Scenario {
         budget_usd: 0.5,
         extra_env: &[],
         needs_npm: false,
+        answers: &[],
         script: |_| Script::new([Turn::text("done")]),
     }
 }

@@ -52,6 +52,7 @@ impl FakeAgentSetup {
 const BUILT_IN: &[(&str, &str)] = &[
     ("claude-code", "claude"),
     ("codex", "codex"),
+    ("mistral-vibe", "vibe"),
     (FAKE_AGENT, "fake"),
 ];
 
@@ -70,10 +71,26 @@ pub fn built_in(setup: &Setup) -> Vec<Arc<dyn Agent>> {
     )));
     #[cfg(feature = "codex")]
     agents.push(Arc::new(agent_codex::Codex::with_program(&setup.codex_bin)));
+    #[cfg(feature = "vibe")]
+    agents.push(Arc::new(agent_vibe::MistralVibe::new(
+        &setup.vibe_bin,
+        Some(vibe_home(&setup.home)),
+    )));
     #[cfg(feature = "fake")]
     agents.push(Arc::new(FakeAgent::new(setup.fake.clone())));
     let _ = setup;
     agents
+}
+
+/// Mistral Vibe's own home (`VIBE_HOME`: its sessions, which a follow-up loads, and its
+/// logs), private to this codehands home: `agent-homes/mistral-vibe/`. Vibe makes it,
+/// owner-only, at its first run; `agent-homes/` is made here, so that it is private too.
+#[cfg(feature = "vibe")]
+pub fn vibe_home(home: &runner_core::Home) -> PathBuf {
+    let folder = home.root().join("agent-homes");
+    // A home that cannot be written fails the run later, with the store's own error.
+    let _ = home.private().ensure_dir(&folder);
+    folder.join(agent_vibe::NAME)
 }
 
 /// `--agent fake`: Claude Code's arguments and parser, run against the fake agent program.

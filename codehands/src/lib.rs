@@ -63,6 +63,9 @@ pub struct Setup {
     pub claude_bin: PathBuf,
     /// The Codex program (`CODEX_BIN`, `codex` on PATH, or the pinned one in the cache).
     pub codex_bin: PathBuf,
+    /// Mistral Vibe's ACP server (`VIBE_ACP_BIN`, `vibe-acp` on PATH, or the pinned one in
+    /// the cache).
+    pub vibe_bin: PathBuf,
     /// How the fake agent runs, when it is in the build.
     pub fake: FakeAgentSetup,
     /// Which images the sandbox uses.
@@ -121,6 +124,7 @@ impl Setup {
             },
             claude_bin: locate::claude(&locate::process_env).program,
             codex_bin: locate::codex(&locate::process_env).program,
+            vibe_bin: locate::vibe(&locate::process_env).program,
             fake: FakeAgentSetup::from_env(),
             sandbox_images: SandboxImages::from_env()?,
             box_helper: locate::box_helper(&locate::process_env),

@@ -1,5 +1,5 @@
 //! Where each built-in agent's program is: the variable that names it (`CLAUDE_BIN`,
-//! `CODEX_BIN`, ignored when empty), else the bare name on PATH, else the pinned program that
+//! `CODEX_BIN`, `VIBE_ACP_BIN`, ignored when empty), else the bare name on PATH, else the pinned program that
 //! `cargo xtask install` put in the cache (`${CODEHANDS_CACHE:-~/.cache/codehands}`), so a
 //! machine set up with the README's commands runs the agents without touching PATH.
 
@@ -124,6 +124,16 @@ pub fn codex(env: &dyn Fn(&str) -> Option<OsString>) -> Located {
     #[cfg(not(feature = "codex"))]
     let cached = None;
     locate(env, "CODEX_BIN", "codex", cached)
+}
+
+/// Mistral Vibe's ACP server, from `env`.
+pub fn vibe(env: &dyn Fn(&str) -> Option<OsString>) -> Located {
+    #[cfg(feature = "vibe")]
+    let cached = cache_root(env)
+        .map(|root| agent_vibe::install::program(&agent_vibe::install::folder(&root)));
+    #[cfg(not(feature = "vibe"))]
+    let cached = None;
+    locate(env, "VIBE_ACP_BIN", "vibe-acp", cached)
 }
 
 #[cfg(test)]

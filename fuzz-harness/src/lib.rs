@@ -58,16 +58,43 @@ pub fn agent_output(data: &[u8]) {
         agent_codex::jsonl_parser(),
         agent_mini_swe::MiniSweAgent::without_config("mini").parser(),
         Box::new(TextLinesParser::default()),
+        acp_parser(),
     ];
     for frame in &chunked {
         let line = frame.text();
         for parser in &mut parsers {
             parser.parse_line(&line);
+            // A protocol's parser owes lines: each must be one line.
+            for owed in parser.owed_input() {
+                assert!(!owed.contains('\n'), "an owed line is one line: {owed:?}");
+            }
         }
     }
     for parser in &mut parsers {
         parser.finish(Some(0));
     }
+}
+
+/// The ACP client's parser as the runner makes it: driving a turn (it owes the handshake).
+fn acp_parser() -> Box<dyn AgentParser> {
+    let agent = agent_acp::AcpAgent::new(
+        runner_core::AgentName::parse("acp").expect("a valid name"),
+        "acp-agent",
+    );
+    let request = runner_core::AgentRequest {
+        session_id: SessionId::new_random(),
+        worktree: "/w".into(),
+        prompt: "Fix it.".into(),
+        model: None,
+        budget_usd: 1.0,
+        notes: None,
+        notes_file: None,
+        test_command: None,
+        resume: None,
+        permissions: Default::default(),
+        provider_env: Vec::new(),
+    };
+    agent.parser_for(&request)
 }
 
 /// Frames `output` in chunks whose sizes come from `knob` (0: one chunk).

@@ -11,6 +11,7 @@ const FIXTURE_DIRS: &[&str] = &[
     "agent-claude/tests/fixtures",
     "agent-codex/tests/fixtures",
     "third-party/agent-mini-swe/tests/fixtures",
+    "agent-vibe/tests/fixtures",
 ];
 
 /// The seeds of the target `name`, each with a file name, read from the repo at `repo`.

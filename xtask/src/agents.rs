@@ -3,11 +3,13 @@
 //! `claude-agent-sdk` 0.2.189, which ships it as `claude_agent_sdk/_bundled/claude`;
 //! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`); Ruff, run
 //! as an agent through a profile file in the tests (see `agents/ruff.rs`); mini-swe-agent
-//! 2.4.6 from PyPI into a venv of pinned packages (`agents/mini_swe.rs`).
+//! 2.4.6 from PyPI into a venv of pinned packages (`agents/mini_swe.rs`); Mistral Vibe 2.26.1
+//! likewise, in a venv of Python 3.12 or newer (`agents/vibe.rs`).
 
 mod codex;
 mod mini_swe;
 mod ruff;
+mod vibe;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -42,7 +44,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     codex::ensure()?;
     ruff::ensure()?;
-    mini_swe::ensure()
+    mini_swe::ensure()?;
+    vibe::ensure()
 }
 
 /// The version `claude --version` prints (`2.1.332 (Claude Code)` → `2.1.332`).

@@ -13,6 +13,7 @@ const AGENTS: &[(&str, &str)] = &[
     ("claude", "agent-claude"),
     ("codex", "agent-codex"),
     ("mini-swe-agent", "agent-mini-swe"),
+    ("mistral-vibe", "agent-vibe"),
 ];
 
 /// Runs the task.

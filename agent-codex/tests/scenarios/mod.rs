@@ -75,6 +75,7 @@ fn scenario(name: &'static str, about: &'static str, script: fn(&Path) -> Script
         notes: None,
         budget_usd: 0.5,
         extra_env: &[],
+        answers: &[],
         needs_npm: false,
         script,
     }

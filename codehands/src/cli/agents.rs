@@ -24,6 +24,8 @@ pub struct AgentsArgs {
 struct Listed {
     name: String,
     origin: AgentOrigin,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol: Option<&'static str>,
     program: Option<String>,
     #[serde(flatten)]
     probe: Option<Probe>,
@@ -47,6 +49,7 @@ pub async fn run(args: AgentsArgs) -> Result<ExitCode> {
             Listed {
                 name: name.to_string(),
                 origin: entry.origin.clone(),
+                protocol: entry.agent.protocol(),
                 program: version.as_ref().map(|v| v.program.display().to_string()),
                 probe: version.as_ref().map(probe::agent),
                 capabilities: entry.agent.capabilities(),
@@ -74,8 +77,12 @@ pub async fn run(args: AgentsArgs) -> Result<ExitCode> {
             agent.origin.label(),
             agent.program.as_deref().unwrap_or("-"),
         ))?;
+        let protocol = agent
+            .protocol
+            .map(|p| format!(", protocol: {p}"))
+            .unwrap_or_default();
         output::line(&format!(
-            "{:<14} resume: {}, budget: {}",
+            "{:<14} resume: {}, budget: {}{protocol}",
             "",
             yes(agent.capabilities.resume),
             yes(agent.capabilities.budget)

@@ -60,6 +60,7 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
             let location = match name.as_str() {
                 "claude-code" => Some(codehands::locate::claude(&env).explain("CLAUDE_BIN")),
                 "codex" => Some(codehands::locate::codex(&env).explain("CODEX_BIN")),
+                "mistral-vibe" => Some(codehands::locate::vibe(&env).explain("VIBE_ACP_BIN")),
                 _ => None,
             };
             findings.push(Finding {

@@ -1,5 +1,6 @@
 //! Commands of the `codehands` binary, one module each.
 
+mod acp;
 mod agents;
 mod completions;
 mod converse;
@@ -106,6 +107,10 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// List the agents: built in, from profile files and from plugins.
     Agents(agents::AgentsArgs),
+    /// Speak the Agent Client Protocol on stdin and stdout: an ACP client (an editor's agent
+    /// panel) then uses codehands as its agent, each prompt a run of `--agent` on a private
+    /// worktree, approved, kept or rejected at the end of each turn.
+    Acp(acp::AcpArgs),
     /// Print a session's events from its log (`--follow`: and then as they come).
     Events(events::EventsArgs),
     /// Print a session's final report: how it ended, tools, files, commands, tests, cost.
@@ -140,6 +145,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Schema(args) => schema::run(args),
         Command::Doctor(args) => doctor::run(args).await,
         Command::Agents(args) => agents::run(args).await,
+        Command::Acp(args) => acp::run(args).await,
         Command::Events(args) => events::run(args).await,
         Command::Report(args) => events::report(args).await,
         Command::Supervise(args) => events::supervise(args).await,

@@ -13,18 +13,36 @@ use super::{ParserKind, Profile, PromptVia, check};
 #[derive(Debug, Clone)]
 pub struct ProfileAgent {
     profile: Profile,
+    /// The ACP client that runs it, for `protocol = "acp"`.
+    #[cfg(feature = "acp")]
+    acp: Option<agent_acp::AcpAgent>,
 }
 
 impl ProfileAgent {
     /// The agent of a checked profile; refuses a parser this build does not have.
     pub fn new(profile: Profile) -> Result<Self> {
         check::parser_in_build(profile.parser)?;
-        Ok(Self { profile })
+        #[cfg(feature = "acp")]
+        let acp = (profile.parser == ParserKind::Acp).then(|| {
+            agent_acp::AcpAgent::new(profile.name.clone(), profile.program.clone())
+                .with_provider_env(provider_vars(&profile))
+        });
+        Ok(Self {
+            profile,
+            #[cfg(feature = "acp")]
+            acp,
+        })
     }
 
     /// The profile behind it.
     pub fn profile(&self) -> &Profile {
         &self.profile
+    }
+
+    /// The model variable of a run, when the profile names one and a model is given.
+    fn model_env(&self, request: &AgentRequest) -> Option<(String, String)> {
+        let var = self.profile.provider.model_env.as_ref()?;
+        Some((var.clone(), request.model.clone()?))
     }
 
     /// The argument list with each whole-element placeholder replaced; `{model}` without a
@@ -57,17 +75,23 @@ impl Agent for ProfileAgent {
     }
 
     fn capabilities(&self) -> AgentCapabilities {
+        #[cfg(feature = "acp")]
+        if let Some(acp) = &self.acp {
+            return acp.capabilities();
+        }
         self.profile.capabilities
     }
 
+    fn protocol(&self) -> Option<&'static str> {
+        #[cfg(feature = "acp")]
+        if let Some(acp) = &self.acp {
+            return acp.protocol();
+        }
+        None
+    }
+
     fn provider_env(&self) -> Vec<String> {
-        let p = &self.profile.provider;
-        [&p.base_url_env, &p.api_key_env, &p.config_dir_env]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .chain(p.pass.iter().cloned())
-            .collect()
+        provider_vars(&self.profile)
     }
 
     /// In a box: its base URL when it names one, else the hosts of `[network] allow`.
@@ -89,6 +113,13 @@ impl Agent for ProfileAgent {
     }
 
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
+        #[cfg(feature = "acp")]
+        if let Some(acp) = &self.acp {
+            let mut invocation = acp.invocation(request)?;
+            invocation.args = self.args(request);
+            invocation.env.extend(self.model_env(request));
+            return Ok(invocation);
+        }
         if request.resume.is_some() {
             return Err(Error::invalid_input(format!(
                 "the {} agent (a profile) cannot resume a session: start a new one",
@@ -96,9 +127,7 @@ impl Agent for ProfileAgent {
             )));
         }
         let mut env = request.provider_env.clone();
-        if let (Some(var), Some(model)) = (&self.profile.provider.model_env, &request.model) {
-            env.push((var.clone(), model.clone()));
-        }
+        env.extend(self.model_env(request));
         let stdin = match self.profile.prompt {
             PromptVia::Stdin => vec![request.prompt.clone()],
             PromptVia::Argument => Vec::new(),
@@ -113,6 +142,10 @@ impl Agent for ProfileAgent {
     }
 
     fn parser(&self) -> Box<dyn AgentParser> {
+        #[cfg(feature = "acp")]
+        if let Some(acp) = &self.acp {
+            return acp.parser();
+        }
         match self.profile.parser {
             #[cfg(feature = "claude")]
             ParserKind::ClaudeStreamJson => agent_claude::stream_json_parser(),
@@ -122,4 +155,38 @@ impl Agent for ProfileAgent {
             _ => Box::new(runner_core::text_lines::TextLinesParser::default()),
         }
     }
+
+    fn parser_for(&self, request: &AgentRequest) -> Box<dyn AgentParser> {
+        #[cfg(feature = "acp")]
+        if let Some(acp) = &self.acp {
+            return acp.parser_for(request);
+        }
+        self.parser()
+    }
+
+    fn input_line(&self, input: &runner_core::AgentInput) -> Result<String> {
+        #[cfg(feature = "acp")]
+        if let Some(acp) = &self.acp {
+            return acp.input_line(input);
+        }
+        let _ = input;
+        Err(Error::new(
+            runner_core::ErrorKind::Unsupported,
+            format!(
+                "the {} agent takes no input while it runs",
+                self.profile.name
+            ),
+        ))
+    }
+}
+
+/// The names of the caller's variables a profile's agent may receive.
+fn provider_vars(profile: &Profile) -> Vec<String> {
+    let p = &profile.provider;
+    [&p.base_url_env, &p.api_key_env, &p.config_dir_env]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .chain(p.pass.iter().cloned())
+        .collect()
 }

@@ -55,7 +55,8 @@ pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) ->
             }
         }
     }
-    check_prompt_placement(path, file.prompt, &file.args)?;
+    let (prompt, parser) = how_it_talks(path, &file)?;
+    check_prompt_placement(path, prompt, &file.args)?;
     let provider = file.provider;
     let vars = [
         ("provider.base-url-env", provider.base_url_env.as_deref()),
@@ -83,8 +84,8 @@ pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) ->
         path: path.to_path_buf(),
         program,
         args: file.args,
-        prompt: file.prompt,
-        parser: file.parser,
+        prompt,
+        parser,
         version_args: file.version_args,
         provider,
         capabilities: AgentCapabilities {
@@ -115,6 +116,44 @@ fn check_host_port(path: &Path, key: &str, value: &str) -> Result<()> {
             "key `{key}` is {value:?}, which is not host:port: write it like \"api.example.com:443\""
         ),
     ))
+}
+
+/// How the program gets its prompt and which parser reads it: a parser of its lines, or a
+/// protocol, never both.
+fn how_it_talks(path: &Path, file: &ProfileFile) -> Result<(PromptVia, ParserKind)> {
+    match (file.protocol, file.parser) {
+        (Some(super::ProtocolKind::Acp), None) => {
+            if file.prompt.is_some() {
+                return Err(refuse(
+                    path,
+                    "key `prompt`: the prompt reaches an ACP agent through the protocol: remove `prompt`",
+                ));
+            }
+            if file.args.iter().any(|a| a == "{prompt}") {
+                return Err(refuse(
+                    path,
+                    "key `args` holds {prompt}: the prompt reaches an ACP agent through the protocol: remove it",
+                ));
+            }
+            if file.capabilities.budget {
+                return Err(refuse(
+                    path,
+                    "key `capabilities.budget`: the Agent Client Protocol has no budget: remove it",
+                ));
+            }
+            Ok((PromptVia::Stdin, ParserKind::Acp))
+        }
+        (Some(_), Some(_)) => Err(refuse(
+            path,
+            "keys `protocol` and `parser` together: an agent that speaks a protocol needs no parser: remove `parser`",
+        )),
+        (None, Some(parser)) => Ok((file.prompt.unwrap_or_default(), parser)),
+        (None, None) => Err(refuse(
+            path,
+            "key `parser` is missing: add `parser = \"text\"` (or \"claude-stream-json\", \"codex-jsonl\"), \
+             or `protocol = \"acp\"` for an agent that speaks the Agent Client Protocol",
+        )),
+    }
 }
 
 /// A bare name (looked up on PATH) or an absolute path: never a relative path, which would
@@ -247,6 +286,7 @@ pub(super) fn parser_in_build(kind: ParserKind) -> Result<()> {
         ParserKind::ClaudeStreamJson => (cfg!(feature = "claude"), "claude"),
         ParserKind::CodexJsonl => (cfg!(feature = "codex"), "codex"),
         ParserKind::Text => (true, ""),
+        ParserKind::Acp => (cfg!(feature = "acp"), "acp"),
     };
     if built {
         Ok(())

@@ -8,6 +8,10 @@
 //! file is read: an unknown key, a wrong type, a placeholder inside a larger string, a flag
 //! that bypasses the agent's permission checks or a name taken by another agent is refused
 //! with the file, the key and what to do. ARCHITECTURE.md ("Adding an agent") shows a file.
+//!
+//! A profile with `protocol = "acp"` names an agent that speaks the Agent Client Protocol on
+//! stdio: it needs no parser and takes no `prompt` key (the prompt goes through the protocol);
+//! `name`, `program` and `protocol` are a whole profile.
 
 mod agent;
 mod check;
@@ -43,6 +47,17 @@ pub enum ParserKind {
     CodexJsonl,
     /// Plain text: each line a message; exit code 0 finishes the run, anything else fails it.
     Text,
+    /// The Agent Client Protocol's client (`protocol = "acp"`, never named as `parser`).
+    #[serde(skip)]
+    Acp,
+}
+
+/// A protocol the program speaks on stdio, instead of printing lines for a parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ProtocolKind {
+    /// The Agent Client Protocol.
+    Acp,
 }
 
 /// The provider variables a profile agent may receive from the caller's environment.
@@ -94,8 +109,11 @@ struct ProfileFile {
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
-    prompt: PromptVia,
-    parser: ParserKind,
+    prompt: Option<PromptVia>,
+    #[serde(default)]
+    parser: Option<ParserKind>,
+    #[serde(default)]
+    protocol: Option<ProtocolKind>,
     #[serde(default)]
     version_args: Option<Vec<String>>,
     #[serde(default)]
@@ -121,7 +139,7 @@ pub struct Profile {
     pub args: Vec<String>,
     /// How the prompt reaches the program.
     pub prompt: PromptVia,
-    /// Which parser reads its output.
+    /// Which parser reads its output ([`ParserKind::Acp`] for `protocol = "acp"`).
     pub parser: ParserKind,
     /// The arguments that make it print its version, if it can.
     pub version_args: Option<Vec<String>>,

@@ -110,6 +110,7 @@ impl World {
             settings,
             claude_bin: "claude".into(),
             codex_bin: "codex".into(),
+            vibe_bin: "vibe-acp".into(),
             fake: FakeAgentSetup {
                 program: Some(env!("CARGO_BIN_EXE_codehands").into()),
                 ..FakeAgentSetup::default()

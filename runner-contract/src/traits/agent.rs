@@ -188,6 +188,9 @@ pub enum AgentInput {
     Interrupt {
         /// A fresh UUID.
         id: String,
+        /// The agent's id of the conversation, as the turn's `task.started` gave it (a
+        /// protocol whose cancel names the session needs it); `None` before it came.
+        agent_session_id: Option<String>,
     },
 }
 
@@ -222,6 +225,17 @@ pub trait AgentParser: Send {
         let _ = exit_code;
         Vec::new()
     }
+
+    /// The stdin lines the parser owes the agent after the lines it parsed so far, each
+    /// given once: for a program that speaks a request/response protocol, the next request
+    /// of its handshake or an answer to one of its requests. The runner appends them to the
+    /// turn's input file (invoked with [`StdinClose::Conversation`]), unless the file holds
+    /// them already: a parser replaying the same output owes the same lines, so a line is
+    /// never given twice. They must follow from the output and the turn's request alone
+    /// (see [`Agent::parser_for`]). None by default.
+    fn owed_input(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A coding agent that codehands can run.
@@ -232,6 +246,12 @@ pub trait Agent: Send + Sync {
 
     /// What this agent supports.
     fn capabilities(&self) -> AgentCapabilities;
+
+    /// The standard protocol its program speaks on stdio (`"acp"`, the Agent Client
+    /// Protocol), for listings; `None` for a program with output of its own.
+    fn protocol(&self) -> Option<&'static str> {
+        None
+    }
 
     /// The names of the caller's environment variables this agent may receive
     /// (its provider's base URL and key). Everything else is scrubbed.
@@ -257,6 +277,15 @@ pub trait Agent: Send + Sync {
 
     /// A fresh parser for one run.
     fn parser(&self) -> Box<dyn AgentParser>;
+
+    /// The parser of a run of `request`, for an agent whose parser owes the program lines
+    /// made from the request ([`AgentParser::owed_input`]: the prompt in a protocol's
+    /// request, the folder to work in). The runner makes it again from the same request when
+    /// it takes a turn over. [`Agent::parser`] by default.
+    fn parser_for(&self, request: &AgentRequest) -> Box<dyn AgentParser> {
+        let _ = request;
+        self.parser()
+    }
 
     /// The stdin line that gives `input` to a running turn of this agent (invoked with
     /// [`StdinClose::Conversation`]). The same input always gives the same line: the

@@ -239,10 +239,15 @@ impl Conversation {
                 inbox::deliver(&self.files, self.turn, &line)?;
                 events.push(self.resolve(request_id, Some(answer)));
             }
-            Request::Interrupt { id, .. } => {
-                let line = self
-                    .agent
-                    .input_line(&AgentInput::Interrupt { id: id.clone() })?;
+            Request::Interrupt {
+                id,
+                agent_session_id,
+                ..
+            } => {
+                let line = self.agent.input_line(&AgentInput::Interrupt {
+                    id: id.clone(),
+                    agent_session_id: agent_session_id.clone(),
+                })?;
                 inbox::deliver(&self.files, self.turn, &line)?;
                 self.interrupted = true;
             }

@@ -198,11 +198,20 @@ impl LocalRunner {
              session instead (`stop`), then resume it",
         )?;
         let request = fresh_id();
+        let (files, turn) = self.current_turn(&record)?;
+        let agent_session_id = agent_session_of_turn(&files, &record)?;
         let line = agent.input_line(&AgentInput::Interrupt {
             id: request.clone(),
+            agent_session_id: agent_session_id.clone(),
         })?;
-        let (files, turn) = self.current_turn(&record)?;
-        inbox::post(&files, &Request::Interrupt { id: request, turn })?;
+        inbox::post(
+            &files,
+            &Request::Interrupt {
+                id: request,
+                turn,
+                agent_session_id,
+            },
+        )?;
         match self.until_given(&record, &files, turn, &line).await? {
             true => Ok(()),
             false => Err(not_now(
@@ -365,6 +374,22 @@ impl LocalRunner {
             tokio::time::sleep(POLL).await;
         }
     }
+}
+
+/// The agent's id of the conversation as the running turn's `task.started` says it, else as
+/// the record keeps it from an earlier turn.
+fn agent_session_of_turn(files: &RunFiles, record: &SessionRecord) -> Result<Option<String>> {
+    let start = files.turn().map_or(0, |plan| plan.seq_start);
+    let scan = log::scan(
+        &files.events(),
+        start,
+        |body| matches!(body, EventBody::TaskStarted(s) if s.agent_session_id.is_some()),
+    )?;
+    let started = scan.kept.into_iter().rev().find_map(|e| match e.body {
+        EventBody::TaskStarted(s) => s.agent_session_id,
+        _ => None,
+    });
+    Ok(started.or_else(|| record.agent_session_id.clone()))
 }
 
 /// How the log says permission request `request_id` ended, if it did.

@@ -49,6 +49,10 @@ pub(super) enum Request {
         id: String,
         /// The turn it is for.
         turn: u64,
+        /// The agent's id of the conversation the caller made the line with, so the
+        /// supervisor makes the same one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_session_id: Option<String>,
     },
 }
 
@@ -219,7 +223,8 @@ mod tests {
             reader.read_new(),
             vec![Request::Interrupt {
                 id: "c".into(),
-                turn: 1
+                turn: 1,
+                agent_session_id: None,
             }]
         );
         // A second reader (a supervisor taking over) sees them all again.

@@ -263,6 +263,12 @@ impl Supervisor {
         self.skip = made_from_output;
         self.met_full_disk = !self.files.has_reserve();
         self.redactor = Redactor::new(self.files.secrets());
+        // The notes as the agent was given them (a parser may owe lines holding them).
+        let notes = self.files.dir().join(super::notes::NOTES_FILE);
+        if let Ok(Some(bytes)) = self.files.root().read(&notes) {
+            self.request.notes = Some(String::from_utf8_lossy(&bytes).into_owned());
+            self.request.notes_file = Some(notes);
+        }
         self.profile = self
             .shared
             .memory
@@ -297,13 +303,19 @@ impl Supervisor {
                         self.request.notes = Some(framed);
                         self.request.notes_file = Some(path);
                     }
-                    Err(e) => notes_to_tell.push(format!(
-                        "repo memory: cannot write the notes for the agent ({e}); it runs without them"
-                    )),
+                    Err(e) => {
+                        self.forget_notes();
+                        notes_to_tell.push(format!(
+                            "repo memory: cannot write the notes for the agent ({e}); it runs without them"
+                        ));
+                    }
                 }
             }
-            Ok(_) => {}
-            Err(e) => notes_to_tell.push(format!("repo memory: cannot read the notes: {e}")),
+            Ok(_) => self.forget_notes(),
+            Err(e) => {
+                self.forget_notes();
+                notes_to_tell.push(format!("repo memory: cannot read the notes: {e}"));
+            }
         }
         self.request.test_command = self.profile.test_command.clone();
         self.request.provider_env = self
@@ -321,6 +333,12 @@ impl Supervisor {
             })
             .collect();
         notes_to_tell
+    }
+
+    /// Removes an earlier turn's notes file: a supervisor taking this turn over reads the
+    /// file as the notes this turn's agent was given.
+    fn forget_notes(&self) {
+        let _ = std::fs::remove_file(self.files.dir().join(super::notes::NOTES_FILE));
     }
 
     /// Opens the transcript for appending; when a turn is taken over, first cut it back to
@@ -480,7 +498,9 @@ impl Supervisor {
     /// Reads the agent's output file as it grows until the agent has exited and every byte
     /// is read (or a watchdog, a stop or an auth failure ends it), then ends the turn.
     async fn watch(&mut self, mut watched: Watched) {
-        let mut parser = self.agent.parser();
+        // The same request on a takeover (`resume_after`), so a replaying parser owes the
+        // same lines, which the input file holds already.
+        let mut parser = self.agent.parser_for(&self.request);
         let mut conversation = watched.converses().then(|| {
             Conversation::new(
                 self.agent.clone(),
@@ -717,7 +737,9 @@ impl Supervisor {
                 self.saw(&e);
             }
         }
-        for body in parser.parse_line(&text) {
+        let bodies = parser.parse_line(&text);
+        self.give_owed(parser, conversation.is_some());
+        for body in bodies {
             if let Some(why) = self.auth_failure(&body) {
                 interruption.get_or_insert(Interruption::AuthFailed(why));
             }
@@ -750,6 +772,21 @@ impl Supervisor {
                     self.emit_own(body, None);
                 }
                 watched.close_stdin();
+            }
+        }
+    }
+
+    /// Appends the lines the parser owes the agent to the turn's input file, each unless the
+    /// file holds it already (a replay owes what was given before the takeover). Only a
+    /// conversation's stdin reads the file; another agent's owed lines are dropped.
+    fn give_owed(&mut self, parser: &mut dyn AgentParser, converses: bool) {
+        for line in parser.owed_input() {
+            if !converses {
+                continue;
+            }
+            if let Err(e) = super::inbox::deliver(&self.files, self.plan.turn, &line) {
+                let note = format!("cannot give the agent what its protocol expects next: {e}");
+                self.emit_own(system_note(note), None);
             }
         }
     }

@@ -43,13 +43,36 @@ fn argv_text(agent: &dyn Agent, request: &AgentRequest) -> Vec<String> {
         .collect()
 }
 
+/// What reaches the agent's stdin in a run of `request`: its invocation's lines, then the
+/// lines its parser owes once it has read `handshake`, the lines a program that speaks a
+/// request/response protocol prints before it takes the prompt (none for the others).
+pub fn stdin_lines(agent: &dyn Agent, request: &AgentRequest, handshake: &[&str]) -> Vec<String> {
+    let invocation = agent
+        .invocation(request)
+        .expect("a plain request is accepted");
+    let mut lines = invocation.stdin;
+    let mut parser = agent.parser_for(request);
+    lines.extend(parser.owed_input());
+    for line in handshake {
+        let _ = parser.parse_line(line);
+        lines.extend(parser.owed_input());
+    }
+    lines
+}
+
 /// The prompt never appears on argv (not whole, not as part of an argument); it is
 /// in a stdin line; no shell is the program; secrets stay off argv.
 pub fn prompt_and_secrets_stay_off_argv(agent: &dyn Agent, worktree: &Path) {
+    prompt_reaches_stdin_after(agent, worktree, &[]);
+}
+
+/// [`prompt_and_secrets_stay_off_argv`] for an agent that takes the prompt after `handshake`.
+fn prompt_reaches_stdin_after(agent: &dyn Agent, worktree: &Path, handshake: &[&str]) {
     let request = sample_request(worktree);
     let invocation = agent
         .invocation(&request)
         .expect("a plain request is accepted");
+    let stdin = stdin_lines(agent, &request, handshake);
     let args = argv_text(agent, &request);
     assert!(
         !args.iter().any(|a| a.contains(FLAG_LIKE_PROMPT)),
@@ -60,16 +83,18 @@ pub fn prompt_and_secrets_stay_off_argv(agent: &dyn Agent, worktree: &Path) {
         "a provider secret is not on argv: {args:?}"
     );
     assert!(
-        invocation
-            .stdin
+        stdin
             .iter()
             .any(|line| line.contains("--dangerously-skip-permissions and fix the test")),
-        "the prompt is sent on stdin: {:?}",
-        invocation.stdin
+        "the prompt is sent on stdin: {stdin:?}"
     );
     assert!(
-        invocation.stdin.iter().all(|line| !line.contains('\n')),
+        stdin.iter().all(|line| !line.contains('\n')),
         "each stdin message is one line"
+    );
+    assert!(
+        !stdin.iter().any(|line| line.contains(CANARY_SECRET)),
+        "a provider secret is not written to stdin: {stdin:?}"
     );
     let program = invocation
         .program
@@ -154,6 +179,16 @@ pub fn refuses_bad_requests(agent: &dyn Agent, worktree: &Path) {
 /// An agent that says it resumes builds a resume invocation that names the id;
 /// one that does not refuses with `Unsupported`.
 pub fn resume_matches_capabilities(agent: &dyn Agent, worktree: &Path, agent_session_id: &str) {
+    resume_named_after(agent, worktree, agent_session_id, &[]);
+}
+
+/// [`resume_matches_capabilities`], the id on argv or on stdin after `handshake`.
+fn resume_named_after(
+    agent: &dyn Agent,
+    worktree: &Path,
+    agent_session_id: &str,
+    handshake: &[&str],
+) {
     let request = AgentRequest {
         permissions: Default::default(),
         resume: Some(ResumeFrom {
@@ -164,9 +199,12 @@ pub fn resume_matches_capabilities(agent: &dyn Agent, worktree: &Path, agent_ses
     };
     if agent.capabilities().resume {
         let args = argv_text(agent, &request);
+        let stdin = stdin_lines(agent, &request, handshake);
         assert!(
-            args.iter().any(|a| a.contains(agent_session_id)),
-            "a resume names the agent's session id: {args:?}"
+            args.iter()
+                .chain(&stdin)
+                .any(|a| a.contains(agent_session_id)),
+            "a resume names the agent's session id: {args:?} {stdin:?}"
         );
     } else {
         expect_error(
@@ -219,9 +257,22 @@ pub fn parser_survives_broken_lines(agent: &dyn Agent) {
 
 /// Every check of this suite.
 pub fn all(agent: &dyn Agent, worktree: &Path, agent_session_id: &str) {
-    prompt_and_secrets_stay_off_argv(agent, worktree);
+    all_after_handshake(agent, worktree, agent_session_id, &[]);
+}
+
+/// Every check of this suite, for an agent that speaks a request/response protocol on
+/// stdio: its parser owes the program the prompt (and a resume's id) once it has read
+/// `handshake`, what the program prints first (an ACP agent's answers to `initialize` and to
+/// the opening of its session).
+pub fn all_after_handshake(
+    agent: &dyn Agent,
+    worktree: &Path,
+    agent_session_id: &str,
+    handshake: &[&str],
+) {
+    prompt_reaches_stdin_after(agent, worktree, handshake);
     provider_env_reaches_the_agent(agent, worktree);
     refuses_bad_requests(agent, worktree);
-    resume_matches_capabilities(agent, worktree, agent_session_id);
+    resume_named_after(agent, worktree, agent_session_id, handshake);
     parser_survives_broken_lines(agent);
 }

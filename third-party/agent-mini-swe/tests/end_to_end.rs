@@ -50,6 +50,7 @@ fn runner(root: &Path, agent: MiniSweAgent, server: &ModelServer) -> LocalRunner
         settings,
         claude_bin: "claude".into(),
         codex_bin: "codex".into(),
+        vibe_bin: "vibe-acp".into(),
         fake: FakeAgentSetup::default(),
         sandbox_images: SandboxImages::Local,
         // The agent's box needs its helper program: codehands' own, built for the test.

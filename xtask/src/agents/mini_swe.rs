@@ -127,7 +127,7 @@ fn build(folder: &Path) -> Result<(), String> {
 
 /// Removes the hidden folders of earlier or interrupted installs that the link
 /// does not point at.
-fn remove_stale(agents: &Path, prefix: &str, folder: &Path) -> Result<(), String> {
+pub(super) fn remove_stale(agents: &Path, prefix: &str, folder: &Path) -> Result<(), String> {
     let current = std::fs::read_link(folder).ok();
     let entries = std::fs::read_dir(agents).map_err(|e| format!("{}: {e}", agents.display()))?;
     for entry in entries.filter_map(Result::ok) {
@@ -182,7 +182,7 @@ fn check_runs(venv: &Path, work: &Path) -> Result<(), String> {
     }
 }
 
-fn run(command: &mut Command) -> Result<(), String> {
+pub(super) fn run(command: &mut Command) -> Result<(), String> {
     let status = command
         .status()
         .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;

@@ -90,6 +90,7 @@ fn scenario(name: &'static str, about: &'static str, script: fn(&Path) -> Script
         budget_usd: 0.5,
         needs_npm: false,
         extra_env: &[],
+        answers: &[],
         script,
     }
 }

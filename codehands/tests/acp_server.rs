@@ -1,0 +1,326 @@
+//! `codehands acp` driven by a real ACP client: the Agent Client Protocol's Python library
+//! (PyPI `agent-client-protocol`, the `acp` module, as Mistral Vibe's pinned venv holds it),
+//! through `tests/support/acp_client.py`. The inner agents are the fake agent (a replay of
+//! Claude Code on the demo repo) and the tests' own ACP agent (a three-line profile).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use support::World;
+
+/// A Python with the `acp` library: the one of Mistral Vibe's venv, or a skip (a failure
+/// under CI).
+fn python() -> Option<PathBuf> {
+    let venv = agent_vibe::install::folder(&runner_core::testkit::agents::cache_root());
+    let python = venv.join("venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import acp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Some(python)
+    } else {
+        runner_core::testkit::skip(
+            "no Python with the `acp` library (Mistral Vibe's venv): run `cargo xtask agents`",
+        );
+        None
+    }
+}
+
+/// Runs the client's `steps` against `codehands acp --agent AGENT`; what it printed.
+fn client(world: &World, python: &Path, agent: &str, steps: Value) -> Vec<Value> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/acp_client.py");
+    let mut cmd = Command::new(python);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &world.agent_home)
+        .env("CODEHANDS_HOME", world.home.root())
+        .env("CODEHANDS_FAKE_DELAY_MS", "0")
+        .arg(&script)
+        .arg(steps.to_string())
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_codehands"))
+        .args(["acp", "--agent", agent]);
+    let out = support::run(&mut cmd);
+    let seen = support::json_lines(&out);
+    assert!(
+        out.status.success(),
+        "{seen:#?}\n{}",
+        support::text(&out.stderr)
+    );
+    seen
+}
+
+fn updates<'a>(seen: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    seen.iter()
+        .filter_map(|s| s.get("update"))
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+fn stop_reasons(seen: &[Value]) -> Vec<Value> {
+    seen.iter()
+        .filter_map(|s| s.get("stopReason").or(s.get("error")).cloned())
+        .collect()
+}
+
+fn asked(seen: &[Value]) -> Vec<(&Value, &Value)> {
+    seen.iter()
+        .filter_map(|s| Some((s.get("asked")?, s.get("chose")?)))
+        .collect()
+}
+
+fn branch(world: &World) -> String {
+    world
+        .branches()
+        .into_iter()
+        .find(|b| b.starts_with("codehands/"))
+        .expect("the session's branch")
+}
+
+/// The tests' own ACP agent as the three-line profile `acp-test` in the world's home.
+fn with_acp_test_agent(world: &World) -> Option<()> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../agent-acp/tests/agent/acp_test_agent.py")
+        .canonicalize()
+        .unwrap();
+    let agents = world.home.root().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("acp-test.toml"),
+        format!(
+            "name = \"acp-test\"\nprogram = {:?}\nprotocol = \"acp\"\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    Some(())
+}
+
+#[test]
+fn a_prompt_runs_the_fake_agent_and_approve_commits_on_the_branch() {
+    let Some(python) = python() else { return };
+    let world = World::demo();
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "fake",
+        serde_json::json!([
+            {"new": cwd},
+            {"prompt": runner_fake::demo_repo::PROMPT, "approval": "approve"},
+        ]),
+    );
+    let init = &seen[0]["initialized"];
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["agentCapabilities"]["loadSession"], true);
+    assert_eq!(init["agentInfo"]["name"], "codehands");
+    assert!(
+        !updates(&seen, "agent_message_chunk").is_empty(),
+        "{seen:#?}"
+    );
+    let calls = updates(&seen, "tool_call");
+    assert!(calls.iter().any(|c| c["kind"] == "edit"), "{calls:#?}");
+    assert!(calls.iter().any(|c| c["kind"] == "execute"), "{calls:#?}");
+    let ends = updates(&seen, "tool_call_update");
+    assert!(ends.iter().any(|u| u["status"] == "completed"), "{ends:#?}");
+    let asked = asked(&seen);
+    assert_eq!(asked.len(), 1, "the end-of-turn question only: {asked:#?}");
+    let options: Vec<&Value> = asked[0].0["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| &o["optionId"])
+        .collect();
+    assert_eq!(options, ["approve", "keep", "reject"]);
+    assert_eq!(stop_reasons(&seen), ["end_turn"]);
+    let said: String = updates(&seen, "agent_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("Approved: commit"), "{said}");
+    let branch = branch(&world);
+    let fixed = world.git(&["show", &format!("{branch}:src/date.js")]);
+    assert!(fixed.contains("getMonth() + 1"), "{fixed}");
+    assert_eq!(seen.last().unwrap()["exit"], 0);
+}
+
+#[test]
+fn a_relayed_permission_a_kept_turn_then_a_follow_up_approved() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        serde_json::json!([
+            {"new": cwd},
+            {"prompt": "Please ask first.", "permission": "allow", "approval": "keep"},
+            {"prompt": "Now the tour.", "approval": "approve"},
+        ]),
+    );
+    let asked = asked(&seen);
+    assert_eq!(asked.len(), 3, "{asked:#?}");
+    assert_eq!(asked[0].0["toolCall"]["title"], "touch allowed.txt");
+    assert_eq!(asked[0].1, "allow");
+    assert_eq!(
+        (asked[1].1.as_str(), asked[2].1.as_str()),
+        (Some("keep"), Some("approve"))
+    );
+    assert_eq!(stop_reasons(&seen), ["end_turn", "end_turn"]);
+    let said: String = updates(&seen, "agent_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("Allowed: I made allowed.txt."), "{said}");
+    assert!(said.contains("Kept: codehands session"), "{said}");
+    assert!(
+        said.contains("I wrote acp.txt."),
+        "the follow-up ran: {said}"
+    );
+    let usage = updates(&seen, "usage_update");
+    assert_eq!(usage[0]["cost"]["amount"], 0.0125, "{usage:#?}");
+    // One session, two turns, one commit with both changes.
+    let branch = branch(&world);
+    assert_eq!(world.git(&["show", &format!("{branch}:allowed.txt")]), "");
+    assert!(
+        world
+            .git(&["show", &format!("{branch}:acp.txt")])
+            .contains("ACP test agent")
+    );
+    assert_eq!(
+        world
+            .git(&["rev-list", "--count", &format!("main..{branch}")])
+            .trim(),
+        "1"
+    );
+}
+
+#[test]
+fn cancel_mid_turn_ends_the_prompt_cancelled_and_load_replays_the_session() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        serde_json::json!([
+            {"new": cwd},
+            {"prompt": "Please wait.", "cancel_after": "tool_call"},
+        ]),
+    );
+    assert_eq!(stop_reasons(&seen), ["cancelled"], "{seen:#?}");
+    assert!(
+        asked(&seen).is_empty(),
+        "a cancelled turn is not put to the client"
+    );
+    let session = seen
+        .iter()
+        .find_map(|s| s["session"].as_str())
+        .unwrap()
+        .to_owned();
+    // The session is kept (awaiting approval) and a new connection loads it.
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(world.home.sessions_dir().join(format!("{session}.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["state"], "awaiting_approval");
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        serde_json::json!([{"load": session, "cwd": cwd}]),
+    );
+    assert!(seen.iter().any(|s| s["loaded"] == true), "{seen:#?}");
+    let said: Vec<&str> = updates(&seen, "agent_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains(&"Waiting for a long command."), "{said:?}");
+    assert!(
+        updates(&seen, "tool_call")
+            .iter()
+            .any(|c| c["title"] == "sleep 600"),
+        "{seen:#?}"
+    );
+}
+
+#[test]
+fn a_turn_put_to_a_client_that_does_not_decide_is_kept() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    // The client answers no option to the end-of-turn question.
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        serde_json::json!([
+            {"new": cwd},
+            {"prompt": "Write the file.", "approval": "none"},
+        ]),
+    );
+    assert_eq!(stop_reasons(&seen), ["end_turn"]);
+    let session = seen
+        .iter()
+        .find_map(|s| s["session"].as_str())
+        .unwrap()
+        .to_owned();
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(world.home.sessions_dir().join(format!("{session}.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["state"], "awaiting_approval", "kept, never lost");
+    assert!(world.worktree_dirs().len() == 1);
+}
+
+#[test]
+fn a_client_that_goes_away_mid_turn_leaves_the_session_kept_never_lost() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        serde_json::json!([
+            {"new": cwd},
+            {"prompt": "Take the tour.", "leave_after": "user_message_chunk"},
+        ]),
+    );
+    assert!(seen.iter().any(|s| s["left"] == true), "{seen:#?}");
+    let session = seen
+        .iter()
+        .find_map(|s| s["session"].as_str())
+        .unwrap()
+        .to_owned();
+    // The turn goes on without the client, in its supervisor, to its end.
+    let out = support::run(
+        world
+            .codehands()
+            .args(["events", &session, "--json", "--follow"]),
+    );
+    let events = support::json_lines(&out);
+    assert_eq!(
+        events.last().map(|e| e["type"].clone()),
+        Some("approval.requested".into()),
+        "{events:#?}"
+    );
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(world.home.sessions_dir().join(format!("{session}.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["state"], "awaiting_approval", "kept, never lost");
+}
