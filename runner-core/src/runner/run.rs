@@ -895,6 +895,12 @@ impl Supervisor {
     /// Writes the turn's last events, then settles the record from them.
     async fn end(&mut self, failure: Option<String>) {
         self.flush_events();
+        // A box ended by a stop's or a watchdog's SIGKILL could not clean up after itself.
+        if let Some(confinement) = &self.shared.confinement
+            && self.record.isolation == crate::options::Isolation::Box
+        {
+            confinement.cleanup(self.files.dir());
+        }
         let mut ending = TurnEnd::new(&self.record, &self.plan);
         ending.failed = failure;
         ending.agent_session_id = self.record.agent_session_id.clone();
