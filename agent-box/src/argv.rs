@@ -13,8 +13,9 @@ pub const HOSTNAME: &str = "codehands-box";
 /// The generated `/etc` files the box gets instead of the host's.
 pub const GENERATED_ETC: &[&str] = &["passwd", "group", "hosts"];
 
-/// Every argument of `bwrap`, then `--`, then the init (`helper __box-init …`).
-pub fn bwrap_args(plan: &BoxPlan) -> Vec<OsString> {
+/// Every argument of `bwrap`, then `--`, then the init (`helper __box-init …`); `outer_fd`
+/// is the descriptor of the outer process's pipe that the init watches.
+pub fn bwrap_args(plan: &BoxPlan, outer_fd: i32) -> Vec<OsString> {
     let mut args = Args::default();
     // Namespaces: user, pid, network, ipc, uts and cgroup; the user namespace is required
     // (`--unshare-all` alone only tries it).
@@ -26,7 +27,9 @@ pub fn bwrap_args(plan: &BoxPlan) -> Vec<OsString> {
     // No TIOCSTI into a terminal, no signal to the caller's process group.
     args.flag("--new-session");
     // bwrap's parent is the outer box process (itself detached from `codehands run`): when
-    // it dies, so does the box, so a stop that kills the outer leaves nothing behind.
+    // it dies, so does the box, so a stop that kills the outer leaves nothing behind. (The
+    // init also watches the outer's pipe: a parent-death signal set up after the outer died
+    // never comes.)
     args.flag("--die-with-parent");
     args.flag("--cap-drop").arg("ALL");
     args.flag("--uid").arg(plan.uid.to_string());
@@ -87,7 +90,7 @@ pub fn bwrap_args(plan: &BoxPlan) -> Vec<OsString> {
     args.flag("--");
     args.arg(plan.helper.as_os_str());
     args.arg("__box-init");
-    for arg in crate::init::init_args(plan) {
+    for arg in crate::init::init_args(plan, outer_fd) {
         args.arg(arg);
     }
     args.0
@@ -126,7 +129,7 @@ mod tests {
     use crate::plan::tests::sample;
 
     fn args() -> Vec<String> {
-        bwrap_args(&sample())
+        bwrap_args(&sample(), 9)
             .into_iter()
             .map(|a| a.into_string().unwrap())
             .collect()
@@ -327,6 +330,10 @@ mod tests {
         let end = all.iter().position(|a| a == "--").unwrap();
         assert_eq!(all[end + 1], "/opt/codehands/bin/codehands");
         assert_eq!(all[end + 2], "__box-init");
+        assert_eq!(
+            all[end + 3..end + 5],
+            ["--outer-fd".to_owned(), "9".to_owned()]
+        );
         assert!(all.ends_with(&[
             "/opt/agent/bin/agent".into(),
             "agent".into(),

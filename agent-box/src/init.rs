@@ -6,8 +6,12 @@
 //! stop (SIGTERM, SIGINT, SIGHUP) on to every process in the box, and exits with the agent's
 //! exit code once the agent has exited; the kernel then ends whatever is left in the box.
 //!
-//! Its arguments: `--listen ADDR SOCKET` for each endpoint, then `--`, the agent's program,
-//! its `argv[0]` and its arguments.
+//! It also watches a pipe whose other end only the outer process holds: when the outer
+//! process is gone (killed before a parent-death signal could be set up, say), the pipe
+//! ends and the init ends the box.
+//!
+//! Its arguments: `--outer-fd N`, `--listen ADDR SOCKET` for each endpoint, then `--`, the
+//! agent's program, its `argv[0]` and its arguments.
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
@@ -27,9 +31,9 @@ pub const CANNOT_START: i32 = 125;
 /// The signals a stop may send; the init and the outer process pass them on.
 pub const STOP_SIGNALS: &[Signal] = &[Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP];
 
-/// The init's arguments for `plan`.
-pub fn init_args(plan: &BoxPlan) -> Vec<OsString> {
-    let mut args: Vec<OsString> = Vec::new();
+/// The init's arguments for `plan`, watching descriptor `outer_fd`.
+pub fn init_args(plan: &BoxPlan, outer_fd: i32) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["--outer-fd".into(), outer_fd.to_string().into()];
     for endpoint in &plan.network.endpoints {
         args.push("--listen".into());
         args.push(endpoint.listen.to_string().into());
@@ -45,6 +49,8 @@ pub fn init_args(plan: &BoxPlan) -> Vec<OsString> {
 /// The init's arguments, read back.
 #[derive(Debug, PartialEq, Eq)]
 pub struct InitArgs {
+    /// The descriptor of the outer process's pipe.
+    pub outer_fd: Option<i32>,
     /// Each address to listen on, and the socket it leads to.
     pub listen: Vec<(SocketAddr, PathBuf)>,
     /// The agent's program.
@@ -60,10 +66,21 @@ impl InitArgs {
     pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Self, String> {
         let mut args = args.into_iter();
         let mut listen = Vec::new();
+        let mut outer_fd = None;
         loop {
             let arg = args.next().ok_or("no `--` before the agent's program")?;
             if arg == "--" {
                 break;
+            }
+            if arg == "--outer-fd" {
+                let fd = args
+                    .next()
+                    .and_then(|a| a.into_string().ok())
+                    .and_then(|a| a.parse::<i32>().ok())
+                    .filter(|fd| *fd > 2)
+                    .ok_or("--outer-fd wants a descriptor number")?;
+                outer_fd = Some(fd);
+                continue;
             }
             if arg != "--listen" {
                 return Err(format!("unknown argument {arg:?}"));
@@ -81,6 +98,7 @@ impl InitArgs {
         let program = PathBuf::from(args.next().ok_or("no agent program")?);
         let argv0 = args.next().ok_or("no argv[0] for the agent")?;
         Ok(Self {
+            outer_fd,
             listen,
             program,
             argv0,
@@ -117,10 +135,18 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         let socket = socket.clone();
         std::thread::spawn(move || forward(listener, &socket));
     }
+    if let Some(fd) = args.outer_fd {
+        watch_outer(fd);
+    }
+    // The agent gets the default signal mask (std does not reset it): unblocked just for
+    // the spawn. Nothing can kill the init meanwhile: pid 1 ignores a signal it has no
+    // handler for, SIGKILL from outside aside.
+    let _ = signals.thread_unblock();
     let agent = std::process::Command::new(&args.program)
         .arg0(&args.argv0)
         .args(&args.args)
         .spawn();
+    let _ = signals.thread_block();
     let agent = match agent {
         Ok(child) => Pid::from_raw(child.id() as i32),
         Err(e) => {
@@ -145,6 +171,25 @@ pub fn stop_set() -> SigSet {
         set.add(*signal);
     }
     set
+}
+
+/// Ends the box when the outer process is gone: its pipe (inherited as `fd`, whose write
+/// end only the outer process holds) reads end of file.
+fn watch_outer(fd: i32) {
+    // Reopened through /proc (a file of our own, closed on exec), then the inherited
+    // descriptor closed, so the agent does not get it.
+    let pipe = std::fs::File::open(format!("/proc/self/fd/{fd}"));
+    let _ = nix::unistd::close(fd);
+    let Ok(mut pipe) = pipe else {
+        return;
+    };
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut byte = [0u8; 1];
+        while matches!(pipe.read(&mut byte), Ok(n) if n > 0) {}
+        let _ = nix::sys::signal::kill(Pid::from_raw(-1), Signal::SIGKILL);
+        std::process::exit(128 + Signal::SIGKILL as i32);
+    });
 }
 
 /// Accepts connections on `listener` and carries each to `socket`.
@@ -191,10 +236,11 @@ mod tests {
     #[test]
     fn the_arguments_read_back() {
         let plan = sample();
-        let parsed = InitArgs::parse(init_args(&plan)).unwrap();
+        let parsed = InitArgs::parse(init_args(&plan, 7)).unwrap();
         assert_eq!(
             parsed,
             InitArgs {
+                outer_fd: Some(7),
                 listen: vec![(
                     "127.0.0.1:8080".parse().unwrap(),
                     "/run/codehands/0.sock".into()
@@ -210,7 +256,7 @@ mod tests {
     fn an_agent_argument_that_looks_like_ours_stays_the_agents() {
         let mut plan = sample();
         plan.command.args = vec!["--listen".into(), "--".into()];
-        let parsed = InitArgs::parse(init_args(&plan)).unwrap();
+        let parsed = InitArgs::parse(init_args(&plan, 7)).unwrap();
         assert_eq!(parsed.args, ["--listen", "--"]);
         assert_eq!(parsed.listen.len(), 1);
     }
@@ -221,5 +267,9 @@ mod tests {
         assert!(parse(&["--listen", "nope", "/s", "--", "p", "p"]).is_err());
         assert!(parse(&["--what"]).is_err());
         assert!(parse(&["--"]).is_err());
+        assert!(
+            parse(&["--outer-fd", "1", "--", "p", "p"]).is_err(),
+            "not stdio"
+        );
     }
 }

@@ -80,11 +80,30 @@ fn read_plan(path: &Path) -> Result<BoxPlan, String> {
 /// Starts bubblewrap (from this thread, which lives until the box ends: `--die-with-parent`
 /// is tied to the thread that started it), passes stops on, and waits.
 fn run_bwrap(plan: &BoxPlan, signals: nix::sys::signal::SigSet) -> i32 {
+    // The pipe the box's init watches: its write end stays here (closed on exec), its read
+    // end goes into the box; when this process is gone, the box ends.
+    let (watched, _held) = match std::io::pipe() {
+        Ok(pipe) => pipe,
+        Err(e) => {
+            eprintln!("codehands box: cannot make the box's pipe: {e}");
+            return CANNOT_START;
+        }
+    };
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    if let Err(e) = fcntl(&watched, FcntlArg::F_SETFD(FdFlag::empty())) {
+        eprintln!("codehands box: cannot hand the box its pipe: {e}");
+        return CANNOT_START;
+    }
+    // bubblewrap gets the default signal mask (std does not reset it): unblocked just for
+    // the spawn.
+    let _ = signals.thread_unblock();
     let spawned = std::process::Command::new(&plan.bwrap)
-        .args(crate::argv::bwrap_args(plan))
+        .args(crate::argv::bwrap_args(plan, watched.as_raw_fd()))
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .spawn();
+    let _ = signals.thread_block();
+    drop(watched);
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {

@@ -395,3 +395,52 @@ fn killing_the_outer_process_ends_everything_in_the_box() {
     }
     panic!("{marker} outlived its box");
 }
+
+#[test]
+fn the_agent_starts_with_no_signal_blocked() {
+    if support().is_none() {
+        return;
+    }
+    let place = Place::new();
+    place.run(
+        "grep SigBlk /proc/self/status > report.txt",
+        &AgentNeeds::default(),
+        &[],
+        Limits::default(),
+        false,
+    );
+    assert_eq!(place.report().trim(), "SigBlk:\t0000000000000000");
+}
+
+#[test]
+fn the_box_ends_when_its_outer_process_is_killed_alone() {
+    if support().is_none() {
+        return;
+    }
+    let place = Place::new();
+    let marker = format!("sleep 200{}", std::process::id() % 1000);
+    let script = format!("trap '' TERM; {marker} & touch ready; wait");
+    let mut child = place.spawn(
+        &script,
+        &AgentNeeds::default(),
+        &[],
+        Limits::default(),
+        false,
+    );
+    place.wait_for("ready");
+    // Only the outer process, as a crash would end it: bubblewrap and the box are in
+    // process groups of their own.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    for _ in 0..250 {
+        if !process_running(&marker) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("{marker} outlived its box");
+}

@@ -168,3 +168,28 @@ impl Agent for ClaudeCode {
 pub fn stream_json_parser() -> Box<dyn AgentParser> {
     Box::new(parse::ClaudeParser::default())
 }
+
+#[cfg(test)]
+mod box_tests {
+    use super::*;
+
+    #[test]
+    fn in_a_box_its_login_is_handed_in_file_by_file() {
+        let needs = ClaudeCode::new().box_needs();
+        assert!(needs.login.contains(&runner_contract::LoginFile::read_only(
+            ".claude/.credentials.json"
+        )));
+        assert!(
+            needs
+                .login
+                .contains(&runner_contract::LoginFile::copied(".claude.json"))
+        );
+        assert!(
+            needs
+                .login
+                .iter()
+                .all(|l| l.path != std::path::Path::new(".claude"))
+        );
+        assert_eq!(needs.hosts, vec!["api.anthropic.com:443".to_owned()]);
+    }
+}

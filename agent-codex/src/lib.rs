@@ -174,3 +174,39 @@ impl Agent for Codex {
 pub fn jsonl_parser() -> Box<dyn AgentParser> {
     Box::new(parse::CodexParser::default())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sandbox_that_cannot_start_is_a_warning_in_codexs_words() {
+        let stderr = "2026-01-01T00:00:00Z WARN could not create PATH aliases: refusing to create \
+                      helper links under the temp dir\nreading prompt from stdin\n";
+        let warnings = Codex::new().stderr_warnings(stderr);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("could not create PATH aliases"));
+        assert!(
+            Codex::new()
+                .stderr_warnings("reading prompt from stdin\n")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn in_a_box_its_login_is_handed_in_file_by_file() {
+        let needs = Codex::new().box_needs();
+        assert!(
+            needs
+                .login
+                .contains(&runner_contract::LoginFile::read_only(".codex/auth.json"))
+        );
+        assert!(
+            needs
+                .login
+                .iter()
+                .all(|l| l.path != std::path::Path::new(".codex"))
+        );
+        assert_eq!(needs.base_url_envs, vec!["OPENAI_BASE_URL".to_owned()]);
+    }
+}

@@ -22,6 +22,7 @@ fn replay(name: &str) -> Vec<(EventBody, String)> {
 fn snapshot_value(name: &str) -> Value {
     let events: Vec<EventBody> = replay(name).into_iter().map(|(e, _)| e).collect();
     let text = serde_json::to_string(&events).unwrap();
+    let text = agent_harness::snapshot::as_tmp(&text);
     let text = redact_runs(&text, "/tmp/.tmp", char::is_alphanumeric, "[tmp]");
     let text = redact_runs(
         &text,

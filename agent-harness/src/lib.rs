@@ -26,7 +26,7 @@ pub mod snapshot;
 pub use fixtures::{Fixtures, parse_lines};
 pub use record::Recorder;
 pub use repo::make_repo;
-pub use run::{Harness, ProviderEnv, RUN_LIMIT, RunOutput};
+pub use run::{Harness, ProviderEnv, RUN_LIMIT, RunOutput, scratch_root};
 pub use scenario::{Scenario, npm_available};
 
 /// The snapshot crate, for [`fixture_tests!`].

@@ -71,7 +71,10 @@ impl<'a> Harness<'a> {
         scenario: &Scenario,
         adjust: impl FnOnce(&mut AgentRequest),
     ) -> Result<RunOutput, String> {
-        let dir = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+        let dir = tempfile::Builder::new()
+            .prefix(".tmp")
+            .tempdir_in(scratch_root()?)
+            .map_err(|e| format!("temp dir: {e}"))?;
         let repo = make_repo(dir.path(), scenario.files)?;
         std::fs::create_dir_all(dir.path().join("home")).map_err(|e| format!("home: {e}"))?;
         self.run_in(dir, repo, scenario, adjust).await
@@ -253,4 +256,20 @@ impl<'a> Harness<'a> {
             dir,
         })
     }
+}
+
+/// Where the harness makes each run's repo and HOME: `target/tmp/` of the test binary that
+/// runs it, outside the system's temp folder, as a person's home and repos are (Codex cannot
+/// set up its own sandbox's helper with a home under the temp folder). Recordings name it
+/// `/tmp`: see [`crate::snapshot::as_tmp`].
+pub fn scratch_root() -> Result<std::path::PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("the test binary's path: {e}"))?;
+    // A test binary is target/<profile>/deps/<name>-<hash>.
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .ok_or("the test binary is not under target/<profile>/deps")?;
+    let root = target.join("tmp");
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    Ok(root)
 }

@@ -29,6 +29,16 @@ pub fn without_durations(value: Content, _path: ContentPath<'_>) -> Content {
     Content::from(duration_lines_redacted(value.as_str().unwrap_or_default()))
 }
 
+/// `text` with the harness's scratch folder ([`crate::run::scratch_root`]) written `/tmp`, as
+/// recordings made in the system's temp folder name theirs: fixtures read the same wherever
+/// they were recorded.
+pub fn as_tmp(text: &str) -> String {
+    match crate::run::scratch_root() {
+        Ok(root) => text.replace(&root.display().to_string(), "/tmp"),
+        Err(_) => text.to_owned(),
+    }
+}
+
 /// `text` with each line naming `duration_ms` replaced by `[duration line]`.
 pub fn duration_lines_redacted(text: &str) -> String {
     let lines: Vec<&str> = text

@@ -339,6 +339,9 @@ async fn a_hostile_model_cannot_take_codex_out_of_its_box() {
     let events = suite::collect(runner.start(options).await.unwrap()).await;
     let seen = codex_outputs(&server);
     hostile.assert_every_attempt_failed(&seen, &events, &[""]);
+    // Codex's own sandbox ran its commands inside ours: it said nothing of failing to.
+    let warnings = messages(&events);
+    assert!(!warnings.contains("warning from the agent"), "{warnings}");
     hostile.assert_approve_commits_the_fix(&runner, &id).await;
 }
 

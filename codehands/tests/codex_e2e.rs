@@ -338,3 +338,61 @@ async fn codehands_run_agent_codex_approves_from_the_command_line() {
     );
     assert!(world.git(&["show", branch]).contains("getMonth() + 1"));
 }
+
+/// Codex's own sandbox cannot start its helper when its home is under the temp folder (with
+/// Debian's bwrap 0.8 first on PATH): every command fails, and only Codex's stderr says so.
+/// The run shows it as a warning in Codex's words instead of looking like a clean one.
+#[tokio::test]
+async fn codexs_own_sandbox_failing_is_a_warning_with_its_words() {
+    let Some(codex) = codex() else { return };
+    let world = World::demo();
+    let server = ModelServer::start(Script::new([
+        exec("call_warn_1", "echo hello > hello.txt"),
+        Turn::text("Wrote hello.txt."),
+    ]))
+    .await
+    .unwrap();
+    let temp_home = tempfile::tempdir().unwrap();
+    let mut settings = world.settings();
+    settings.caller_env.retain(|(k, _)| k != "HOME");
+    settings
+        .caller_env
+        .push(("HOME".into(), temp_home.path().display().to_string()));
+    settings
+        .caller_env
+        .push(("OPENAI_BASE_URL".into(), server.openai_base_url()));
+    settings
+        .caller_env
+        .push(("OPENAI_API_KEY".into(), "sk-dummy-for-codex-tests".into()));
+    let runner = world.runner_with(settings, |s| s.codex_bin = codex.clone());
+    let id = SessionId::new_random();
+    let mut options = options(&world, id, "Write hello.txt.");
+    // Unboxed, with the caller's HOME under /tmp: the setting Codex's helper fails in.
+    options.isolation = runner_core::Isolation::None;
+    let events = suite::collect(runner.start(options).await.unwrap()).await;
+    let warnings: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Message(m) if m.text.starts_with("warning from the agent:") => {
+                Some(m.text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("could not create PATH aliases")),
+        "{warnings:?} in {:?}",
+        types(&events)
+    );
+    let finished = events
+        .iter()
+        .position(|e| e.body.type_name() == "task.finished")
+        .unwrap();
+    let warned = events
+        .iter()
+        .position(|e| matches!(&e.body, EventBody::Message(m) if m.text.starts_with("warning from the agent:")))
+        .unwrap();
+    assert!(warned < finished, "the warning comes before the turn's end");
+}

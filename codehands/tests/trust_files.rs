@@ -25,10 +25,15 @@ fn options(world: &World, id: SessionId) -> StartOptions {
 
 /// Every path under `root`, not entering `skip` (whose own entry is listed).
 fn walk(root: &Path, skip: &[PathBuf], found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(root).unwrap().flatten() {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
         let path = entry.path();
         found.push(path.clone());
-        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
         if meta.is_dir() && !skip.contains(&path) {
             walk(&path, skip, found);
         }
@@ -88,12 +93,28 @@ fn everything_under_the_home_is_private_whatever_the_umask() {
             .unwrap()
             .starts_with(world.home.worktrees_dir())
     );
+    // What the agent writes is its own, as the worktree is: its box's private home and temp
+    // folder (the folders themselves are private, and so is every folder above them).
+    let mut agents_own = worktrees.clone();
+    for run in std::fs::read_dir(world.home.root().join("runs"))
+        .unwrap()
+        .flatten()
+    {
+        for name in ["home", "tmp"] {
+            if let Ok(inner) = std::fs::read_dir(run.path().join(name)) {
+                agents_own.extend(inner.flatten().map(|e| e.path()));
+            }
+        }
+    }
     let mut paths = vec![world.home.root().to_owned()];
-    walk(world.home.root(), &worktrees, &mut paths);
+    walk(world.home.root(), &agents_own, &mut paths);
     let mut wrong = Vec::new();
     let mut seen_files = 0;
-    for path in paths.iter().filter(|p| !worktrees.contains(p)) {
-        let meta = std::fs::symlink_metadata(path).unwrap();
+    for path in paths.iter().filter(|p| !agents_own.contains(p)) {
+        // The run's supervisor may still be tidying its control files away.
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            continue;
+        };
         let mode = meta.permissions().mode() & 0o777;
         let want = if meta.is_dir() { 0o700 } else { 0o600 };
         seen_files += usize::from(meta.is_file());

@@ -1,6 +1,8 @@
-//! `cargo xtask bench run`: `codehands run` with the real Claude Code against the
-//! bare `claude -p`, on the same small repo and the same one-turn script from the
-//! scripted model server. Prints the ratio of wall times, the runner's own peak
+//! `cargo xtask bench run`: `codehands run` with the real Claude Code in its box, the same
+//! without the box (`--isolation none`) and the bare `claude -p`, interleaved, on the same
+//! small repo and the same one-turn script from the scripted model server. The box's target
+//! is at most 1.10x the unboxed run; where its time goes is the runner alone with an agent
+//! that takes none (the fake agent), boxed and not, and bubblewrap alone starting `true`. Prints the ratio of wall times, the runner's own peak
 //! memory (without the agent), the runner's own time around an agent that takes
 //! none (the fake agent), and where the overhead goes (worktree, spawn, parse,
 //! diff), and writes `target/bench/run.json`. A debug build of xtask runs itself again in
@@ -107,31 +109,45 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     };
     // `agent` is claude-code or fake; each run gets its own CODEHANDS_HOME, as a fresh
     // session would, and leaves its session awaiting approval.
-    let ours_cmd = |agent: &str, home: PathBuf| {
+    let ours_cmd = |agent: &str, home: PathBuf, isolation: &str| {
         let mut cmd = Command::new(codehands);
         cmd.args(["run", ".", PROMPT, "--agent", agent, "--json"]);
+        cmd.args(["--isolation", isolation]);
         env(&mut cmd);
         cmd.env("CODEHANDS_HOME", home).env("CLAUDE_BIN", claude);
         cmd
     };
     let mut bare = Vec::new();
     let mut ours = Vec::new();
+    let mut unboxed = Vec::new();
     let mut alone = Vec::new();
+    let mut alone_unboxed = Vec::new();
+    let mut bwrap_alone = Vec::new();
     let mut flags = Vec::new();
     let mut in_worktree = Vec::new();
     // Interleaved, after one warm-up of each, so both see the same machine state; the
     // order flips every round so neither always runs first.
     for round in 0..=rounds {
         let home = dir.path().join(format!("home-{round}"));
+        let open_home = dir.path().join(format!("open-home-{round}"));
         let fake_home = dir.path().join(format!("fake-home-{round}"));
-        let (b, o) = if round % 2 == 0 {
-            let b = measure(bare_cmd())?;
-            (b, measure(ours_cmd("claude-code", home.clone()))?)
-        } else {
-            let o = measure(ours_cmd("claude-code", home.clone()))?;
-            (measure(bare_cmd())?, o)
+        let open_fake_home = dir.path().join(format!("open-fake-home-{round}"));
+        // The three in a turning order: each goes first, second and third in turn.
+        let mut samples: [Option<Sample>; 3] = [None, None, None];
+        for k in 0..3 {
+            let which = (round + k) % 3;
+            samples[which] = Some(match which {
+                0 => measure(bare_cmd())?,
+                1 => measure(ours_cmd("claude-code", home.clone(), "box"))?,
+                _ => measure(ours_cmd("claude-code", open_home.clone(), "none"))?,
+            });
+        }
+        let [Some(b), Some(o), Some(u)] = samples else {
+            unreachable!("every one was measured")
         };
-        let a = measure(ours_cmd("fake", fake_home.clone()))?;
+        let a = measure(ours_cmd("fake", fake_home.clone(), "box"))?;
+        let au = measure(ours_cmd("fake", open_fake_home.clone(), "none"))?;
+        let bw = measure(bwrap_true()?)?.wall;
         let f = same_flags(claude, &repo, &agent_home, &server.base_url())?;
         // A fresh worktree each round, as every session gets: Claude Code sets up a new
         // project folder for every new working folder, which costs it time.
@@ -139,13 +155,16 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         git_worktree_add(&repo, &linked, round)?;
         let w = same_flags(claude, &linked, &agent_home, &server.base_url())?;
         git(&repo, &["worktree", "remove", "--force"], Some(&linked))?;
-        for home in [&home, &fake_home] {
+        for home in [&home, &open_home, &fake_home, &open_fake_home] {
             reject_all(codehands, home)?;
         }
         if round > 0 {
             bare.push(b);
             ours.push(o);
+            unboxed.push(u);
             alone.push(a);
+            alone_unboxed.push(au);
+            bwrap_alone.push(bw);
             flags.push(f);
             in_worktree.push(w);
         }
@@ -153,6 +172,11 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     let bare_ms = median(bare.iter().map(|s| s.wall).collect());
     let ours_ms = median(ours.iter().map(|s| s.wall).collect());
     let alone_ms = median(alone.iter().map(|s| s.wall).collect());
+    let unboxed_ms = median(unboxed.iter().map(|s| s.wall).collect());
+    let alone_unboxed_ms = median(alone_unboxed.iter().map(|s| s.wall).collect());
+    let bwrap_ms = median(bwrap_alone);
+    let box_ratio = median_ratio(&ours, &unboxed);
+    let unboxed_ratio = median_ratio(&unboxed, &bare);
     let ratio = median_ratio(&ours, &bare);
     let ratio_of_medians = ours_ms / bare_ms;
     let runner_peak = ours.iter().map(|s| s.peak_kib).max().unwrap_or(0);
@@ -165,15 +189,21 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         agent_peak as f64 / 1024.0
     );
     println!(
-        "codehands run       {ours_ms:>8.1} ms (median of {rounds}), runner peak {:.1} MiB (without the agent)",
+        "codehands run       {ours_ms:>8.1} ms boxed (median of {rounds}), runner peak {:.1} MiB (without the agent)",
         runner_peak as f64 / 1024.0
     );
     println!(
-        "ratio               {ratio:>8.3}x (median of the per-round ratios; target at most 1.10x); ratio of the medians {ratio_of_medians:.3}x"
+        "  --isolation none  {unboxed_ms:>8.1} ms unboxed (median of {rounds})"
     );
     println!(
-        "the runner alone    {alone_ms:>8.1} ms: codehands run --agent fake, an agent that takes no time ({:.1}% of the bare run)",
-        100.0 * alone_ms / bare_ms
+        "boxed / unboxed     {box_ratio:>8.3}x (median of the per-round ratios; target at most 1.10x)"
+    );
+    println!(
+        "boxed / bare        {ratio:>8.3}x (ratio of the medians {ratio_of_medians:.3}x); unboxed / bare {unboxed_ratio:.3}x"
+    );
+    println!(
+        "the runner alone    {alone_ms:>8.1} ms boxed, {alone_unboxed_ms:.1} ms unboxed: codehands run --agent fake, an agent that takes no time; the box costs {:.1} ms of it, bubblewrap starting `true` {bwrap_ms:.1} ms",
+        alone_ms - alone_unboxed_ms
     );
     println!(
         "claude alone with codehands' arguments and stdin {flags_ms:.1} ms: {:.3}x the bare run; codehands run is {:.3}x that",
@@ -191,6 +221,8 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     );
     let json = serde_json::json!({
         "bareMs": bare_ms, "codehandsMs": ours_ms, "ratio": ratio,
+        "unboxedMs": unboxed_ms, "boxedOverUnboxed": box_ratio, "unboxedOverBare": unboxed_ratio,
+        "runnerAloneUnboxedMs": alone_unboxed_ms, "bwrapTrueMs": bwrap_ms,
         "ratioOfMedians": ratio_of_medians, "rounds": rounds,
         "runnerAloneMs": alone_ms,
         "claudeWithOurArgumentsMs": flags_ms,
@@ -207,6 +239,44 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     .map_err(|e| e.to_string())?;
     println!("wrote target/bench/run.json");
     Ok(())
+}
+
+/// bubblewrap starting `true` in namespaces of its own with the system read-only: the part
+/// of a box's start that is bubblewrap's own.
+fn bwrap_true() -> Result<Command, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let bwrap = std::env::split_paths(&path)
+        .map(|dir| dir.join("bwrap"))
+        .find(|p| p.is_file())
+        .ok_or("bubblewrap is not installed: run `cargo xtask system`")?;
+    let mut cmd = Command::new(bwrap);
+    cmd.args([
+        "--unshare-all",
+        "--unshare-user",
+        "--die-with-parent",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--",
+        "/usr/bin/true",
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    Ok(cmd)
 }
 
 /// Claude Code started exactly as the runner starts it (our arguments, the prompt on

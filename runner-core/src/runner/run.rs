@@ -1077,6 +1077,12 @@ impl Supervisor {
     /// ([`Supervisor::run`] says why) and the next command settles it.
     async fn end(&mut self, failure: Option<String>) {
         self.flush_events();
+        // A box ended by a stop's or a watchdog's SIGKILL could not clean up after itself.
+        if let Some(confinement) = &self.shared.confinement
+            && self.record.isolation == crate::options::Isolation::Box
+        {
+            confinement.cleanup(self.files.dir());
+        }
         if !self.pending.is_empty() && self.files.release_reserve() {
             self.flush_events();
         }

@@ -24,6 +24,7 @@ fn replay(name: &str) -> Vec<EventBody> {
 fn check(name: &str) {
     // The recording's temp folder changes with every recording.
     let text = serde_json::to_string(&replay(name)).unwrap();
+    let text = agent_harness::snapshot::as_tmp(&text);
     let text = redact_runs(&text, "/tmp/.tmp", char::is_alphanumeric, "[tmp]");
     let events: Value = serde_json::from_str(&text).unwrap();
     insta::assert_json_snapshot!(name, events, {
