@@ -77,9 +77,10 @@ async fn the_recorded_process_is_the_box_and_a_stop_ends_everything_in_it() {
     let mut events = runner.start(options(&world, id)).await.unwrap();
     let (pid, plan) = running_box(&world, &id).await;
     assert!(cmdline(pid).contains("__box"), "{}", cmdline(pid));
-    assert!(process_running("__box-init"));
+    // The outer process is recorded as soon as it runs; bubblewrap starts the init a moment later.
+    wait_until("the box's init runs", || process_running("__box-init")).await;
     let session = id.to_string();
-    assert!(process_running(&session), "the box runs the agent");
+    wait_until("the box runs the agent", || process_running(&session)).await;
     runner.stop(&id).await.unwrap();
     while events.next().await.is_some() {}
     assert_eq!(

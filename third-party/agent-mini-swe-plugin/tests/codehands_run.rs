@@ -234,6 +234,7 @@ async fn codehands_agents_lists_every_way_in() {
         ("codex", "built-in"),
         ("fake", "built-in"),
         (agent_mini_swe::NAME, "plugin"),
+        ("mistral-vibe", "built-in"),
         ("ruff-fix", "profile"),
     ]
     .iter()
