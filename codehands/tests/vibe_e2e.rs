@@ -100,6 +100,10 @@ async fn vibe_is_listed_and_its_fix_is_approved_as_one_commit() {
         "Fix the month in src/date.js.",
         "--agent",
         "mistral-vibe",
+        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
+        // writable yet: these tests prove the ACP adapter, unboxed.
+        "--isolation",
+        "none",
         "--then",
         "approve",
         "-m",
@@ -179,6 +183,10 @@ async fn a_rejected_fix_leaves_nothing() {
         "Fix the month.",
         "--agent",
         "mistral-vibe",
+        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
+        // writable yet: these tests prove the ACP adapter, unboxed.
+        "--isolation",
+        "none",
         "--then",
         "reject",
         "--json",
@@ -278,6 +286,10 @@ async fn asked(answer: &str, then: &str) -> Option<(World, Vec<Value>, ModelServ
         "Make made.txt.",
         "--agent",
         "mistral-vibe",
+        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
+        // writable yet: these tests prove the ACP adapter, unboxed.
+        "--isolation",
+        "none",
         "--json",
         "--ask",
     ])
@@ -363,6 +375,10 @@ async fn an_interrupt_cancels_vibes_turn_and_its_change_awaits_approval() {
         "Fix the month.",
         "--agent",
         "mistral-vibe",
+        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
+        // writable yet: these tests prove the ACP adapter, unboxed.
+        "--isolation",
+        "none",
         "--json",
     ])
     .args(["--session-id", ID, "--then", "keep"]);
@@ -395,6 +411,10 @@ async fn a_follow_up_loads_vibes_session() {
         "Fix the month.",
         "--agent",
         "mistral-vibe",
+        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
+        // writable yet: these tests prove the ACP adapter, unboxed.
+        "--isolation",
+        "none",
         "--json",
         "--session-id",
         ID,

@@ -192,9 +192,7 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         "codehands run       {ours_ms:>8.1} ms boxed (median of {rounds}), runner peak {:.1} MiB (without the agent)",
         runner_peak as f64 / 1024.0
     );
-    println!(
-        "  --isolation none  {unboxed_ms:>8.1} ms unboxed (median of {rounds})"
-    );
+    println!("  --isolation none  {unboxed_ms:>8.1} ms unboxed (median of {rounds})");
     println!(
         "boxed / unboxed     {box_ratio:>8.3}x (median of the per-round ratios; target at most 1.10x)"
     );
