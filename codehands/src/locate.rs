@@ -136,6 +136,24 @@ pub fn vibe(env: &dyn Fn(&str) -> Option<OsString>) -> Located {
     locate(env, "VIBE_ACP_BIN", "vibe-acp", cached)
 }
 
+/// The program that answers `__box` and `__box-init`: this process's own program when it is
+/// `codehands` (or `codehands-box`), else `codehands-box` or `codehands` on PATH.
+pub fn box_helper(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let own = std::env::current_exe().ok().filter(|exe| {
+        exe.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n == "codehands" || n == "codehands-box")
+    });
+    own.or_else(|| {
+        let path = env("PATH")?;
+        ["codehands-box", "codehands"].iter().find_map(|name| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,22 +195,4 @@ mod tests {
         let on_path = locate(&env, "X_BIN", "x", None);
         assert_eq!((on_path.program, on_path.found), ("x".into(), Found::Path));
     }
-}
-
-/// The program that answers `__box` and `__box-init`: this process's own program when it is
-/// `codehands` (or `codehands-box`), else `codehands-box` or `codehands` on PATH.
-pub fn box_helper(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let own = std::env::current_exe().ok().filter(|exe| {
-        exe.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n == "codehands" || n == "codehands-box")
-    });
-    own.or_else(|| {
-        let path = env("PATH")?;
-        ["codehands-box", "codehands"].iter().find_map(|name| {
-            std::env::split_paths(&path)
-                .map(|dir| dir.join(name))
-                .find(|p| p.is_file())
-        })
-    })
 }
