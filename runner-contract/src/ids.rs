@@ -123,6 +123,72 @@ impl JsonSchema for SessionId {
     }
 }
 
+/// A task id: a UUID, like a session id, and like it parsed before it becomes a path
+/// (`tasks/<taskId>.json`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(SessionId);
+
+impl TaskId {
+    /// A fresh random id.
+    pub fn new_random() -> Self {
+        Self(SessionId::new_random())
+    }
+
+    /// Parses an id, refusing anything that is not a hyphenated UUID.
+    pub fn parse(text: &str) -> crate::error::Result<Self> {
+        SessionId::parse(text).map(Self).map_err(|_| {
+            Error::invalid_input(format!(
+                "task id {:?} is not a UUID: pass the id `codehands run --attempts` printed",
+                text.chars().take(64).collect::<String>()
+            ))
+        })
+    }
+
+    /// The first eight hex characters.
+    pub fn short(&self) -> String {
+        self.0.short()
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Debug for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TaskId({self})")
+    }
+}
+
+impl Serialize for TaskId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for TaskId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TaskId".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = SessionId::json_schema(generator);
+        schema.insert(
+            "description".into(),
+            "A task id: a hyphenated lower- or upper-case UUID.".into(),
+        );
+        schema
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,16 +10,25 @@
 //! - [`report`]: the final report of a session, as a caller reads it.
 //! - [`traits`]: `Agent`, `Vcs`, `Sandbox`, `MemoryStore`, and the `Runner` a daemon codes against.
 //! - [`framing`]: JSON-lines framing of an agent's output; [`text_lines`]: the parser for
-//!   agents that print plain text; [`testrun`]: recognising test commands and failures.
-//! - [`private`]: files and folders private to the user, never reached through a link.
+//!   agents that print plain text; [`json_lines`]: the parser for programs that print JSON
+//!   lines of their own, mapped by field names; [`testrun`]: recognising test commands and
+//!   failures.
+//! - [`home`]: the paths under `$CODEHANDS_HOME`; [`private`]: files and folders private to
+//!   the user, never reached through a link.
+//! - [`present`]: an agent's text made safe for a terminal, and the lines of reports;
+//!   [`bypass`]: the one list of arguments that turn off an agent's permission checks.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 
 pub mod agent_name;
+pub mod bypass;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod home;
 pub mod ids;
+pub mod json_lines;
 pub mod options;
+pub mod present;
 pub mod private;
 pub mod repo_key;
 pub mod report;
@@ -27,6 +36,7 @@ pub mod schema;
 pub mod sequence;
 pub mod session;
 mod state;
+pub mod task;
 pub mod testrun;
 pub mod text_lines;
 pub mod traits;
@@ -34,15 +44,20 @@ pub mod traits;
 pub use agent_name::AgentName;
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventBody};
+pub use home::Home;
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, Isolation, PermissionAnswer,
-    PermissionMode, Permissions, RecoveryReport, RejectResult, StartOptions,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, Engine, FileStat, Isolation,
+    PermissionAnswer, PermissionMode, Permissions, RecoveryReport, RejectResult, StartOptions,
 };
 pub use repo_key::RepoKey;
 pub use report::{RunEnding, RunReport};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
+pub use task::{
+    AttemptReport, AttemptSpec, PickResult, TaskAttempt, TaskId, TaskOptions, TaskRecord,
+    TaskReport, TaskState, VerifyVerdict,
+};
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
     Invocation, ResumeFrom, StdinClose, VersionProbe,

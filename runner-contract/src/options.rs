@@ -40,6 +40,46 @@ pub struct StartOptions {
     /// session runs alike.
     #[serde(default)]
     pub isolation: Isolation,
+    /// Where the box runs (this machine by default, or a Docker engine or Swarm cluster);
+    /// every turn of the session runs alike. Anything but `local` needs `isolation: box`.
+    #[serde(default, skip_serializing_if = "Engine::is_local")]
+    pub engine: Engine,
+}
+
+/// Where a session's box runs (docs/engines in README.md, "Where runs run").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// On this machine, in the bubblewrap box with the worktree bound in (the default).
+    #[default]
+    Local,
+    /// In a container on the Docker engine `DOCKER_HOST` names (unix, tcp with TLS, ssh):
+    /// the base tree is shipped in and the result brought back as data.
+    Docker,
+    /// As a Docker Swarm `replicated-job` service on the cluster `DOCKER_HOST` names.
+    Swarm,
+}
+
+impl Engine {
+    /// `local`, `docker` or `swarm`, as the command line and the records spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Docker => "docker",
+            Self::Swarm => "swarm",
+        }
+    }
+
+    /// Whether this is the default, [`Engine::Local`] (records leave it out).
+    pub fn is_local(&self) -> bool {
+        *self == Self::Local
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Whether an agent runs confined.
@@ -96,6 +136,7 @@ impl StartOptions {
             verify: false,
             permissions: Permissions::default(),
             isolation: Isolation::default(),
+            engine: Engine::default(),
         }
     }
 }
@@ -307,4 +348,7 @@ pub struct RecoveryReport {
     /// Sessions whose approve or reject was cut short, now finished or taken back.
     #[serde(default)]
     pub settled: Vec<SessionId>,
+    /// Tasks whose pick or reject was cut short, now finished or taken back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settled_tasks: Vec<crate::ids::TaskId>,
 }

@@ -7,6 +7,7 @@ use crate::event::Event;
 use crate::options::{ApproveResult, DiffResult, RecoveryReport, StartOptions};
 use crate::report::RunReport;
 use crate::session::SessionRecord;
+use crate::task::{TaskRecord, TaskReport};
 use crate::traits::memory::RepoProfile;
 use crate::traits::sandbox::SandboxResult;
 
@@ -22,6 +23,8 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         ("repo-profile.schema.json", titled::<RepoProfile>()),
         ("sandbox-result.schema.json", titled::<SandboxResult>()),
         ("run-report.schema.json", titled::<RunReport>()),
+        ("task-record.schema.json", titled::<TaskRecord>()),
+        ("task-report.schema.json", titled::<TaskReport>()),
     ]
 }
 

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::agent_name::AgentName;
 use crate::error::{Error, Result};
 use crate::ids::SessionId;
+use crate::options::StartOptions;
+use crate::traits::vcs::WorktreeSpec;
 
 pub use crate::state::SessionState;
 
@@ -82,6 +84,9 @@ pub struct SessionRecord {
     /// Whether the agent runs in a box, in every turn (none for a record made before boxes).
     #[serde(default = "crate::options::Isolation::before_boxes")]
     pub isolation: crate::options::Isolation,
+    /// Where the box runs, in every turn (`local` for a record made before engines).
+    #[serde(default, skip_serializing_if = "crate::options::Engine::is_local")]
+    pub engine: crate::options::Engine,
     /// When the session was created (RFC 3339).
     pub created_at: String,
     /// When the record last changed (RFC 3339).
@@ -111,9 +116,41 @@ impl std::ops::Add for TokenCounts {
 }
 
 impl SessionRecord {
+    /// The record of a session about to start, `queued`: what the caller asked for
+    /// (`options`), where its work happens (`worktree`, whose repo is `options.repo_path`'s
+    /// repository as found, and `repo_key`), and nothing that happened yet. Every record is
+    /// made here; change what differs (a default budget, a test's state) on the value.
+    pub fn queued(options: &StartOptions, repo_key: String, worktree: WorktreeSpec) -> Self {
+        let now = crate::now_rfc3339();
+        Self {
+            session_id: options.session_id,
+            state: SessionState::Queued,
+            agent: options.agent.clone(),
+            repo_path: worktree.repo,
+            repo_key,
+            worktree_path: worktree.path,
+            branch: worktree.branch,
+            base_commit: worktree.base,
+            prompt: options.prompt.clone(),
+            model: options.model.clone(),
+            budget_usd: options.budget_usd,
+            agent_session_id: None,
+            last_seq: 0,
+            failure: None,
+            commit: None,
+            cost_usd: None,
+            tokens: None,
+            permissions: options.permissions,
+            isolation: options.isolation,
+            engine: options.engine,
+            created_at: now.clone(),
+            updated_at: now,
+        }
+    }
+
     /// The worktree this session's git work happens in, as recorded.
-    pub fn worktree_spec(&self) -> crate::traits::vcs::WorktreeSpec {
-        crate::traits::vcs::WorktreeSpec {
+    pub fn worktree_spec(&self) -> WorktreeSpec {
+        WorktreeSpec {
             repo: self.repo_path.clone(),
             base: self.base_commit.clone(),
             branch: self.branch.clone(),

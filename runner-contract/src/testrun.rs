@@ -84,7 +84,15 @@ pub struct RanCommand {
 /// `test.result`. The tests passed only when the exit code is 0, the agent did not mark
 /// an error, and the output shows no failure (`npm test | tail` exits 0 on a failure).
 pub fn finished(ran: RanCommand) -> Vec<EventBody> {
-    let test = is_test_command(&ran.command).then(|| {
+    let is_test = is_test_command(&ran.command);
+    finished_marked(ran, is_test)
+}
+
+/// [`finished`] for a parser that knows whether the command ran tests (its agent said so,
+/// or its command is one the fixed list of [`is_test_command`] does not know): `test.result`
+/// follows exactly when `is_test`, read from the output the same way.
+pub fn finished_marked(ran: RanCommand, is_test: bool) -> Vec<EventBody> {
+    let test = is_test.then(|| {
         let verdict = read_output(&ran.output);
         EventBody::TestResult(TestResult {
             command: ran.command.clone(),
@@ -216,6 +224,25 @@ fn failed_count(line: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parser_marks_a_command_as_a_test_or_not() {
+        let ran = |command: &str| RanCommand {
+            command: command.into(),
+            exit_code: Some(0),
+            output: "Ran 3 checks\n1 failed\n".into(),
+            ..RanCommand::default()
+        };
+        match &finished_marked(ran("./check-all"), true)[..] {
+            [EventBody::CommandFinished(_), EventBody::TestResult(t)] => {
+                assert!(!t.passed, "the output's failure counts: {t:?}");
+                assert_eq!(t.command, "./check-all");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(finished_marked(ran("npm test"), false).len(), 1);
+        assert_eq!(finished(ran("npm test")).len(), 2);
+    }
 
     #[test]
     fn knows_test_commands() {

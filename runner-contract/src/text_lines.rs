@@ -36,10 +36,9 @@ impl AgentParser for TextLinesParser {
 
     fn finish(&mut self, exit_code: Option<i32>) -> Vec<EventBody> {
         let text = Vec::from(std::mem::take(&mut self.tail)).join("\n");
-        let result = (!text.is_empty()).then_some(text);
         let end = match exit_code {
             Some(0) => EventBody::TaskFinished(TaskFinished {
-                result,
+                result: (!text.is_empty()).then_some(text),
                 ..TaskFinished::default()
             }),
             code => EventBody::TaskFailed(TaskFailed {
@@ -48,7 +47,9 @@ impl AgentParser for TextLinesParser {
                     Some(code) => format!("the agent exited with code {code}: its output says why"),
                     None => "the agent was ended by a signal".to_owned(),
                 },
-                stderr: result,
+                // The runner fills in what the agent wrote on stderr; its stdout is in the
+                // messages already.
+                stderr: None,
                 exit_code: code,
                 cost_usd: None,
             }),
@@ -83,6 +84,10 @@ mod tests {
             [EventBody::TaskFailed(failed)] => {
                 assert_eq!(failed.exit_code, Some(2));
                 assert_eq!(failed.reason, FailureKind::AgentError);
+                assert_eq!(
+                    failed.stderr, None,
+                    "stdout is no stderr: the runner adds that"
+                );
             }
             other => panic!("{other:?}"),
         }

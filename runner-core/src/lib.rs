@@ -17,7 +17,6 @@
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 //! - `testkit` (feature): conformance suites that every implementation runs.
 
-pub mod home;
 pub mod process;
 pub mod redact;
 pub mod registry;
@@ -27,8 +26,8 @@ pub mod store;
 
 // The contract, under the paths it had before it became a crate of its own.
 pub use runner_contract::{
-    agent_name, error, event, ids, private, repo_key, schema, sequence, session, testrun,
-    text_lines, traits,
+    agent_name, bypass, error, event, home, ids, json_lines, present, private, repo_key, schema,
+    sequence, session, task, testrun, text_lines, traits,
 };
 
 /// What callers pass in and get back: the contract's `options`, and [`Sent`], which
@@ -47,18 +46,24 @@ pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, FileStat, Isolation, PermissionAnswer,
-    PermissionMode, Permissions, RecoveryReport, RejectResult, Sent, StartOptions,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, Engine, FileStat, Isolation,
+    PermissionAnswer, PermissionMode, Permissions, RecoveryReport, RejectResult, Sent,
+    StartOptions,
 };
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
 pub use repo_key::RepoKey;
 pub use report::{ReportInput, RunEnding, RunReport};
 pub use runner::{
-    GcOptions, GcReport, LocalRunner, RepoDisk, RunnerSettings, SupervisorCommand, Watchdog,
+    GcOptions, GcReport, LocalRunner, PickOptions, RepoDisk, RunnerSettings, StartedTask,
+    SupervisorCommand, Watchdog,
 };
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;
+pub use task::{
+    AttemptReport, AttemptSpec, PickResult, TaskAttempt, TaskId, TaskOptions, TaskRecord,
+    TaskReport, TaskState, VerifyVerdict,
+};
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
     Invocation, ResumeFrom, StdinClose, VersionProbe,

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::event::{Event, EventBody, FileChangeKind, MessageRole, PermissionOutcome};
-use crate::options::DiffStat;
+use crate::present::{self, stat_line};
 use crate::session::{SessionRecord, SessionState, TokenCounts};
 
 pub use runner_contract::report::{
@@ -448,7 +448,7 @@ pub fn render_human(report: &RunReport) -> String {
         // Repeated keys (several commands, tests) are written once, on the first line.
         let shown_key = if key == previous { "" } else { key };
         previous = key;
-        out.push_str(&format!("{shown_key:<width$}  {}\n", one_line(&value)));
+        out.push_str(&format!("{shown_key:<width$}  {}\n", shown(&value)));
     }
     out
 }
@@ -494,17 +494,6 @@ fn duration_text(ms: u64) -> String {
     }
 }
 
-/// "2 files changed, 3 insertions(+), 1 deletion(-)", as git says it.
-fn stat_line(stat: &DiffStat) -> String {
-    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    format!(
-        "{}, {}(+), {}(-)",
-        plural(stat.files_changed, "file changed", "files changed"),
-        plural(stat.insertions, "insertion", "insertions"),
-        plural(stat.deletions, "deletion", "deletions")
-    )
-}
-
 /// One line per item under `key`, or one `-` when there is none.
 fn each(key: &str, items: Vec<String>) -> Vec<(&str, String)> {
     if items.is_empty() {
@@ -525,30 +514,8 @@ fn list(items: impl Iterator<Item = String>) -> String {
 /// Most values here are the agent's text: on one line, at most 160 characters, and with
 /// control and bidi characters shown as escapes, so that nothing the agent wrote can move the
 /// cursor, retitle the terminal or reorder what the person reads.
-fn one_line(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let flat = if flat.chars().count() > 160 {
-        format!("{}…", flat.chars().take(159).collect::<String>())
-    } else {
-        flat
-    };
-    let mut out = String::with_capacity(flat.len());
-    for c in flat.chars() {
-        if c.is_control() || is_bidi_control(c) {
-            if (c as u32) < 0x100 {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            } else {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32));
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+fn shown(text: &str) -> String {
+    present::visible(&present::one_line(text, 160), false).into_owned()
 }
 
 #[cfg(test)]
@@ -819,11 +786,11 @@ mod tests {
     #[test]
     fn the_human_view_escapes_what_the_agent_wrote() {
         assert_eq!(
-            one_line("a\u{1b}[2J\n\tb\u{202e}c\u{7f}"),
+            shown("a\u{1b}[2J\n\tb\u{202e}c\u{7f}"),
             "a\\x1b[2J b\\u{202e}c\\x7f"
         );
         let long = "x".repeat(200);
-        assert_eq!(one_line(&long).chars().count(), 160);
+        assert_eq!(shown(&long).chars().count(), 160);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use runner_core::report::{self, ReportInput, RunEnding, RunReport};
-use runner_core::{Event, SessionId, SessionRecord, SessionState, TokenCounts};
+use runner_core::{
+    Event, SessionId, SessionRecord, SessionState, StartOptions, TokenCounts, WorktreeSpec,
+};
 
 fn events(name: &str) -> Vec<Event> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -27,29 +29,25 @@ fn events(name: &str) -> Vec<Event> {
 fn record(events: &[Event], state: SessionState, model: Option<&str>) -> SessionRecord {
     let id: SessionId = events[0].session_id;
     let id8 = &id.to_string()[..8];
-    SessionRecord {
-        session_id: id,
-        state,
-        agent: "stream-agent".parse().unwrap(),
-        repo_path: PathBuf::from("/home/dev/src/date-bug"),
-        repo_key: "b82e293da65f".into(),
-        worktree_path: PathBuf::from(format!("/home/dev/.codehands/worktrees/b82e293da65f/{id8}")),
+    let mut options = StartOptions::new(
+        id,
+        "/home/dev/src/date-bug",
+        "Fix the failing test. Run npm test to check.",
+        "stream-agent".parse().unwrap(),
+    );
+    options.model = model.map(str::to_owned);
+    let worktree = WorktreeSpec {
+        repo: PathBuf::from("/home/dev/src/date-bug"),
+        base: "0c5b8a1f2e3d4c5b6a798877665544332211aabb".into(),
         branch: format!("codehands/fix-the-failing-test-{id8}"),
-        base_commit: "0c5b8a1f2e3d4c5b6a798877665544332211aabb".into(),
-        prompt: "Fix the failing test. Run npm test to check.".into(),
-        model: model.map(str::to_owned),
-        budget_usd: None,
-        agent_session_id: None,
-        last_seq: events.last().unwrap().seq,
-        failure: None,
-        commit: None,
-        cost_usd: None,
-        tokens: None,
-        permissions: Default::default(),
-        isolation: Default::default(),
-        created_at: "2026-12-03T13:02:49.870Z".into(),
-        updated_at: "2026-12-03T13:03:12.020Z".into(),
-    }
+        path: PathBuf::from(format!("/home/dev/.codehands/worktrees/b82e293da65f/{id8}")),
+    };
+    let mut record = SessionRecord::queued(&options, "b82e293da65f".into(), worktree);
+    record.state = state;
+    record.last_seq = events.last().unwrap().seq;
+    record.created_at = "2026-12-03T13:02:49.870Z".into();
+    record.updated_at = "2026-12-03T13:03:12.020Z".into();
+    record
 }
 
 fn report_of(name: &str, state: SessionState) -> RunReport {

@@ -3,33 +3,27 @@
 use std::fs;
 use std::path::Path;
 
-use runner_core::{AgentName, ErrorKind, SessionId, SessionRecord, SessionState, SessionStore};
+use runner_core::{
+    AgentName, ErrorKind, SessionId, SessionRecord, SessionState, SessionStore, StartOptions,
+    WorktreeSpec,
+};
 
 fn record(id: SessionId) -> SessionRecord {
-    let now = runner_core::now_rfc3339();
-    SessionRecord {
-        session_id: id,
-        state: SessionState::Queued,
-        agent: AgentName::parse("some-agent").unwrap(),
-        repo_path: "/home/me/repo".into(),
-        repo_key: "0123456789ab".into(),
-        worktree_path: "/home/me/.codehands/worktrees/0123456789ab/3f2a9c1e".into(),
+    let mut options = StartOptions::new(
+        id,
+        "/home/me/repo",
+        "Fix it",
+        AgentName::parse("some-agent").unwrap(),
+    );
+    options.model = Some("sonnet".into());
+    options.budget_usd = Some(0.5);
+    let worktree = WorktreeSpec {
+        repo: "/home/me/repo".into(),
+        base: "a".repeat(40),
         branch: "codehands/fix-it-3f2a9c1e".into(),
-        base_commit: "a".repeat(40),
-        prompt: "Fix it".into(),
-        model: Some("sonnet".into()),
-        budget_usd: Some(0.5),
-        agent_session_id: None,
-        last_seq: 0,
-        failure: None,
-        commit: None,
-        cost_usd: None,
-        tokens: None,
-        permissions: Default::default(),
-        isolation: Default::default(),
-        created_at: now.clone(),
-        updated_at: now,
-    }
+        path: "/home/me/.codehands/worktrees/0123456789ab/3f2a9c1e".into(),
+    };
+    SessionRecord::queued(&options, "0123456789ab".into(), worktree)
 }
 
 fn files_under(dir: &Path) -> Vec<String> {

@@ -259,6 +259,21 @@ pub trait Agent: Send + Sync {
         Vec::new()
     }
 
+    /// The names of the variables that hold this agent's key or token, whatever they are
+    /// called (a profile's `api-key-env`, say). The runner treats their values as secrets:
+    /// they are cut out of every event, the transcript, stderr, the notes and the logs, as
+    /// the values of variables whose names say KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL
+    /// always are. Naming a variable here does not pass it on: list it in
+    /// [`Agent::provider_env`] too. None by default.
+    fn secret_envs(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// One line on what the agent is, for listings (`codehands agents`); `None` by default.
+    fn description(&self) -> Option<String> {
+        None
+    }
+
     /// How to ask its program for its version; `None` when it cannot say.
     fn version_probe(&self) -> Option<VersionProbe> {
         None
@@ -269,6 +284,14 @@ pub trait Agent: Send + Sync {
     fn preflight(&self, repo: &std::path::Path) -> Result<()> {
         let _ = repo;
         Ok(())
+    }
+
+    /// Refuses, before anything is made, a model this agent cannot take (`--model`, an
+    /// attempt's `AGENT:MODEL`), saying which it takes. By default any name that is not
+    /// blank, holds no control character and does not start with `-` (it would read as a
+    /// flag); an adapter refuses more, such as another vendor's models.
+    fn check_model(&self, model: &str) -> Result<()> {
+        check_model_name(&self.name(), model)
     }
 
     /// The program, arguments, environment additions and stdin of one run.
@@ -303,8 +326,8 @@ pub trait Agent: Send + Sync {
     /// files, the hosts it talks to without a base URL, the variables of its base URL. By
     /// default only base URLs: those of [`Agent::provider_env`] whose names end in
     /// `BASE_URL` or `API_BASE` (so an agent without a base URL set reaches no network).
-    fn box_needs(&self) -> crate::traits::confine::BoxNeeds {
-        crate::traits::confine::BoxNeeds::from_provider_env(&self.provider_env())
+    fn box_needs(&self) -> crate::traits::box_needs::BoxNeeds {
+        crate::traits::box_needs::BoxNeeds::from_provider_env(&self.provider_env())
     }
 
     /// Warnings in what the agent wrote to stderr that say it could not do its work (a
@@ -314,4 +337,35 @@ pub trait Agent: Send + Sync {
         let _ = stderr;
         Vec::new()
     }
+}
+
+/// The check every model name passes ([`Agent::check_model`]'s default): not blank, no
+/// control character, not starting with `-`.
+pub fn check_model_name(agent: &AgentName, model: &str) -> Result<()> {
+    if model.trim().is_empty() || model.chars().any(char::is_control) || model.starts_with('-') {
+        return Err(crate::Error::invalid_input(format!(
+            "the model name {model:?} for the {agent} agent is blank, holds a control character \
+             or starts with `-`: pass a model name in the agent's own naming"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses `model` for `agent` when it starts with one of `foreign` (another vendor's
+/// models, lower-cased prefixes), naming the models the agent takes (`takes`).
+pub fn refuse_foreign_model(
+    agent: &AgentName,
+    model: &str,
+    foreign: &[&str],
+    takes: &str,
+) -> Result<()> {
+    check_model_name(agent, model)?;
+    let lower = model.to_ascii_lowercase();
+    if let Some(prefix) = foreign.iter().find(|p| lower.starts_with(**p)) {
+        return Err(crate::Error::invalid_input(format!(
+            "the {agent} agent cannot take the model {model:?} (a `{prefix}…` model is another \
+             vendor's): it takes {takes}"
+        )));
+    }
+    Ok(())
 }

@@ -48,7 +48,10 @@ pub trait Runner: Send + Sync {
     /// Commits the change on the session's branch (only from `awaiting_approval`).
     async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult>;
 
-    /// Throws the change away: worktree and branch (only from `awaiting_approval`).
+    /// Throws the change away, from `awaiting_approval` or `stopped`: the worktree goes, and
+    /// the branch too unless the agent committed to it (then it is kept, as recover does; the
+    /// engine's `reject_session` says which). Journaled through `rejecting`, so a process
+    /// killed half-way leaves a record the next command or `recover` settles.
     async fn reject(&self, session_id: &SessionId) -> Result<()>;
 
     /// Stops a running session; returns once it is `stopped`. The start stream ends with `task.stopped`.

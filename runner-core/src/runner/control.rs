@@ -149,6 +149,13 @@ impl RunFiles {
         self.read_json("turn.json")
     }
 
+    /// How long ago the current turn was planned (`None` without a plan, or a clock that
+    /// went back).
+    pub fn turn_age(&self) -> Option<std::time::Duration> {
+        let meta = std::fs::symlink_metadata(self.dir().join("turn.json")).ok()?;
+        meta.modified().ok()?.elapsed().ok()
+    }
+
     /// Records the agent of a turn, or that it is about to be spawned (`process: None`).
     pub fn set_agent_run(&self, run: &AgentRun) -> Result<()> {
         self.write_json("agent.json", run)
@@ -167,6 +174,16 @@ impl RunFiles {
     /// How the agent of the current turn exited, when its parent saw it.
     pub fn exit(&self) -> Option<AgentExit> {
         self.read_json("exit.json")
+    }
+
+    /// Records the agent's program and version as probed while its turn ran, for the report.
+    pub fn set_agent_probed(&self, probed: &AgentProbed) -> Result<()> {
+        self.write_json("agent-version.json", probed)
+    }
+
+    /// The agent's program and version as probed during its last turn, if one was.
+    pub fn agent_probed(&self) -> Option<AgentProbed> {
+        self.read_json("agent-version.json")
     }
 
     /// Keeps the secret values given to the agent (0600), so whoever adopts the run cuts the
@@ -286,6 +303,17 @@ pub struct AgentRun {
     pub seq_before_agent: u64,
     /// The transcript's length when the turn started (an adopter rewrites it from there).
     pub transcript_start: u64,
+}
+
+/// The agent's program and version, probed while its turn ran (`runs/<id>/agent-version.json`):
+/// what the report says ran, without the caller naming the agent's file again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentProbed {
+    /// The program, as the agent's version probe names it.
+    pub program: String,
+    /// The version it printed; `None` when it printed none.
+    pub version: Option<String>,
 }
 
 /// How an agent exited, as its parent saw it.

@@ -24,9 +24,6 @@ use crate::ids::SessionId;
 use crate::session::SessionState;
 use crate::traits::runner::EventStream;
 
-/// How long a running session may go unsupervised before a follower heals it (a supervisor
-/// just launched needs a moment to take its lock).
-const UNSUPERVISED_GRACE: Duration = Duration::from_millis(750);
 /// How long a follower waits for a settled turn's supervisor to let go of the run (it has
 /// only its files to clear; a new turn's supervisor may hold it after that).
 const LET_GO_WAIT: Duration = Duration::from_secs(2);
@@ -121,7 +118,7 @@ impl Follower {
             return true;
         }
         let since = *self.unsupervised_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < UNSUPERVISED_GRACE {
+        if since.elapsed() < super::heal::UNSUPERVISED_GRACE {
             return true;
         }
         self.unsupervised_since = None;

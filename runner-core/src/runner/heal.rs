@@ -23,6 +23,10 @@ use crate::ids::SessionId;
 use crate::process::tree::{self, ProcessIdentity};
 use crate::session::{SessionRecord, SessionState};
 
+/// How long a running session may go unsupervised before a follower heals it (a supervisor
+/// just launched needs a moment to take its lock).
+pub(super) const UNSUPERVISED_GRACE: std::time::Duration = std::time::Duration::from_millis(750);
+
 /// What [`heal`] found and did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Healed {
@@ -75,8 +79,14 @@ async fn heal_session(shared: &Arc<Shared>, record: &SessionRecord) -> Result<He
             None => tree::find_session_leader_in(&record.worktree_path).is_some(),
         },
         None => {
-            // Never spawned: a stop asked for meanwhile ends it here; otherwise it needs a
-            // supervisor to start it.
+            // Never spawned. A turn planned a moment ago has its supervisor on the way (it
+            // takes the lock once its process runs): a second one would only cost the run
+            // a process start; a follower heals it if that one never comes.
+            if files.turn_age().is_some_and(|age| age < UNSUPERVISED_GRACE) {
+                return Ok(Healed::Nothing);
+            }
+            // A stop asked for meanwhile ends it here; otherwise it needs a supervisor to
+            // start it.
             !files.stop_requested()
         }
     };

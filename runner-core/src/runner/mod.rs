@@ -23,6 +23,7 @@ mod notes;
 mod preflight;
 mod recover;
 mod run;
+mod task;
 mod verify;
 mod watched;
 
@@ -54,6 +55,7 @@ use crate::traits::vcs::{Vcs, WorktreeSpec};
 
 pub use control::{RunFiles, TurnPlan};
 pub use gc::{GcOptions, GcReport, RepoDisk};
+pub use task::{PickOptions, StartedTask};
 
 /// The longest prompt accepted, in bytes.
 pub const MAX_PROMPT_BYTES: usize = 8 << 20;
@@ -322,6 +324,9 @@ impl LocalRunner {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
         }
         let agent = self.agent(&options.agent)?;
+        if let Some(model) = &options.model {
+            agent.check_model(model)?;
+        }
         if options.permissions.mode == crate::options::PermissionMode::Ask
             && !agent.capabilities().ask_permission
         {
@@ -474,10 +479,19 @@ pub(super) fn request_for(record: &SessionRecord, plan: &TurnPlan) -> AgentReque
     }
 }
 
-#[async_trait]
-impl Runner for LocalRunner {
-    async fn start(&self, options: StartOptions) -> Result<EventStream> {
+impl LocalRunner {
+    /// Starts a session like [`Runner::start`], from `base` when given (the attempts of a
+    /// task all start from the commit the task found), else from the repo's HEAD.
+    async fn start_session(
+        &self,
+        options: StartOptions,
+        base: Option<String>,
+    ) -> Result<EventStream> {
+        // Each step's span is timed by `CODEHANDS_TIMING` (codehands::timing; ARCHITECTURE.md,
+        // "Speed"): a span closes when it is dropped.
+        let step = tracing::trace_span!("start.check");
         let agent = self.check(&options).await?;
+        drop(step);
         let shared = &self.shared;
         let id = options.session_id;
         if shared.store.get(&id).is_ok() {
@@ -487,9 +501,15 @@ impl Runner for LocalRunner {
         }
         refuse_line_breaks(&shared.home, &options.repo_path)?;
         refuse_codehands_worktree(shared, &options.repo_path)?;
-        let base = shared.vcs.base_commit(&options.repo_path).await?;
+        let step = tracing::trace_span!("start.base_commit");
+        let base = match base {
+            Some(base) => base,
+            None => shared.vcs.base_commit(&options.repo_path).await?,
+        };
         agent.preflight(&options.repo_path)?; // preflight.rs: before anything is made
         let repo_key = shared.vcs.repo_key(&options.repo_path).await?;
+        drop(step);
+        let step = tracing::trace_span!("start.run_files");
         let repo_path = std::path::absolute(&options.repo_path).map_err(|e| {
             Error::io(
                 format!("cannot resolve {}", options.repo_path.display()),
@@ -515,31 +535,17 @@ impl Runner for LocalRunner {
             let _ = std::fs::remove_dir_all(run_files.dir());
             return Err(start_failed(shared, e));
         }
+        drop(step);
+        let step = tracing::trace_span!("start.record");
         let branch = shared.vcs.branch_name(&options.prompt, &id);
-        let now = crate::now_rfc3339();
-        let record = SessionRecord {
-            session_id: id,
-            state: SessionState::Queued,
-            agent: options.agent.clone(),
-            repo_path: repo_path.clone(),
-            repo_key,
-            worktree_path: worktree.clone(),
-            branch: branch.clone(),
-            base_commit: base.clone(),
-            prompt: options.prompt.clone(),
-            model: options.model.clone(),
-            budget_usd: Some(options.budget_usd.unwrap_or(DEFAULT_BUDGET_USD)),
-            agent_session_id: None,
-            last_seq: 0,
-            failure: None,
-            commit: None,
-            cost_usd: None,
-            tokens: None,
-            permissions: options.permissions,
-            isolation: options.isolation,
-            created_at: now.clone(),
-            updated_at: now,
+        let spec = WorktreeSpec {
+            repo: repo_path,
+            base,
+            branch,
+            path: worktree.clone(),
         };
+        let mut record = SessionRecord::queued(&options, repo_key, spec.clone());
+        record.budget_usd = Some(options.budget_usd.unwrap_or(DEFAULT_BUDGET_USD));
         if let Err(e) = shared.store.create(&record) {
             let _ = std::fs::remove_dir_all(run_files.dir());
             return Err(start_failed(shared, e));
@@ -549,12 +555,8 @@ impl Runner for LocalRunner {
         if let Some(me) = crate::process::tree::ProcessIdentity::current() {
             let _ = run_files.set_runner(&me);
         }
-        let spec = WorktreeSpec {
-            repo: repo_path,
-            base,
-            branch,
-            path: worktree.clone(),
-        };
+        drop(step);
+        let step = tracing::trace_span!("start.worktree");
         if let Err(e) = shared.vcs.create_worktree(&spec).await {
             // Nothing was started: leave no record (or run folder) behind either.
             undo_start(shared, &record, &run_files).await;
@@ -570,6 +572,8 @@ impl Runner for LocalRunner {
                 return Err(start_failed(shared, e));
             }
         };
+        drop(step);
+        let _step = tracing::trace_span!("start.launch");
         match self.begin_turn(&record, options.prompt, None, options.verify) {
             Ok(stream) => Ok(stream),
             Err(e) if run_files.turn().is_none() => {
@@ -584,6 +588,13 @@ impl Runner for LocalRunner {
                 Err(e)
             }
         }
+    }
+}
+
+#[async_trait]
+impl Runner for LocalRunner {
+    async fn start(&self, options: StartOptions) -> Result<EventStream> {
+        self.start_session(options, None).await
     }
 
     async fn diff(&self, session_id: &SessionId) -> Result<DiffResult> {
@@ -662,7 +673,10 @@ impl Runner for LocalRunner {
     }
 
     async fn recover(&self) -> Result<RecoveryReport> {
-        recover::recover(&self.shared).await
+        let mut report = recover::recover(&self.shared).await?;
+        // After the sessions: a pick cut short reads its attempt's settled approve.
+        self.settle_tasks(&mut report).await;
+        Ok(report)
     }
 
     async fn session(&self, session_id: &SessionId) -> Result<SessionRecord> {
@@ -676,14 +690,23 @@ impl Runner for LocalRunner {
     async fn report(&self, session_id: &SessionId) -> Result<crate::report::RunReport> {
         let record = self.healed(self.shared.store.get(session_id)?).await?;
         let events = self.logged_events(session_id, 0)?;
-        let probe = self
-            .agent(&record.agent)
-            .ok()
-            .and_then(|a| a.version_probe());
-        let program = probe.as_ref().map(|p| p.program.display().to_string());
-        let version = match &probe {
-            Some(probe) => crate::process::probe::ask(probe, Duration::from_secs(10)).await,
-            None => None,
+        // What ran, as probed during the session's last turn; else asked now, of the agent
+        // this runner knows by that name.
+        let (program, version) = match RunFiles::in_home(&self.shared.home, session_id)
+            .agent_probed()
+        {
+            Some(probed) => (Some(probed.program), probed.version),
+            None => {
+                let probe = self
+                    .agent(&record.agent)
+                    .ok()
+                    .and_then(|a| a.version_probe());
+                let version = match &probe {
+                    Some(probe) => crate::process::probe::ask(probe, Duration::from_secs(10)).await,
+                    None => None,
+                };
+                (probe.map(|p| p.program.display().to_string()), version)
+            }
         };
         Ok(crate::report::build(crate::report::ReportInput {
             record: &record,

@@ -71,6 +71,8 @@ pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> 
 }
 
 async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
+    // Timed by `CODEHANDS_TIMING` (codehands::timing): a span closes when it is dropped.
+    let step = tracing::trace_span!("turn.load");
     let files = RunFiles::in_home(&shared.home, &id);
     let Some(lock) = SupervisorLock::try_acquire(&files)? else {
         return Ok(());
@@ -112,6 +114,7 @@ async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
         }
     };
     let supervisor = Supervisor::new(shared, record, agent, plan, files, log, last_seq);
+    drop(step);
     supervisor.run(lock).await
 }
 
@@ -216,20 +219,52 @@ impl Supervisor {
                 }
             }
             None => {
+                let step = tracing::trace_span!("turn.prepare");
                 self.prepare().await;
                 self.save_profile().await;
+                drop(step);
                 let seq_before_agent = self.seq.last_seq();
+                let _step = tracing::trace_span!("turn.spawn");
                 self.spawn(seq_before_agent).await
             }
         };
+        // The version is asked while the agent works, so the turn waits for neither; once a
+        // session, its first turn's answer stands for the rest.
+        let probe = (watched.is_some() && self.files.agent_probed().is_none())
+            .then(|| self.probe_version())
+            .flatten();
         if let Some(watched) = watched {
             self.watch(watched).await;
         }
+        // The turn has ended: the next one need not wait for the version, but this process
+        // stays until it is recorded.
         drop(lock);
+        if let Some(probe) = probe {
+            let _ = probe.await;
+        }
         match self.unsaid.take() {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Asks the agent's program for its version in the background and records it as soon
+    /// as it answers (the report says what ran from it); `None` for an agent that cannot say.
+    fn probe_version(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let probe = self.agent.version_probe()?;
+        let files = self.files.clone();
+        let session = self.record.session_id;
+        Some(tokio::spawn(async move {
+            let version =
+                crate::process::probe::ask(&probe, std::time::Duration::from_secs(10)).await;
+            let probed = super::control::AgentProbed {
+                program: probe.program.display().to_string(),
+                version,
+            };
+            if let Err(e) = files.set_agent_probed(&probed) {
+                tracing::warn!(session = %session, "cannot record the agent's version: {e}");
+            }
+        }))
     }
 
     /// Takes over a turn whose agent a supervisor that went away started: the log holds
@@ -417,8 +452,10 @@ impl Supervisor {
             &self.shared.settings.extra_env,
             &invocation.env,
         );
+        let step = tracing::trace_span!("turn.confine");
         let invocation = self.confined(invocation, &env).await?;
-        let secrets = secret_values(&env);
+        drop(step);
+        let secrets = secret_values(&env, &self.agent.secret_envs());
         self.files.set_secrets(&secrets)?;
         self.redactor = Redactor::new(secrets);
         let transcript_start = self.transcript.as_ref().map_or(0, Appender::len);
@@ -442,8 +479,10 @@ impl Supervisor {
             stderr: &stderr,
             stdin: &stdin,
         };
+        let step = tracing::trace_span!("turn.exec");
         let mut agent =
             DetachedAgent::spawn(&invocation, &self.record.worktree_path, &env, &output)?;
+        drop(step);
         run.process = Some(agent.identity());
         run.relay = agent.relay_identity();
         run.input_relay = agent.input_relay_identity();
@@ -492,6 +531,7 @@ impl Supervisor {
             needs: &self.agent.box_needs(),
             files: &self.request.notes_file.iter().cloned().collect::<Vec<_>>(),
             git,
+            engine: self.record.engine,
         })
     }
 
@@ -531,6 +571,9 @@ impl Supervisor {
         let mut idle_until = Instant::now() + watchdog.idle;
         let mut pause = Backoff::new();
         let mut exit: Option<Option<i32>> = None;
+        // The agent's time as the supervisor sees it: from here to its exit and last byte.
+        let agent_span = tracing::trace_span!("turn.agent");
+        let mut first_output = Some(tracing::trace_span!("turn.first_output"));
         loop {
             if self.full.is_some() {
                 interruption.get_or_insert(Interruption::DiskFull);
@@ -541,6 +584,7 @@ impl Supervisor {
                 Some(Err(_)) | None => 0,
             };
             if n > 0 {
+                drop(first_output.take());
                 decoder.push(&chunk[..n], &mut frames);
                 for frame in frames.drain(..) {
                     self.on_frame(
@@ -629,6 +673,8 @@ impl Supervisor {
             }
             pause.wait().await;
         }
+        drop(agent_span);
+        let _step = tracing::trace_span!("turn.end");
         let grace = self.shared.settings.stop_grace;
         if interruption.is_some() {
             watched.end_tree(grace).await;
@@ -713,7 +759,7 @@ impl Supervisor {
         mut conversation: Option<&mut Conversation>,
     ) {
         let text = match frame {
-            Frame::Line(text) | Frame::NotUtf8(text) => crate::process::lines::strip_cr(text),
+            Frame::Line(text) | Frame::NotUtf8(text) => strip_cr(text),
             Frame::TooLong { bytes } => {
                 self.note(format!(
                     "the agent printed a line of {bytes} bytes, over the limit; it was skipped"
@@ -895,6 +941,7 @@ impl Supervisor {
     }
 
     async fn finished(&mut self, mut finished: TaskFinished, raw: Option<String>) {
+        let step = tracing::trace_span!("turn.diff");
         let diff = match self.shared.vcs.diff(&self.record.worktree_spec()).await {
             Ok(diff) => diff,
             Err(e) => {
@@ -926,6 +973,7 @@ impl Supervisor {
         {
             self.note(format!("repo memory: cannot add this run's note: {e}"));
         }
+        drop(step);
         finished.diff_stat = Some(diff.stat.clone());
         self.emit(EventBody::TaskFinished(finished), raw);
         self.emit(
@@ -1244,11 +1292,24 @@ fn ended_by_interrupt(held: Held) -> Held {
     }
 }
 
-/// The values of variables whose names say they are secret (keys, tokens, passwords).
-fn secret_values(env: &[(String, String)]) -> Vec<String> {
+/// The values of variables whose names say they are secret (keys, tokens, passwords), and
+/// of those the agent declares as its key (`Agent::secret_envs`) whatever their names.
+fn secret_values(env: &[(String, String)], declared: &[String]) -> Vec<String> {
     const MARKS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];
     env.iter()
-        .filter(|(k, v)| v.len() >= 8 && MARKS.iter().any(|m| k.to_ascii_uppercase().contains(m)))
+        .filter(|(k, v)| {
+            v.len() >= 8
+                && (declared.contains(k)
+                    || MARKS.iter().any(|m| k.to_ascii_uppercase().contains(m)))
+        })
         .map(|(_, v)| v.clone())
         .collect()
+}
+
+/// A line without its trailing `\r` (an agent that prints CRLF).
+fn strip_cr(mut text: String) -> String {
+    if text.ends_with('\r') {
+        text.pop();
+    }
+    text
 }

@@ -1,5 +1,24 @@
 //! The `Agent` conformance suite: promises every agent adapter keeps, checked
 //! without running the agent (its invocation is data, its parser a function).
+//!
+//! [`all`] runs every check ([`all_plain_text`] for a program that prints plain text, not
+//! JSON); each failure says what is wrong and what to change:
+//! - the prompt reaches the program on stdin (`Invocation::stdin`, or for a protocol the
+//!   lines the parser owes), never on argv, and a multi-line prompt is one stdin message per
+//!   line (split it at `\n`, or encode it, as JSON does): the runner writes each message
+//!   followed by a line break;
+//! - provider secrets stay off argv and stdin; the program is no shell; no argument turns
+//!   the program's permission checks off;
+//! - the provider variables of the request (`AgentRequest::provider_env`) are copied into
+//!   `Invocation::env`, so an agent called directly (a benchmark, a harness) gets them too;
+//! - `invocation` refuses an empty prompt, and a bad budget when the agent takes one, as
+//!   `InvalidInput`: call `request.check()?` first (the runner checks too, but not every
+//!   caller is the runner);
+//! - an agent whose capabilities say it resumes names the agent's session id in a resume's
+//!   invocation; one that cannot refuses a resume with `ErrorKind::Unsupported`;
+//! - the parser never panics on broken lines, keeps a line that is not JSON as a `message`,
+//!   skips JSON of a type it does not know, and owes nothing after an empty run but the
+//!   run's end (`finish` may give one `task.finished` or `task.failed`).
 
 use std::path::Path;
 
@@ -11,6 +30,9 @@ pub const FLAG_LIKE_PROMPT: &str = "--dangerously-skip-permissions and fix the t
 
 /// A secret given as a provider variable: it may reach the agent's env, never its argv.
 pub const CANARY_SECRET: &str = "sk-canary-4f1d2e3c";
+
+/// A prompt of three lines, the way people write them.
+pub const MULTI_LINE_PROMPT: &str = "Fix the failing test.\nKeep the style.\nRun npm test after.";
 
 /// A plain request for `worktree`, with a flag-like prompt and a secret provider variable.
 pub fn sample_request(worktree: &Path) -> AgentRequest {
@@ -33,9 +55,9 @@ pub fn sample_request(worktree: &Path) -> AgentRequest {
 }
 
 fn argv_text(agent: &dyn Agent, request: &AgentRequest) -> Vec<String> {
-    let invocation = agent
-        .invocation(request)
-        .expect("a plain request is accepted");
+    let invocation = agent.invocation(request).unwrap_or_else(|e| {
+        panic!("a plain request is refused ({e}): accept any request `request.check()` passes")
+    });
     invocation
         .args
         .iter()
@@ -47,9 +69,9 @@ fn argv_text(agent: &dyn Agent, request: &AgentRequest) -> Vec<String> {
 /// lines its parser owes once it has read `handshake`, the lines a program that speaks a
 /// request/response protocol prints before it takes the prompt (none for the others).
 pub fn stdin_lines(agent: &dyn Agent, request: &AgentRequest, handshake: &[&str]) -> Vec<String> {
-    let invocation = agent
-        .invocation(request)
-        .expect("a plain request is accepted");
+    let invocation = agent.invocation(request).unwrap_or_else(|e| {
+        panic!("a plain request is refused ({e}): accept any request `request.check()` passes")
+    });
     let mut lines = invocation.stdin;
     let mut parser = agent.parser_for(request);
     lines.extend(parser.owed_input());
@@ -69,33 +91,31 @@ pub fn prompt_and_secrets_stay_off_argv(agent: &dyn Agent, worktree: &Path) {
 /// [`prompt_and_secrets_stay_off_argv`] for an agent that takes the prompt after `handshake`.
 fn prompt_reaches_stdin_after(agent: &dyn Agent, worktree: &Path, handshake: &[&str]) {
     let request = sample_request(worktree);
-    let invocation = agent
-        .invocation(&request)
-        .expect("a plain request is accepted");
+    let invocation = agent.invocation(&request).unwrap_or_else(|e| {
+        panic!("a plain request is refused ({e}): accept any request `request.check()` passes")
+    });
     let stdin = stdin_lines(agent, &request, handshake);
     let args = argv_text(agent, &request);
     assert!(
         !args.iter().any(|a| a.contains(FLAG_LIKE_PROMPT)),
-        "the prompt is not on argv: {args:?}"
+        "the prompt is on argv, where every local user reads it and a leading `-` makes it a \
+         flag: {args:?}: write it to `Invocation::stdin` instead"
     );
     assert!(
         !args.iter().any(|a| a.contains(CANARY_SECRET)),
-        "a provider secret is not on argv: {args:?}"
+        "a provider secret is on argv: {args:?}: pass `request.provider_env` in \
+         `Invocation::env`, never as an argument"
     );
     assert!(
-        stdin
-            .iter()
-            .any(|line| line.contains("--dangerously-skip-permissions and fix the test")),
-        "the prompt is sent on stdin: {stdin:?}"
-    );
-    assert!(
-        stdin.iter().all(|line| !line.contains('\n')),
-        "each stdin message is one line"
+        stdin.iter().any(|line| line.contains(FLAG_LIKE_PROMPT)),
+        "the prompt is in no stdin line: {stdin:?}: write it to `Invocation::stdin` (a program \
+         that speaks a protocol owes it through `AgentParser::owed_input`)"
     );
     assert!(
         !stdin.iter().any(|line| line.contains(CANARY_SECRET)),
-        "a provider secret is not written to stdin: {stdin:?}"
+        "a provider secret is written to stdin: {stdin:?}: pass it in `Invocation::env` only"
     );
+    multi_line_prompt_is_one_message_per_line(agent, worktree, handshake);
     let program = invocation
         .program
         .file_name()
@@ -113,38 +133,68 @@ fn prompt_reaches_stdin_after(agent: &dyn Agent, worktree: &Path, handshake: &[&
             "pwsh"
         ]
         .contains(&program.as_str()),
-        "no shell runs the agent: {program}"
+        "a shell runs the agent ({program}): run the agent's program itself, with its \
+         arguments each whole in `Invocation::args`"
     );
     assert!(
         !args
             .iter()
             .any(|a| a.contains("dangerously-skip-permissions") || a.contains("bypassPermissions")),
-        "permissions are never bypassed: {args:?}"
+        "an argument turns the program's permission checks off: {args:?}: remove it; codehands \
+         never runs an agent unchecked"
     );
+}
+
+/// A prompt of several lines reaches stdin as one message per line (each line of it in a
+/// stdin line, no stdin line holding a line break): the runner ends each message with one.
+fn multi_line_prompt_is_one_message_per_line(
+    agent: &dyn Agent,
+    worktree: &Path,
+    handshake: &[&str],
+) {
+    let request = AgentRequest {
+        prompt: MULTI_LINE_PROMPT.to_owned(),
+        ..sample_request(worktree)
+    };
+    let stdin = stdin_lines(agent, &request, handshake);
+    assert!(
+        stdin.iter().all(|line| !line.contains('\n')),
+        "a stdin message holds a line break: {stdin:?}: give a multi-line prompt as one message \
+         per line (`prompt.split('\\n')`), or encode it (a JSON string escapes it)"
+    );
+    for line in MULTI_LINE_PROMPT.lines() {
+        assert!(
+            stdin.iter().any(|s| s.contains(line)),
+            "the prompt's line {line:?} is in no stdin line: {stdin:?}: write every line of the \
+             prompt to `Invocation::stdin`"
+        );
+    }
 }
 
 /// The provider variables the runner passed through reach the agent's environment,
 /// and the names the agent asks for look like variable names.
 pub fn provider_env_reaches_the_agent(agent: &dyn Agent, worktree: &Path) {
-    for name in agent.provider_env() {
+    for name in agent.provider_env().into_iter().chain(agent.secret_envs()) {
         assert!(
             !name.is_empty()
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
-            "provider_env names are variable names: {name:?}"
+            "{name:?} is not a variable name: `provider_env` and `secret_envs` give names such \
+             as MY_API_KEY (capitals, digits, `_`)"
         );
     }
     let request = sample_request(worktree);
-    let invocation = agent
-        .invocation(&request)
-        .expect("a plain request is accepted");
+    let invocation = agent.invocation(&request).unwrap_or_else(|e| {
+        panic!("a plain request is refused ({e}): accept any request `request.check()` passes")
+    });
     assert!(
         invocation
             .env
             .iter()
             .any(|(k, v)| k == "PROVIDER_SECRET_FOR_TESTS" && v == CANARY_SECRET),
-        "the filtered provider variables are in the agent's env"
+        "the request's provider variables are not in `Invocation::env`: copy them in \
+         (`env: request.provider_env.clone()`), so a caller other than the runner passes them too"
     );
 }
 
@@ -160,7 +210,7 @@ pub fn refuses_bad_requests(agent: &dyn Agent, worktree: &Path) {
             expect_error(
                 agent.invocation(&request),
                 ErrorKind::InvalidInput,
-                &format!("budget {budget}"),
+                &format!("budget {budget} (call `request.check()?` first in `invocation`)"),
             );
         }
     }
@@ -172,7 +222,7 @@ pub fn refuses_bad_requests(agent: &dyn Agent, worktree: &Path) {
     expect_error(
         agent.invocation(&request),
         ErrorKind::InvalidInput,
-        "an empty prompt",
+        "an empty prompt (call `request.check()?` first in `invocation`)",
     );
 }
 
@@ -204,13 +254,16 @@ fn resume_named_after(
             args.iter()
                 .chain(&stdin)
                 .any(|a| a.contains(agent_session_id)),
-            "a resume names the agent's session id: {args:?} {stdin:?}"
+            "a resume does not name the agent's session id {agent_session_id:?}: {args:?} \
+             {stdin:?}: pass `request.resume`'s id to the program, or say `resume: false` in \
+             `capabilities()`"
         );
     } else {
         expect_error(
             agent.invocation(&request),
             ErrorKind::Unsupported,
-            "resume on an agent that cannot",
+            "a resume on an agent whose capabilities say it cannot (refuse it with \
+             `Error::new(ErrorKind::Unsupported, …)`)",
         );
     }
 }
@@ -224,7 +277,7 @@ pub fn parser_survives_broken_lines(agent: &dyn Agent) {
         events
             .iter()
             .any(|e| matches!(e, EventBody::Message(m) if m.text.contains("this is not json"))),
-        "a line that is not JSON becomes a message with its text: {events:?}"
+        "a line that is not JSON gave {events:?}: keep it as a `message` event with its text"
     );
     for line in [
         "",
@@ -247,17 +300,59 @@ pub fn parser_survives_broken_lines(agent: &dyn Agent) {
         .parse_line("{\"type\":\"a-type-no-agent-prints\",\"x\":1}");
     assert!(
         unknown.is_empty(),
-        "an unknown type is skipped: {unknown:?}"
+        "a JSON line of a type no agent prints gave {unknown:?}: skip what you do not know \
+         (no event), so a newer program does not break the run"
     );
+    let owed = agent.parser().finish(Some(0));
     assert!(
-        agent.parser().finish(Some(0)).is_empty(),
-        "a parser that saw nothing owes nothing"
+        owed.len() <= 1 && owed.iter().all(EventBody::is_terminal),
+        "a parser that saw nothing owes {owed:?} at its end: give nothing, or only the run's \
+         end (one `task.finished` or `task.failed`)"
+    );
+}
+
+/// For an agent whose program prints plain text (a formatter, a codemod, `text_lines`):
+/// every line, whatever it looks like, becomes a `message` with its text, the parser never
+/// panics, and an empty run owes at most the run's end.
+pub fn parser_keeps_plain_text(agent: &dyn Agent) {
+    let mut parser = agent.parser();
+    for line in [
+        "this is not json",
+        "{\"type\":\"a-type-no-agent-prints\",\"x\":1}",
+        "[1,2",
+    ] {
+        let events = parser.parse_line(line);
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, EventBody::Message(m) if m.text == line)),
+            "the plain-text line {line:?} gave {events:?}: keep each line as a `message` with its text"
+        );
+    }
+    for line in ["", "\u{2028}", "\r"] {
+        let _ = parser.parse_line(line);
+    }
+    let owed = agent.parser().finish(Some(0));
+    assert!(
+        owed.len() <= 1 && owed.iter().all(EventBody::is_terminal),
+        "a parser that saw nothing owes {owed:?} at its end: give nothing, or only the run's \
+         end (one `task.finished` or `task.failed`)"
     );
 }
 
 /// Every check of this suite.
 pub fn all(agent: &dyn Agent, worktree: &Path, agent_session_id: &str) {
     all_after_handshake(agent, worktree, agent_session_id, &[]);
+}
+
+/// Every check of this suite for an agent whose program prints plain text, not JSON: the
+/// parser checks are [`parser_keeps_plain_text`]'s.
+pub fn all_plain_text(agent: &dyn Agent, worktree: &Path, agent_session_id: &str) {
+    prompt_reaches_stdin_after(agent, worktree, &[]);
+    provider_env_reaches_the_agent(agent, worktree);
+    refuses_bad_requests(agent, worktree);
+    resume_named_after(agent, worktree, agent_session_id, &[]);
+    parser_keeps_plain_text(agent);
 }
 
 /// Every check of this suite, for an agent that speaks a request/response protocol on

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod agents;
 pub mod cargo;
+pub mod lifecycle;
 pub mod memory;
 pub mod runner;
 pub mod sandbox;

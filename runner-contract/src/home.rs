@@ -1,4 +1,6 @@
-//! `$CODEHANDS_HOME` (default `~/.codehands`) and the paths under it.
+//! `$CODEHANDS_HOME` (default `~/.codehands`) and the paths under it: the one place they are
+//! spelled, here in the contract so that the engine, the adapters (the sandbox's results,
+//! the memory store) and the facade (agent profiles, plugins) all ask the same [`Home`].
 //!
 //! Only parsed ids ([`SessionId`]) and checked repo keys become path segments.
 
@@ -35,6 +37,11 @@ impl Home {
         self.root.join("sessions")
     }
 
+    /// `tasks/`: one record per task (attempts side by side), `<taskId>.json`.
+    pub fn tasks_dir(&self) -> PathBuf {
+        self.root.join("tasks")
+    }
+
     /// `worktrees/`: every worktree this tool made.
     pub fn worktrees_dir(&self) -> PathBuf {
         self.root.join("worktrees")
@@ -49,6 +56,16 @@ impl Home {
     /// `memory/`: per-repo notes and profiles.
     pub fn memory_dir(&self) -> PathBuf {
         self.root.join("memory")
+    }
+
+    /// `agents/`: agent profile files (`<name>.toml`).
+    pub fn agents_dir(&self) -> PathBuf {
+        self.root.join("agents")
+    }
+
+    /// `plugins/`: agent plugin libraries (`*.so`).
+    pub fn plugins_dir(&self) -> PathBuf {
+        self.root.join("plugins")
     }
 
     /// `runs/<sessionId>/`: the transcript, sandbox results and process files of a session.
