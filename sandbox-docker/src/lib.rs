@@ -27,7 +27,7 @@ use runner_contract::{BoxLimits, RepoProfile, Sandbox, SandboxRequest, SandboxRe
 
 pub use images::{ImageMap, LOCAL_BUSYBOX_IMAGE, LOCAL_DEBIAN_IMAGE, node_major};
 pub use install::NOT_IGNORED;
-pub use sandbox::DockerSandbox;
+pub use sandbox::{DockerSandbox, LOCAL_ENGINE};
 pub use timezone::{host_timezone, is_iana_name};
 
 /// Where a run's result is written: `<home>/runs/<sessionId>/test-<n>.json`.
@@ -35,15 +35,14 @@ pub fn result_file(home: &Path, session: &SessionId, n: u32) -> PathBuf {
     results::runs_dir(home, session).join(format!("test-{n}.json"))
 }
 
-/// `codehands sandbox [REPO] [--tz ZONE]`: runs `repo`'s tests once in the box,
+/// `codehands sandbox [REPO] [--tz ZONE]`: runs `repo`'s tests once in `sandbox`'s box,
 /// under a fresh session id, with the default limits. Returns the session id
 /// (the result is also in [`result_file`]) and the result.
 pub async fn run_repo(
-    home: &Path,
+    sandbox: &DockerSandbox,
     repo: &Path,
     profile: RepoProfile,
     timezone: Option<String>,
-    images: ImageMap,
 ) -> (SessionId, SandboxResult) {
     let session_id = SessionId::new_random();
     let request = SandboxRequest {
@@ -55,6 +54,5 @@ pub async fn run_repo(
         timezone,
         limits: BoxLimits::default(),
     };
-    let sandbox = DockerSandbox::new(home).with_images(images);
     (session_id, sandbox.run_tests(&request).await)
 }

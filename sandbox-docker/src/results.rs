@@ -11,8 +11,7 @@ use runner_contract::{SandboxResult, SessionId};
 
 /// The folder of a session's runs under the codehands home.
 pub(crate) fn runs_dir(home: &Path, session: &SessionId) -> PathBuf {
-    // A SessionId is always a plain UUID, so it is safe as a path component.
-    home.join("runs").join(session.to_string())
+    runner_contract::Home::new(home).run_dir(session)
 }
 
 fn result_path(dir: &Path, n: u32) -> PathBuf {

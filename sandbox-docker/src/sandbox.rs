@@ -28,15 +28,20 @@ const PULL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Runs a repo's tests in a locked Docker box; results go to
 /// `<home>/runs/<sessionId>/test-<n>.json`.
 ///
-/// Connects lazily, on first use, with `Docker::connect_with_defaults()`, so
-/// `DOCKER_HOST` (unix or tcp) is honoured; the API version is negotiated so
-/// older engines work.
+/// Connects lazily, on first use, to the engine [`DockerSandbox::with_docker_host`] names, else
+/// to the local socket ([`LOCAL_ENGINE`]); the API version is negotiated so older engines
+/// work. It reads no environment variable: the facade passes `DOCKER_HOST` and `TZ`
+/// (ARCHITECTURE.md, "codehands").
 pub struct DockerSandbox {
     home: PathBuf,
     images: ImageMap,
     host: Option<String>,
+    tz_variable: Option<String>,
     docker: OnceCell<Docker>,
 }
+
+/// The engine a sandbox talks to when no host is given: the local socket.
+pub const LOCAL_ENGINE: &str = "unix:///var/run/docker.sock";
 
 impl DockerSandbox {
     /// A sandbox writing its results under the codehands home, with the
@@ -46,6 +51,7 @@ impl DockerSandbox {
             home: home.into(),
             images: ImageMap::default(),
             host: None,
+            tz_variable: None,
             docker: OnceCell::new(),
         }
     }
@@ -56,10 +62,17 @@ impl DockerSandbox {
         self
     }
 
-    /// Talks to the engine at `host` (`unix:///path` or `tcp://host:port`)
-    /// instead of `DOCKER_HOST` or the local socket.
+    /// Talks to the engine at `host` (`unix:///path` or `tcp://host:port`, as `DOCKER_HOST`
+    /// spells it) instead of the local socket.
     pub fn with_docker_host(mut self, host: impl Into<String>) -> Self {
         self.host = Some(host.into());
+        self
+    }
+
+    /// The caller's `TZ`: a box whose request names no timezone gets the host's, and `TZ`
+    /// names it before `/etc/timezone` does ([`crate::host_timezone`]).
+    pub fn with_tz_variable(mut self, tz: Option<String>) -> Self {
+        self.tz_variable = tz;
         self
     }
 
@@ -80,31 +93,20 @@ impl DockerSandbox {
     }
 
     async fn docker(&self) -> Result<&Docker, String> {
-        let where_ = || {
-            self.host
-                .clone()
-                .or_else(|| std::env::var("DOCKER_HOST").ok())
-                .unwrap_or_else(|| "the local socket".into())
-        };
+        let host = self.host.as_deref().unwrap_or(LOCAL_ENGINE);
         self.docker
             .get_or_try_init(|| async {
-                let docker = match &self.host {
-                    Some(host) => Docker::connect_with_host(host),
-                    None => Docker::connect_with_defaults(),
-                }
-                .map_err(|e| {
-                    format!("cannot reach the Docker engine at {}: {e}. Start Docker (or set DOCKER_HOST) and try again", where_())
+                let docker = Docker::connect_with_host(host).map_err(|e| {
+                    format!("cannot reach the Docker engine at {host}: {e}. Start Docker (or set DOCKER_HOST) and try again")
                 })?;
                 match tokio::time::timeout(ENGINE_TIMEOUT, docker.negotiate_version()).await {
                     Ok(Ok(docker)) => Ok(docker),
                     Ok(Err(e)) => Err(format!(
-                        "the Docker engine at {} does not answer: {}. Start Docker (or set DOCKER_HOST) and try again",
-                        where_(),
+                        "the Docker engine at {host} does not answer: {}. Start Docker (or set DOCKER_HOST) and try again",
                         engine_message(&e)
                     )),
                     Err(_) => Err(format!(
-                        "the Docker engine at {} did not answer within 5 s. Start Docker (or set DOCKER_HOST) and try again",
-                        where_()
+                        "the Docker engine at {host} did not answer within 5 s. Start Docker (or set DOCKER_HOST) and try again"
                     )),
                 }
             })
@@ -129,7 +131,10 @@ impl DockerSandbox {
         result.image = request.image.clone().or_else(|| self.images.pick(profile)).ok_or_else(|| {
             error(Unsupported, "the sandbox does not know which image tests a repo of unknown language: pass an image".to_owned())
         })?;
-        let timezone = request.timezone.clone().unwrap_or_else(host_timezone);
+        let timezone = request
+            .timezone
+            .clone()
+            .unwrap_or_else(|| host_timezone(self.tz_variable.as_deref()));
         if !is_iana_name(&timezone) {
             return Err(error(
                 Failed,

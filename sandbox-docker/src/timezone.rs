@@ -2,12 +2,11 @@
 
 use std::path::Path;
 
-/// The host's IANA timezone (`Asia/Karachi`): `TZ` when it names one, then
+/// The host's IANA timezone (`Asia/Karachi`): `tz_variable` (the caller's `TZ`, which the
+/// facade reads and passes: this crate reads no variable) when it names one, then
 /// `/etc/timezone`, then the target of `/etc/localtime`; `UTC` when none says.
-pub fn host_timezone() -> String {
-    let from_env = std::env::var("TZ")
-        .ok()
-        .map(|tz| tz.trim_start_matches(':').to_owned());
+pub fn host_timezone(tz_variable: Option<&str>) -> String {
+    let from_env = tz_variable.map(|tz| tz.trim_start_matches(':').to_owned());
     let from_file = || {
         std::fs::read_to_string("/etc/timezone")
             .ok()
@@ -65,6 +64,8 @@ mod tests {
         ] {
             assert!(!is_iana_name(bad), "{bad}");
         }
-        assert!(is_iana_name(&host_timezone()));
+        assert!(is_iana_name(&host_timezone(None)));
+        assert_eq!(host_timezone(Some(":Asia/Karachi")), "Asia/Karachi");
+        assert!(is_iana_name(&host_timezone(Some("Pacific Standard Time"))));
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::CreateContainerOptionsBuilder;
-use common::{BUSYBOX, DEBIAN, boxes_of, docker, git, request, sandbox, worktree};
+use common::{BUSYBOX, DEBIAN, boxes_of, docker, engine, git, request, sandbox, worktree};
 use futures::StreamExt;
 use runner_core::{
     Language, PackageManager, RepoProfile, Sandbox, SandboxErrorKind, SandboxResult,
@@ -263,7 +263,7 @@ async fn the_box_gets_the_requested_timezone_or_the_hosts() {
     let host = sandbox.run_tests(&req).await;
     assert!(
         host.output
-            .contains(&format!("TZ={}", sandbox_docker::host_timezone())),
+            .contains(&format!("TZ={}", sandbox_docker::host_timezone(None))),
         "{host:?}"
     );
     req.timezone = Some("Pacific Standard Time".into());
@@ -286,7 +286,7 @@ async fn result_files_are_numbered_across_restarts() {
     assert_eq!(sandbox.run_tests(&req).await.n, 2);
     drop(sandbox);
     // A new process: the numbering continues from the disk.
-    let again = DockerSandbox::new(home.path());
+    let again = engine(DockerSandbox::new(home.path()));
     let third = again
         .run_tests(&request(repo.path(), "exit 4", BUSYBOX))
         .await;

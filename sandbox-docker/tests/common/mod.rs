@@ -20,7 +20,7 @@ pub const DEBIAN: &str = LOCAL_DEBIAN_IMAGE;
 /// under CI) when the engine or the local images are missing.
 pub async fn sandbox() -> Option<(DockerSandbox, TempDir)> {
     let home = tempfile::tempdir().unwrap();
-    let sandbox = DockerSandbox::new(home.path()).with_images(ImageMap::local());
+    let sandbox = engine(DockerSandbox::new(home.path()).with_images(ImageMap::local()));
     if !sandbox.available().await {
         skip("the Docker engine does not answer (start Docker, or set DOCKER_HOST)");
         return None;
@@ -35,6 +35,15 @@ pub async fn sandbox() -> Option<(DockerSandbox, TempDir)> {
         }
     }
     Some((sandbox, home))
+}
+
+/// `sandbox` pointed at the engine `DOCKER_HOST` names, when set: the crate reads no
+/// variable, so the tests pass it as the facade does.
+pub fn engine(sandbox: DockerSandbox) -> DockerSandbox {
+    match std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty()) {
+        Some(host) => sandbox.with_docker_host(host),
+        None => sandbox,
+    }
 }
 
 /// A client of the same engine, for looking at what the sandbox left.

@@ -1,0 +1,164 @@
+//! [`DockerEngine`]: the contract's `Confinement` with the box on a Docker engine or swarm.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use runner_contract::private::PrivateRoot;
+use runner_contract::{
+    ConfineRequest, Confinement, Engine, Error, ErrorKind, Invocation, Result, StdinClose,
+};
+
+use crate::plan::{RemoteLimits, RemotePlan};
+
+/// The image a remote box runs by default, built by `cargo xtask images`: a small root with
+/// `codehands` (the box's init, and the fake agent) and the agent programs installed in it.
+pub const REMOTE_IMAGE: &str = "codehands/remote:1";
+
+/// Boxes on the Docker engine `DOCKER_HOST` names, or on the swarm it manages.
+#[derive(Debug, Clone)]
+pub struct DockerEngine {
+    helper: Option<PathBuf>,
+    docker_host: Option<String>,
+    image: String,
+    limits: RemoteLimits,
+    constraints: Vec<String>,
+}
+
+impl DockerEngine {
+    /// Boxes driven by `helper` (the `codehands` binary, whose `__remote` is the shim) on the
+    /// engine `docker_host` names (the caller's `DOCKER_HOST`; `None`: the local socket).
+    pub fn new(helper: Option<PathBuf>, docker_host: Option<String>) -> Self {
+        Self {
+            helper,
+            docker_host,
+            image: REMOTE_IMAGE.to_owned(),
+            limits: RemoteLimits::default(),
+            constraints: Vec::new(),
+        }
+    }
+
+    /// Another image (one the user pushed to a registry the cluster pulls from).
+    pub fn with_image(mut self, image: impl Into<String>) -> Self {
+        self.image = image.into();
+        self
+    }
+
+    /// Other limits.
+    pub fn with_limits(mut self, limits: RemoteLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Swarm placement constraints (`node.labels.codehands == runs`).
+    pub fn with_constraints(mut self, constraints: Vec<String>) -> Self {
+        self.constraints = constraints;
+        self
+    }
+
+    fn helper(&self) -> Result<&Path> {
+        self.helper
+            .as_deref()
+            .filter(|h| h.is_file())
+            .ok_or_else(|| {
+                unsupported(
+                "a remote box needs the `codehands` binary to drive it, which was not found: put \
+                 it on PATH, or pass --engine local"
+                    .to_owned(),
+            )
+            })
+    }
+}
+
+fn unsupported(message: String) -> Error {
+    Error::new(ErrorKind::Unsupported, message)
+}
+
+/// The plan of `run_dir`, when there is one.
+pub(crate) fn plan_in(run_dir: &Path) -> Option<RemotePlan> {
+    let bytes = runner_contract::private::read_no_follow(&RemotePlan::file_in(run_dir)).ok()??;
+    RemotePlan::from_json(&bytes).ok()
+}
+
+impl Confinement for DockerEngine {
+    fn available(&self) -> Result<()> {
+        self.helper().map(drop)
+    }
+
+    fn wrap(&self, request: &ConfineRequest<'_>) -> Result<Invocation> {
+        if request.engine == Engine::Local {
+            return Err(unsupported(
+                "the Docker engine runs no local box: use the local confinement".to_owned(),
+            ));
+        }
+        let helper = self.helper()?;
+        let invocation = request.invocation;
+        if invocation.close_stdin != StdinClose::AfterWrite {
+            // Its input would have to reach the box while it runs: an engine's attach could,
+            // a swarm's task has no stdin at all.
+            return Err(unsupported(format!(
+                "the {} engine runs agents whose input is the prompt alone; this agent converses \
+                 while it runs (or waits for more input): use --engine local for it",
+                request.engine
+            )));
+        }
+        let program = invocation
+            .program
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| {
+                unsupported(format!(
+                    "the agent's program {:?} has no name a box can look up",
+                    invocation.program
+                ))
+            })?
+            .to_owned();
+        let args = invocation
+            .args
+            .iter()
+            .map(|a| a.to_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                unsupported(
+                    "the agent's arguments are not UTF-8, which a box's command must be".to_owned(),
+                )
+            })?;
+        let plan = RemotePlan {
+            engine: request.engine,
+            box_id: uuid::Uuid::new_v4().simple().to_string(),
+            nonce: uuid::Uuid::new_v4().simple().to_string(),
+            session: request.session_id.to_string(),
+            image: self.image.clone(),
+            docker_host: self.docker_host.clone(),
+            worktree: request.worktree.to_owned(),
+            program,
+            args,
+            limits: self.limits,
+            constraints: self.constraints.clone(),
+        };
+        let file = RemotePlan::file_in(request.run_dir);
+        let root = PrivateRoot::new(request.run_dir);
+        root.ensure_dir(request.run_dir)?;
+        root.replace_file(&file, &plan.to_json())?;
+        Ok(Invocation {
+            program: helper.to_owned(),
+            args: vec![OsString::from(crate::SHIM_COMMAND), file.into_os_string()],
+            env: invocation.env.clone(),
+            stdin: invocation.stdin.clone(),
+            close_stdin: invocation.close_stdin,
+        })
+    }
+
+    fn cleanup(&self, run_dir: &Path) {
+        let Some(plan) = plan_in(run_dir) else {
+            return;
+        };
+        // The runner calls this from its own runtime: the engine is asked from a thread of
+        // its own, with a runtime of its own.
+        let _ = std::thread::spawn(move || crate::shim::remove_leftovers(&plan)).join();
+    }
+
+    fn discard(&self, run_dir: &Path) {
+        self.cleanup(run_dir);
+        let _ = std::fs::remove_file(RemotePlan::file_in(run_dir));
+    }
+}

@@ -1,0 +1,223 @@
+//! What goes into a box and how its result comes out of a log.
+//!
+//! In: one tar, `inputs.tar`, holding `env` (the agent's variables, `NAME=value` each ended by
+//! a NUL), `stdin` (the prompt the runner wrote) and `base.tar` (the tree, `remote-transfer`).
+//! On an engine it is uploaded into the box's own folder before the box starts; on a swarm it
+//! travels as Swarm secrets of [`SECRET_CHUNK`] bytes (kept in the managers' encrypted store and
+//! on a tmpfs in the box, never in the task's env).
+//!
+//! Out, on a swarm (whose nodes the caller may not reach): the init prints the result tar on
+//! stderr after the agent has exited, base64 in lines that start with [`RESULT_MARK`] and the
+//! box's nonce (which the agent never sees, so it cannot forge them); the shim takes those lines
+//! out of stderr and checks the tar as any other result.
+
+use base64::Engine as _;
+
+/// Swarm secrets hold up to 500 KB each.
+pub const SECRET_CHUNK: usize = 480 * 1024;
+/// The start of a result line on stderr.
+pub const RESULT_MARK: &str = "\u{1e}codehands-result";
+/// How many base64 characters a result line carries (log drivers cut lines at 16 KiB).
+const LINE_CHARS: usize = 8000;
+/// The variable the nonce travels in (inside `env`; the init takes it out before the agent
+/// starts).
+pub const NONCE_VAR: &str = "CODEHANDS_REMOTE_NONCE";
+
+/// The inputs tar of a box.
+pub fn inputs_tar(env: &[(String, String)], stdin: &[u8], base: &[u8]) -> Vec<u8> {
+    let mut env_bytes = Vec::new();
+    for (name, value) in env {
+        env_bytes.extend_from_slice(name.as_bytes());
+        env_bytes.push(b'=');
+        env_bytes.extend_from_slice(value.as_bytes());
+        env_bytes.push(0);
+    }
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, data, mode) in [
+        ("env", &env_bytes[..], 0o400),
+        ("stdin", stdin, 0o400),
+        ("base.tar", base, 0o400),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(mode);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mtime(0);
+        let _ = builder.append_data(&mut header, name, data);
+    }
+    builder.into_inner().unwrap_or_default()
+}
+
+/// What a box is given.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Inputs {
+    /// The agent's variables.
+    pub env: Vec<(String, String)>,
+    /// Its prompt, for its stdin.
+    pub stdin: Vec<u8>,
+    /// The base tree, a tar.
+    pub base: Vec<u8>,
+}
+
+/// The three parts of an inputs tar.
+pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
+    use std::io::Read;
+    let mut archive = tar::Archive::new(bytes);
+    let (mut env, mut stdin, mut base) = (Vec::new(), Vec::new(), Vec::new());
+    let entries = archive
+        .entries()
+        .map_err(|e| format!("the box's inputs are unreadable: {e}"))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| format!("the box's inputs are unreadable: {e}"))?;
+        let name = entry
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let target = match name.as_str() {
+            "env" => &mut env,
+            "stdin" => &mut stdin,
+            "base.tar" => &mut base,
+            _ => continue,
+        };
+        entry
+            .read_to_end(target)
+            .map_err(|e| format!("the box's inputs are unreadable: {e}"))?;
+    }
+    let env = env
+        .split(|b| *b == 0)
+        .filter(|pair| !pair.is_empty())
+        .filter_map(|pair| {
+            let text = String::from_utf8_lossy(pair);
+            text.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        })
+        .collect();
+    Ok(Inputs { env, stdin, base })
+}
+
+/// The result lines of `tar` for `nonce`, the last one saying how many bytes there are.
+pub fn result_lines(nonce: &str, tar: &[u8]) -> Vec<String> {
+    let text = base64::engine::general_purpose::STANDARD.encode(tar);
+    let mut lines: Vec<String> = text
+        .as_bytes()
+        .chunks(LINE_CHARS)
+        .map(|chunk| format!("{RESULT_MARK} {nonce} {}", String::from_utf8_lossy(chunk)))
+        .collect();
+    lines.push(format!("{RESULT_MARK}-end {nonce} {}", tar.len()));
+    lines
+}
+
+/// Collects the result from stderr lines, for one nonce.
+#[derive(Debug, Default)]
+pub struct ResultCollector {
+    nonce: String,
+    text: String,
+    expected: Option<usize>,
+    cap: usize,
+    over: bool,
+}
+
+impl ResultCollector {
+    /// A collector of up to `cap` bytes of result for `nonce`.
+    pub fn new(nonce: &str, cap: usize) -> Self {
+        Self {
+            nonce: nonce.to_owned(),
+            cap,
+            ..Self::default()
+        }
+    }
+
+    /// Takes `line` when it is one of ours (true), else leaves it to be passed on (false).
+    pub fn take(&mut self, line: &str) -> bool {
+        let Some(rest) = line.strip_prefix(RESULT_MARK) else {
+            return false;
+        };
+        let (end, rest) = match rest.strip_prefix("-end ") {
+            Some(rest) => (true, rest),
+            None => match rest.strip_prefix(' ') {
+                Some(rest) => (false, rest),
+                None => return false,
+            },
+        };
+        let Some(payload) = rest
+            .strip_prefix(self.nonce.as_str())
+            .and_then(|r| r.strip_prefix(' '))
+        else {
+            return false;
+        };
+        if end {
+            self.expected = payload.trim().parse().ok();
+        } else if self.text.len() + payload.len() > self.cap.saturating_mul(4) / 3 + 4 {
+            self.over = true;
+        } else {
+            self.text.push_str(payload.trim_end());
+        }
+        true
+    }
+
+    /// The result tar, once the end line came and every byte with it.
+    pub fn finish(self) -> Result<Vec<u8>, String> {
+        if self.over {
+            return Err(format!(
+                "the box's result is over its cap ({} bytes): refused, nothing applied",
+                self.cap
+            ));
+        }
+        let Some(expected) = self.expected else {
+            return Err(
+                "the box sent no result (its log has no end line): nothing applied".to_owned(),
+            );
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(self.text.as_bytes())
+            .map_err(|e| format!("the box's result is not base64: {e}; nothing applied"))?;
+        if bytes.len() != expected {
+            return Err(format!(
+                "the box's result is cut short ({} of {expected} bytes): nothing applied",
+                bytes.len()
+            ));
+        }
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_and_results_round_trip() {
+        let env = vec![("KEY".to_owned(), "a=b c".to_owned())];
+        let tar = inputs_tar(&env, b"prompt\n", b"base");
+        assert_eq!(
+            read_inputs(&tar).unwrap(),
+            Inputs {
+                env,
+                stdin: b"prompt\n".to_vec(),
+                base: b"base".to_vec()
+            }
+        );
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        let mut collector = ResultCollector::new("n1", 1 << 20);
+        assert!(!collector.take("an ordinary line"));
+        assert!(!collector.take(&format!("{RESULT_MARK} other forged")));
+        for line in result_lines("n1", &data) {
+            assert!(collector.take(&line));
+        }
+        assert_eq!(collector.finish().unwrap(), data);
+    }
+
+    #[test]
+    fn a_short_or_oversized_result_is_refused() {
+        let lines = result_lines("n", &[7u8; 30_000]);
+        let mut short = ResultCollector::new("n", 1 << 20);
+        short.take(&lines[1]);
+        short.take(lines.last().unwrap());
+        assert!(short.finish().unwrap_err().contains("cut short"));
+        let mut capped = ResultCollector::new("n", 100);
+        for line in &lines {
+            capped.take(line);
+        }
+        assert!(capped.finish().unwrap_err().contains("over its cap"));
+    }
+}

@@ -1,0 +1,119 @@
+//! The remote box's image: `FROM scratch` with `codehands` (the box's init and the fake agent),
+//! the C libraries it links, and the folders a read-only root needs. No registry is needed:
+//! `docker build -` takes [`context_tar`] on stdin (`cargo xtask images`, and the tests, which
+//! add the binary under test on top).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The Dockerfile of the context.
+const DOCKERFILE: &str = "FROM scratch\nCOPY root/ /\nENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nENTRYPOINT []\n";
+
+/// A build context (a tar with `Dockerfile` and `root/`) for an image holding `codehands` at
+/// `/usr/local/bin/codehands` and every shared library `ldd` names for it at its own path.
+pub fn context_tar(codehands: &Path) -> Result<Vec<u8>, String> {
+    let mut builder = tar::Builder::new(Vec::new());
+    append(
+        &mut builder,
+        "Dockerfile",
+        DOCKERFILE.as_bytes(),
+        0o644,
+        tar::EntryType::Regular,
+    )?;
+    let read = |path: &Path| {
+        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    append(
+        &mut builder,
+        "root/usr/local/bin/codehands",
+        &read(codehands)?,
+        0o755,
+        tar::EntryType::Regular,
+    )?;
+    for library in libraries(codehands)? {
+        let name = format!("root{}", library.display());
+        append(
+            &mut builder,
+            &name,
+            &read(&library)?,
+            0o755,
+            tar::EntryType::Regular,
+        )?;
+    }
+    for (dir, mode) in [
+        ("root/tmp/", 0o1777),
+        ("root/box/", 0o755),
+        ("root/run/secrets/", 0o755),
+    ] {
+        append(&mut builder, dir, &[], mode, tar::EntryType::Directory)?;
+    }
+    builder.into_inner().map_err(|e| e.to_string())
+}
+
+fn append(
+    builder: &mut tar::Builder<Vec<u8>>,
+    name: &str,
+    data: &[u8],
+    mode: u32,
+    kind: tar::EntryType,
+) -> Result<(), String> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(kind);
+    header.set_size(data.len() as u64);
+    header.set_mode(mode);
+    header.set_mtime(0);
+    builder
+        .append_data(&mut header, name, data)
+        .map_err(|e| format!("cannot pack {name}: {e}"))
+}
+
+/// The shared libraries `ldd` lists for `program` (with the loader).
+fn libraries(program: &Path) -> Result<Vec<PathBuf>, String> {
+    let out = Command::new("ldd")
+        .arg(program)
+        .output()
+        .map_err(|e| format!("cannot run ldd on {}: {e}", program.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains("not a dynamic executable") || text.contains("statically linked") {
+        return Ok(Vec::new());
+    }
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let path = match line.split_once("=>") {
+                Some((_, rest)) => rest.split_whitespace().next()?,
+                None => line.split_whitespace().next()?,
+            };
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect())
+}
+
+/// Builds `tag` from [`context_tar`] with the engine's CLI (`docker build -`).
+pub fn build(tag: &str, codehands: &Path) -> Result<(), String> {
+    use std::io::Write;
+    let context = context_tar(codehands)?;
+    let mut child = Command::new("docker")
+        .args(["build", "--quiet", "--tag", tag, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run docker: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&context)
+            .map_err(|e| format!("docker build: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("docker build: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "docker build of {tag} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}

@@ -1,0 +1,47 @@
+//! An implementation of `runner_contract::Confinement` for a box on a Docker engine
+//! (`--engine docker`) or a Docker Swarm cluster (`--engine swarm`), with bollard.
+//!
+//! The repo cannot be bound in on another machine, so the base travels in and the result
+//! comes back as data (`remote-transfer`), checked before it touches the run's worktree:
+//!
+//! - [`DockerEngine`]: the `Confinement`; `wrap` writes the run's plan (`runs/<id>/remote.json`)
+//!   and returns the invocation of [`SHIM_COMMAND`], the local process the runner spawns,
+//!   records, stops and adopts as it would the agent.
+//! - `shim`: that process. It reads the agent's prompt from its stdin, ships the base tree, the
+//!   prompt and the agent's environment into the box (files, never the container's env),
+//!   streams the box's output to its own stdout and stderr (so into the run's transcript, which
+//!   the supervisor turns into events), and applies the checked result before it exits with
+//!   the agent's code. A shim started again for the same plan finds its box by label and skips
+//!   the output its stdout file holds already.
+//! - [`init`]: pid 1's child in the box ([`INIT_COMMAND`]): unpacks the base, loads the env,
+//!   runs the agent, and on a swarm sends the result back through the log stream.
+//! - [`k8s`]: the same box as a Kubernetes Job, on paper (docs/kubernetes.md).
+
+mod engine;
+pub mod frame;
+pub mod image;
+pub mod init;
+pub mod k8s;
+pub mod plan;
+mod shim;
+
+pub use engine::{DockerEngine, REMOTE_IMAGE};
+pub use plan::{RemoteLimits, RemotePlan};
+
+/// The hidden subcommand of the local process that drives a remote box.
+pub const SHIM_COMMAND: &str = "__remote";
+/// The hidden subcommand that starts the agent inside a remote box.
+pub const INIT_COMMAND: &str = "__remote-init";
+
+/// Runs `__remote` or `__remote-init` when `args` (without the program's name) start with
+/// one: the `codehands` binary calls this first thing in `main` and exits with the code.
+pub fn dispatch(args: &[std::ffi::OsString]) -> Option<i32> {
+    let (first, rest) = args.split_first()?;
+    if first == SHIM_COMMAND {
+        Some(shim::main(rest))
+    } else if first == INIT_COMMAND {
+        Some(init::main(rest))
+    } else {
+        None
+    }
+}

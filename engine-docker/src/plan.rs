@@ -1,0 +1,137 @@
+//! A remote box as plain data: `runs/<id>/remote.json`, written by `wrap`, read by the shim.
+
+use std::path::{Path, PathBuf};
+
+use runner_contract::Engine;
+use serde::{Deserialize, Serialize};
+
+/// Where the box's inputs are inside it: a folder of its own (a tmpfs on a swarm, a volume
+/// on an engine), never the image's.
+pub const BOX_DIR: &str = "/box";
+/// The private home of the agent in the box.
+pub const BOX_HOME: &str = "/box/home";
+/// The label every container, service, config and secret of ours carries (value: the box id),
+/// so a shim started again finds its box, and cleanup finds what a dead one left.
+pub const LABEL_BOX: &str = "codehands.box";
+/// The label naming the session.
+pub const LABEL_SESSION: &str = "codehands.session";
+
+/// Limits of the box, the same as the local box's where the engine has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemoteLimits {
+    /// Memory (and memory + swap: no swap), in bytes.
+    pub memory_bytes: i64,
+    /// Processes and threads.
+    pub pids: i64,
+    /// CPUs, in billionths.
+    pub nano_cpus: i64,
+    /// What a swarm reserves on the node it picks (memory, in bytes), so a node does not
+    /// take more runs than it holds.
+    pub reserve_memory_bytes: i64,
+    /// CPUs reserved, in billionths.
+    pub reserve_nano_cpus: i64,
+}
+
+impl Default for RemoteLimits {
+    /// 2 GiB, 512 processes, 2 CPUs; 256 MiB and a tenth of a CPU reserved (an agent mostly
+    /// waits for its provider: a 2-CPU node takes up to 20 runs at once).
+    fn default() -> Self {
+        Self {
+            memory_bytes: 2 << 30,
+            pids: 512,
+            nano_cpus: 2_000_000_000,
+            reserve_memory_bytes: 256 << 20,
+            reserve_nano_cpus: 100_000_000,
+        }
+    }
+}
+
+/// One turn's box elsewhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RemotePlan {
+    /// `docker` or `swarm`.
+    pub engine: Engine,
+    /// A fresh id per turn: the name and label of everything the engine holds for it.
+    pub box_id: String,
+    /// Marks the result lines of a swarm box's log (`frame`); the agent never sees it.
+    pub nonce: String,
+    /// The session, as a label (who started what, on a shared cluster).
+    pub session: String,
+    /// The image holding the agent programs and `codehands` (`codehands/remote:1`).
+    pub image: String,
+    /// The engine (`DOCKER_HOST` of the caller when the runner was built; none: the local
+    /// socket).
+    pub docker_host: Option<String>,
+    /// The worktree: the box gets a checkout of its own at the same path, so the agent's
+    /// arguments that name it hold there too.
+    pub worktree: PathBuf,
+    /// The agent's program, by name, on the image's PATH.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The limits.
+    pub limits: RemoteLimits,
+    /// Swarm placement constraints besides `node.platform.os == linux`
+    /// (`node.labels.codehands == runs`).
+    pub constraints: Vec<String>,
+}
+
+impl RemotePlan {
+    /// Where the plan of `run_dir` is.
+    pub fn file_in(run_dir: &Path) -> PathBuf {
+        run_dir.join("remote.json")
+    }
+
+    /// The container's or service's name.
+    pub fn name(&self) -> String {
+        format!("codehands-{}", self.box_id)
+    }
+
+    /// The plan as JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// A plan read back, strictly.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| format!("the remote box's plan is unreadable: {e}"))
+    }
+
+    /// The command the box runs: the init, where the worktree is, then the agent.
+    pub fn command(&self, result_in_log: bool) -> Vec<String> {
+        let mut command = vec![
+            "codehands".to_owned(),
+            crate::INIT_COMMAND.to_owned(),
+            self.worktree.display().to_string(),
+            if result_in_log { "log" } else { "keep" }.to_owned(),
+            "--".to_owned(),
+            self.program.clone(),
+        ];
+        command.extend(self.args.iter().cloned());
+        command
+    }
+
+    /// The labels of everything made for this box.
+    pub fn labels(&self) -> std::collections::HashMap<String, String> {
+        std::collections::HashMap::from([
+            (LABEL_BOX.to_owned(), self.box_id.clone()),
+            (LABEL_SESSION.to_owned(), self.session.clone()),
+            (
+                "codehands.engine".to_owned(),
+                self.engine.as_str().to_owned(),
+            ),
+        ])
+    }
+
+    /// The environment the container is created with: nothing of the agent's (that goes in as
+    /// a file), only where its home is and the image's PATH.
+    pub fn public_env(&self) -> Vec<String> {
+        vec![
+            format!("HOME={BOX_HOME}"),
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned(),
+        ]
+    }
+}

@@ -1,0 +1,199 @@
+//! The box as one container on a Docker engine: inputs uploaded into its own volume before it
+//! starts, output from the engine's log, the result downloaded from its worktree.
+
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::errors::Error as DockerError;
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, DownloadFromContainerOptionsBuilder,
+    KillContainerOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+    UploadToContainerOptionsBuilder,
+};
+use futures::StreamExt;
+
+use super::Output;
+use crate::plan::{BOX_DIR, RemotePlan};
+
+/// Runs the box of `plan` to its end (or adopts it when it exists already) and applies its
+/// result; the exit code is the agent's.
+pub(super) async fn run(
+    docker: &Docker,
+    plan: &RemotePlan,
+    env: &[(String, String)],
+    stdin: &[u8],
+    output: &mut Output,
+    stops: &mut super::Stops,
+) -> Result<i32, String> {
+    let name = plan.name();
+    if docker.inspect_container(&name, None).await.is_err() {
+        create(docker, plan, &super::inputs(plan, env, stdin)?).await?;
+    }
+    let stopped = tokio::select! {
+        () = stops.recv() => true,
+        () = stream(docker, &name, output) => false,
+    };
+    if stopped {
+        output.finish(true);
+        kill(docker, &name).await;
+        remove(docker, &name).await;
+        return Ok(143);
+    }
+    let mut waited = docker.wait_container(&name, None);
+    let _ = waited.next().await;
+    let state = docker
+        .inspect_container(&name, None)
+        .await
+        .map_err(|e| format!("the engine lost the box {name}: {e}"))?
+        .state
+        .unwrap_or_default();
+    let code = state.exit_code.unwrap_or(125) as i32;
+    let result = download(docker, plan).await;
+    remove(docker, &name).await;
+    let strip = plan.worktree.file_name().and_then(|n| n.to_str());
+    let applied = result.and_then(|tar| super::apply_result(plan, &tar, strip));
+    output.finish(applied.is_ok());
+    match applied {
+        Ok(()) => Ok(code),
+        Err(e) => Err(format!("the box's result was refused: {e}")),
+    }
+}
+
+async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(), String> {
+    let name = plan.name();
+    let volume = |target: &str| Mount {
+        target: Some(target.to_owned()),
+        typ: Some(MountType::VOLUME),
+        ..Mount::default()
+    };
+    let worktree = plan.worktree.display().to_string();
+    let limits = plan.limits;
+    let body = ContainerCreateBody {
+        image: Some(plan.image.clone()),
+        cmd: Some(plan.command(false)),
+        env: Some(plan.public_env()),
+        labels: Some(plan.labels()),
+        working_dir: Some(worktree.clone()),
+        network_disabled: Some(true),
+        host_config: Some(HostConfig {
+            network_mode: Some("none".to_owned()),
+            memory: Some(limits.memory_bytes),
+            memory_swap: Some(limits.memory_bytes),
+            nano_cpus: Some(limits.nano_cpus),
+            pids_limit: Some(limits.pids),
+            readonly_rootfs: Some(true),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            init: Some(true),
+            // Anonymous volumes, gone with the container (`v`): the box's own folder (inputs,
+            // home) and its checkout, at the worktree's path.
+            mounts: Some(vec![volume(BOX_DIR), volume(&worktree)]),
+            tmpfs: Some(std::collections::HashMap::from([(
+                "/tmp".to_owned(),
+                "rw,nosuid,nodev,size=512m".to_owned(),
+            )])),
+            ..HostConfig::default()
+        }),
+        ..ContainerCreateBody::default()
+    };
+    let options = CreateContainerOptionsBuilder::default().name(&name).build();
+    docker
+        .create_container(Some(options), body)
+        .await
+        .map_err(|e| format!("the engine could not create the box {name}: {e} (is {} loaded on it? `cargo xtask images`)", plan.image))?;
+    let upload = UploadToContainerOptionsBuilder::default()
+        .path(BOX_DIR)
+        .build();
+    let archive = in_folder(inputs);
+    let uploaded = docker
+        .upload_to_container(&name, Some(upload), bollard::body_full(archive.into()))
+        .await;
+    if let Err(e) = uploaded {
+        remove(docker, &name).await;
+        return Err(format!("the engine refused the box's inputs: {e}"));
+    }
+    docker
+        .start_container(&name, None)
+        .await
+        .map_err(|e| format!("the engine could not start the box {name}: {e}"))
+}
+
+/// `inputs` as `in/inputs.tar` (0400) in a tar for the upload.
+fn in_folder(inputs: &[u8]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut dir = tar::Header::new_gnu();
+    dir.set_entry_type(tar::EntryType::Directory);
+    dir.set_mode(0o700);
+    dir.set_size(0);
+    let _ = builder.append_data(&mut dir, "in/", std::io::empty());
+    let mut file = tar::Header::new_gnu();
+    file.set_size(inputs.len() as u64);
+    file.set_mode(0o400);
+    let _ = builder.append_data(&mut file, "in/inputs.tar", inputs);
+    builder.into_inner().unwrap_or_default()
+}
+
+/// The box's log from its first byte, passed on until the box ends.
+async fn stream(docker: &Docker, name: &str, output: &mut Output) {
+    let options = LogsOptionsBuilder::default()
+        .follow(true)
+        .stdout(true)
+        .stderr(true)
+        .build();
+    let mut logs = docker.logs(name, Some(options));
+    while let Some(Ok(chunk)) = logs.next().await {
+        match chunk {
+            LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                output.stdout(&message);
+            }
+            LogOutput::StdErr { message } => {
+                output.stderr(&message);
+            }
+            LogOutput::StdIn { .. } => {}
+        }
+    }
+}
+
+async fn download(docker: &Docker, plan: &RemotePlan) -> Result<Vec<u8>, String> {
+    let options = DownloadFromContainerOptionsBuilder::default()
+        .path(&plan.worktree.display().to_string())
+        .build();
+    let mut stream = docker.download_from_container(&plan.name(), Some(options));
+    let mut tar = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| format!("the engine did not hand over the box's result: {e}"))?;
+        tar.extend_from_slice(&chunk);
+        if tar.len() as u64 > super::RESULT_CAP {
+            return Err(format!(
+                "the box's result is over its cap ({} bytes): refused, nothing applied",
+                super::RESULT_CAP
+            ));
+        }
+    }
+    Ok(tar)
+}
+
+async fn kill(docker: &Docker, name: &str) {
+    let options = KillContainerOptionsBuilder::default()
+        .signal("KILL")
+        .build();
+    let _ = docker.kill_container(name, Some(options)).await;
+}
+
+/// Removes the container and its volumes; a box that is gone already is fine.
+pub(super) async fn remove(docker: &Docker, name: &str) {
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
+    match docker.remove_container(name, Some(options)).await {
+        Ok(())
+        | Err(DockerError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {}
+        Err(e) => eprintln!(
+            "codehands: the box {name} could not be removed: {e}; remove it with `docker rm -fv {name}`"
+        ),
+    }
+}

@@ -1,0 +1,179 @@
+//! `codehands __remote PLAN`: the local process that stands for the agent while its box runs
+//! elsewhere (see the crate's doc). Its stdout and stderr are the run's transcript files.
+
+mod docker;
+mod output;
+mod swarm;
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::time::Duration;
+
+use bollard::Docker;
+use runner_contract::Engine;
+
+use crate::plan::RemotePlan;
+use output::Output;
+
+/// How long the engine may take to answer the first request.
+const ENGINE_TIMEOUT: Duration = Duration::from_secs(15);
+/// The most a result may weigh, in bytes, as it crosses the wire.
+pub(crate) const RESULT_CAP: u64 = 1 << 30;
+
+pub(crate) fn main(args: &[OsString]) -> i32 {
+    let [plan_file] = args else {
+        eprintln!("usage: codehands __remote PLAN");
+        return 2;
+    };
+    let plan = match runner_contract::private::read_no_follow(std::path::Path::new(plan_file)) {
+        Ok(Some(bytes)) => match RemotePlan::from_json(&bytes) {
+            Ok(plan) => plan,
+            Err(e) => return fail(&e),
+        },
+        _ => {
+            return fail(&format!(
+                "the remote box's plan {plan_file:?} cannot be read"
+            ));
+        }
+    };
+    // Our env is the agent's, as the runner built it: it goes into the box as a file.
+    let mut env: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    env.push((crate::frame::NONCE_VAR.to_owned(), plan.nonce.clone()));
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&format!("cannot start: {e}")),
+    };
+    runtime.block_on(async move {
+        let mut stops = Stops::new();
+        // The prompt the runner wrote; it closes stdin after it (the engine refuses other
+        // agents).
+        let mut stdin = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut stdin);
+        let docker = match connect(&plan).await {
+            Ok(docker) => docker,
+            Err(e) => return fail(&e),
+        };
+        let mut output = Output::resumed(match plan.engine {
+            Engine::Swarm => Some(crate::frame::ResultCollector::new(
+                &plan.nonce,
+                RESULT_CAP as usize,
+            )),
+            _ => None,
+        });
+        let ran = match plan.engine {
+            Engine::Swarm => {
+                swarm::run(&docker, &plan, &env, &stdin, &mut output, &mut stops).await
+            }
+            _ => docker::run(&docker, &plan, &env, &stdin, &mut output, &mut stops).await,
+        };
+        match ran {
+            Ok(code) => code,
+            Err(e) => fail(&e),
+        }
+    })
+}
+
+fn fail(message: &str) -> i32 {
+    eprintln!("codehands: the remote box: {message}");
+    125
+}
+
+/// The engine of `plan`, its API version agreed.
+pub(crate) async fn connect(plan: &RemotePlan) -> Result<Docker, String> {
+    let where_ = plan.docker_host.as_deref().unwrap_or("the local socket");
+    let docker = match &plan.docker_host {
+        Some(host) => Docker::connect_with_host(host),
+        None => Docker::connect_with_local_defaults(),
+    }
+    .map_err(|e| format!("cannot reach the Docker engine at {where_}: {e}; check DOCKER_HOST"))?;
+    match tokio::time::timeout(ENGINE_TIMEOUT, docker.negotiate_version()).await {
+        Ok(Ok(docker)) => Ok(docker),
+        Ok(Err(e)) => Err(format!(
+            "the Docker engine at {where_} does not answer: {e}; start it or check DOCKER_HOST"
+        )),
+        Err(_) => Err(format!(
+            "the Docker engine at {where_} did not answer within {ENGINE_TIMEOUT:?}"
+        )),
+    }
+}
+
+/// Removes what the box of `plan` left on the engine (its container, or its service and
+/// secrets); nothing when there is nothing.
+pub(crate) fn remove_leftovers(plan: &RemotePlan) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async {
+        if let Ok(docker) = connect(plan).await {
+            match plan.engine {
+                Engine::Swarm => swarm::remove(&docker, plan).await,
+                _ => docker::remove(&docker, &plan.name()).await,
+            }
+        }
+    });
+}
+
+/// The signals that mean the runner stops the run, taken from the shim's first moment (a
+/// signal that came while the box was being made is seen once it runs, and the box removed).
+pub(crate) struct Stops {
+    signals: Vec<tokio::signal::unix::Signal>,
+}
+
+impl Stops {
+    /// SIGTERM, SIGINT and SIGHUP, handled from now on.
+    pub(crate) fn new() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            SignalKind::terminate(),
+            SignalKind::interrupt(),
+            SignalKind::hangup(),
+        ];
+        Self {
+            signals: kinds
+                .into_iter()
+                .filter_map(|kind| signal(kind).ok())
+                .collect(),
+        }
+    }
+
+    /// Returns once one of them has come.
+    pub(crate) async fn recv(&mut self) {
+        if self.signals.is_empty() {
+            return std::future::pending().await;
+        }
+        let waits = self.signals.iter_mut().map(|s| Box::pin(s.recv()));
+        futures::future::select_all(waits).await;
+    }
+}
+
+/// Checks `tar` (a result, with `strip` in front of its paths when the engine's archive API
+/// put it there) and applies it to the worktree; nothing is applied when a check fails.
+pub(crate) fn apply_result(
+    plan: &RemotePlan,
+    tar: &[u8],
+    strip: Option<&str>,
+) -> Result<(), String> {
+    let limits = remote_transfer::Limits::default();
+    let tree = remote_transfer::read_result(tar, strip, &limits).map_err(|e| e.to_string())?;
+    remote_transfer::apply(&tree, &plan.worktree)
+        .map_err(|e| format!("applying the box's result: {e}"))
+}
+
+/// The base tree of the worktree with the prompt and env, as one tar.
+pub(crate) fn inputs(
+    plan: &RemotePlan,
+    env: &[(String, String)],
+    stdin: &[u8],
+) -> Result<Vec<u8>, String> {
+    let base = remote_transfer::pack_tree(&plan.worktree, &remote_transfer::Limits::default())
+        .map_err(|e| format!("packing the worktree for the box: {e}"))?;
+    Ok(crate::frame::inputs_tar(env, stdin, &base))
+}

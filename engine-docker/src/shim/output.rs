@@ -1,0 +1,144 @@
+//! The box's output, written to the shim's stdout and stderr (the run's transcript files).
+//! A shim started again for the same box reads the box's log from the start: the bytes its
+//! files hold already are skipped, as the runner's re-adoption rule asks.
+
+use std::io::Write;
+
+use crate::frame::ResultCollector;
+
+/// Where the box's output goes.
+pub(crate) struct Output {
+    skip_out: u64,
+    skip_err: u64,
+    err_line: Vec<u8>,
+    held: Vec<u8>,
+    collector: Option<ResultCollector>,
+}
+
+impl Output {
+    /// An output that skips what our stdout and stderr files hold already, and takes the
+    /// result lines out of stderr when `collector` is given.
+    pub(crate) fn resumed(collector: Option<ResultCollector>) -> Self {
+        Self {
+            skip_out: file_len(1),
+            skip_err: file_len(2),
+            err_line: Vec::new(),
+            held: Vec::new(),
+            collector,
+        }
+    }
+
+    /// Skips the bytes already passed on again: for a second read of the same log from its
+    /// start.
+    pub(crate) fn replay(
+        &mut self,
+        written_out: u64,
+        written_err: u64,
+        collector: Option<ResultCollector>,
+    ) {
+        self.skip_out = written_out;
+        self.skip_err = written_err;
+        self.err_line.clear();
+        self.held.clear();
+        self.collector = collector;
+    }
+
+    /// Bytes of stdout from the box, passed on up to the last whole line, which is held back
+    /// ([`Output::finish`]). Returns how many bytes were passed on.
+    pub(crate) fn stdout(&mut self, bytes: &[u8]) -> u64 {
+        self.held.extend_from_slice(bytes);
+        let cut = ready_len(&self.held);
+        let ready: Vec<u8> = self.held.drain(..cut).collect();
+        self.write_out(&ready)
+    }
+
+    /// Passes the held-back last line on once the result is applied (`applied`), or drops it
+    /// when the result was refused; returns the bytes passed on.
+    pub(crate) fn finish(&mut self, applied: bool) -> u64 {
+        let held = std::mem::take(&mut self.held);
+        if applied { self.write_out(&held) } else { 0 }
+    }
+
+    fn write_out(&mut self, bytes: &[u8]) -> u64 {
+        let rest = skip(&mut self.skip_out, bytes);
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(rest);
+        let _ = out.flush();
+        rest.len() as u64
+    }
+
+    /// Bytes of stderr from the box; with a collector, whole lines, the result's taken out.
+    /// Returns how many bytes were passed on (the skip counts only those).
+    pub(crate) fn stderr(&mut self, bytes: &[u8]) -> u64 {
+        let Some(collector) = self.collector.as_mut() else {
+            let rest = skip(&mut self.skip_err, bytes);
+            let _ = std::io::stderr().write_all(rest);
+            return rest.len() as u64;
+        };
+        self.err_line.extend_from_slice(bytes);
+        let mut passed = 0;
+        while let Some(end) = self.err_line.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.err_line.drain(..=end).collect();
+            let text = String::from_utf8_lossy(&line[..line.len() - 1]);
+            if !collector.take(&text) {
+                let rest = skip(&mut self.skip_err, &line);
+                let _ = std::io::stderr().write_all(rest);
+                passed += rest.len() as u64;
+            }
+        }
+        passed
+    }
+
+    /// The collector, with everything it took.
+    pub(crate) fn take_collector(&mut self) -> Option<ResultCollector> {
+        self.collector.take()
+    }
+}
+
+/// How much of `held` may be passed on: everything up to the last whole line, or through it
+/// when more has come after it.
+fn ready_len(held: &[u8]) -> usize {
+    let mut newlines = held
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i)
+        .rev();
+    match (newlines.next(), newlines.next()) {
+        (Some(last), _) if last + 1 < held.len() => last + 1,
+        (Some(_), Some(before)) => before + 1,
+        _ => 0,
+    }
+}
+
+fn skip<'a>(left: &mut u64, bytes: &'a [u8]) -> &'a [u8] {
+    let cut = (*left).min(bytes.len() as u64) as usize;
+    *left -= cut as u64;
+    &bytes[cut..]
+}
+
+/// The size of the regular file open on descriptor `fd` (the runner's transcript), else 0.
+fn file_len(fd: u32) -> u64 {
+    std::fs::metadata(format!("/proc/self/fd/{fd}"))
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0, |m| m.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ready_len;
+
+    #[test]
+    fn the_last_whole_line_is_held_back_until_more_comes() {
+        assert_eq!(ready_len(b""), 0);
+        assert_eq!(ready_len(b"partial"), 0);
+        assert_eq!(ready_len(b"one\n"), 0, "the only line may be the result");
+        assert_eq!(ready_len(b"one\ntwo\n"), 4, "the last line waits");
+        assert_eq!(
+            ready_len(b"one\ntwo\nthr"),
+            8,
+            "a line has begun after it: it goes"
+        );
+    }
+}
