@@ -48,15 +48,32 @@ pub fn run(args: &[String]) -> Result<(), String> {
     vibe::ensure()
 }
 
-/// The version `claude --version` prints (`2.1.332 (Claude Code)` → `2.1.332`).
-fn version_of(program: &Path) -> Option<String> {
+/// The version `PROGRAM --version` prints: its first word that starts with a digit
+/// (`2.1.332 (Claude Code)`, `codex-cli 0.163.0`, `ruff 0.17.6`).
+pub(crate) fn version_of(program: &Path) -> Option<String> {
     let output = Command::new(program).arg("--version").output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .find(|word| word.starts_with(|c: char| c.is_ascii_digit()))
+        .map(str::to_owned)
+}
+
+/// The version of the Python package `package` a venv holds, from its metadata (importing it
+/// may print a banner or make a config folder in HOME, and starting its program takes
+/// seconds).
+pub(crate) fn package_version(venv: &Path, package: &str) -> Option<String> {
+    let script = format!("import importlib.metadata as m; print(m.version('{package}'))");
+    let output = Command::new(venv.join("bin/python"))
+        .args(["-c", &script])
+        .output()
+        .ok()?;
     output
         .status
         .success()
-        .then(|| text.split_whitespace().next().map(str::to_owned))
-        .flatten()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 fn fetch_claude(target: &Path) -> Result<(), String> {

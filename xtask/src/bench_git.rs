@@ -142,30 +142,17 @@ fn journal_cost(home: &Path) -> Result<Duration, String> {
     let _ = std::fs::remove_dir_all(home);
     let store = runner_core::SessionStore::on_disk(home.join("sessions"));
     let id = SessionId::new_random();
-    let now = "2026-01-01T00:00:00Z".to_owned();
-    let record = runner_core::SessionRecord {
-        session_id: id,
-        state: runner_core::SessionState::AwaitingApproval,
-        agent: runner_core::AgentName::parse("fake").map_err(|e| e.to_string())?,
-        repo_path: home.join("repo"),
-        repo_key: "0123456789ab".into(),
-        worktree_path: home.join("worktrees/0123456789ab").join(id.short()),
+    let agent = runner_core::AgentName::parse("fake").map_err(|e| e.to_string())?;
+    let options = runner_core::StartOptions::new(id, home.join("repo"), "bench", agent);
+    let worktree = runner_core::WorktreeSpec {
+        repo: home.join("repo"),
+        base: "0".repeat(40),
         branch: format!("codehands/bench-{}", id.short()),
-        base_commit: "0".repeat(40),
-        prompt: "bench".into(),
-        model: None,
-        budget_usd: None,
-        agent_session_id: None,
-        last_seq: 12,
-        failure: None,
-        commit: None,
-        cost_usd: None,
-        tokens: None,
-        permissions: Default::default(),
-        isolation: Default::default(),
-        created_at: now.clone(),
-        updated_at: now,
+        path: home.join("worktrees/0123456789ab").join(id.short()),
     };
+    let mut record = runner_core::SessionRecord::queued(&options, "0123456789ab".into(), worktree);
+    record.state = runner_core::SessionState::AwaitingApproval;
+    record.last_seq = 12;
     let lock_path = home.join("runs").join(id.to_string()).join("session.lock");
     let mut samples = Vec::new();
     for _ in 0..41 {

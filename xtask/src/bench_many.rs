@@ -1,5 +1,5 @@
-//! `cargo xtask bench many`: 32 `codehands run --agent fake` started together on one repo
-//! and one home, beside the same 32 run one after another: the wall time of each, and the
+//! `cargo xtask bench many`: 64 `codehands run --agent fake` started together on one repo
+//! and one home, beside the same 64 run one after another: the wall time of each, and the
 //! peak total memory of every codehands process alive at once (runners and fake agents,
 //! sampled from /proc). Writes `target/bench/many.json`.
 
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 32;
+const RUNS: usize = 64;
 
 pub fn run(args: &[String]) -> Result<(), String> {
     if let Some(outcome) = crate::rerun_in_release(&["bench", "many"], args) {
@@ -79,7 +79,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the 32 sessions (together or one by one), then rejects them outside the timing.
+/// Runs the 64 sessions (together or one by one), then rejects them outside the timing.
 /// Returns the wall time and the peak total resident memory in KiB.
 fn measure(
     codehands: &Path,
@@ -179,7 +179,7 @@ fn spawn_run(codehands: &Path, repo: &Path, home: &Path, id: &str) -> Result<Chi
 }
 
 /// The resident memory of every live process running `program`, summed, in KiB.
-fn total_rss_kib(program: &Path) -> u64 {
+pub(crate) fn total_rss_kib(program: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };

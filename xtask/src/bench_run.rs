@@ -4,9 +4,10 @@
 //! is at most 1.10x the unboxed run; where its time goes is the runner alone with an agent
 //! that takes none (the fake agent), boxed and not, and bubblewrap alone starting `true`. Prints the ratio of wall times, the runner's own peak
 //! memory (without the agent), the runner's own time around an agent that takes
-//! none (the fake agent), and where the overhead goes (worktree, spawn, parse,
-//! diff), and writes `target/bench/run.json`. A debug build of xtask runs itself again in
-//! release first, so the split times optimised code.
+//! none (the fake agent), and where that time goes: the spans its processes write to the
+//! file `CODEHANDS_TIMING` names (codehands::timing), through the very spawn, supervisor and
+//! log a user's run takes, as medians per step (`bench_spans.rs`); and writes
+//! `target/bench/run.json`. A debug build of xtask runs itself again in release first.
 //!
 //! `codehands run` is run as a script runs it: `--json`, and no `--then`, so off a
 //! terminal the session is kept for approval (the bare run leaves its change in
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use runner_core::{Agent, AgentRequest, SessionId, StdinClose, Vcs, WorktreeSpec};
+use runner_core::{Agent, AgentRequest, SessionId, StdinClose};
 use runner_fake::model_server::{ModelServer, Script, Turn};
 
 const ROUNDS: usize = 41;
@@ -145,8 +146,14 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         let [Some(b), Some(o), Some(u)] = samples else {
             unreachable!("every one was measured")
         };
-        let a = measure(ours_cmd("fake", fake_home.clone(), "box"))?;
-        let au = measure(ours_cmd("fake", open_fake_home.clone(), "none"))?;
+        let a = crate::bench_spans::timed_run(
+            ours_cmd("fake", fake_home.clone(), "box"),
+            &dir.path().join("timing-box.jsonl"),
+        )?;
+        let au = crate::bench_spans::timed_run(
+            ours_cmd("fake", open_fake_home.clone(), "none"),
+            &dir.path().join("timing-none.jsonl"),
+        )?;
         let bw = measure(bwrap_true()?)?.wall;
         let f = same_flags(claude, &repo, &agent_home, &server.base_url())?;
         // A fresh worktree each round, as every session gets: Claude Code sets up a new
@@ -171,9 +178,19 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     }
     let bare_ms = median(bare.iter().map(|s| s.wall).collect());
     let ours_ms = median(ours.iter().map(|s| s.wall).collect());
-    let alone_ms = median(alone.iter().map(|s| s.wall).collect());
+    let alone_ms = median(
+        alone
+            .iter()
+            .map(|s: &crate::bench_spans::TimedRun| s.wall)
+            .collect(),
+    );
     let unboxed_ms = median(unboxed.iter().map(|s| s.wall).collect());
-    let alone_unboxed_ms = median(alone_unboxed.iter().map(|s| s.wall).collect());
+    let alone_unboxed_ms = median(
+        alone_unboxed
+            .iter()
+            .map(|s: &crate::bench_spans::TimedRun| s.wall)
+            .collect(),
+    );
     let bwrap_ms = median(bwrap_alone);
     let box_ratio = median_ratio(&ours, &unboxed);
     let unboxed_ratio = median_ratio(&unboxed, &bare);
@@ -181,7 +198,8 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
     let ratio_of_medians = ours_ms / bare_ms;
     let runner_peak = ours.iter().map(|s| s.peak_kib).max().unwrap_or(0);
     let agent_peak = bare.iter().map(|s| s.peak_kib).max().unwrap_or(0);
-    let split = overhead_split(&repo, dir.path()).await?;
+    let boxed_steps = crate::bench_spans::breakdown(&alone);
+    let unboxed_steps = crate::bench_spans::breakdown(&alone_unboxed);
     let flags_ms = median(flags);
     let worktree_ms = median(in_worktree);
     println!(
@@ -213,9 +231,19 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         worktree_ms / bare_ms,
         ours_ms / worktree_ms
     );
+    crate::bench_spans::print_breakdown(
+        &format!("where the runner alone spends its time, unboxed (medians of {rounds}):"),
+        &unboxed_steps,
+    );
+    crate::bench_spans::print_breakdown(
+        &format!("where the runner alone spends its time, boxed (medians of {rounds}):"),
+        &boxed_steps,
+    );
     println!(
-        "overhead split      worktree {:.1} ms, spawn {:.2} ms, parse {:.3} ms, diff {:.1} ms",
-        split[0], split[1], split[2], split[3]
+        "load average        {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
     );
     let json = serde_json::json!({
         "bareMs": bare_ms, "codehandsMs": ours_ms, "ratio": ratio,
@@ -226,7 +254,11 @@ async fn bench(claude: &Path, codehands: &Path, rounds: usize) -> Result<(), Str
         "claudeWithOurArgumentsMs": flags_ms,
         "claudeWithOurArgumentsInAWorktreeMs": worktree_ms,
         "runnerPeakMiB": runner_peak as f64 / 1024.0, "agentPeakMiB": agent_peak as f64 / 1024.0,
-        "overheadMs": { "worktree": split[0], "spawn": split[1], "parse": split[2], "diff": split[3] },
+        "breakdownMs": {
+            "unboxed": steps_json(&unboxed_steps),
+            "boxed": steps_json(&boxed_steps),
+        },
+        "loadAverage": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
     });
     let out = crate::workspace_root().join("target/bench");
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
@@ -375,71 +407,13 @@ fn vm_hwm(status: &str) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-/// The runner's own work, timed alone: making the worktree, spawning a process
-/// with a scrubbed environment, parsing the run's lines, diffing.
-async fn overhead_split(repo: &Path, dir: &Path) -> Result<[f64; 4], String> {
-    let vcs = vcs_git::GitVcs::new();
-    let base = vcs.base_commit(repo).await.map_err(|e| e.to_string())?;
-    let id = SessionId::new_random();
-    let spec = WorktreeSpec {
-        repo: repo.to_path_buf(),
-        base: base.clone(),
-        branch: format!("codehands/bench-{}", id.short()),
-        path: dir.join("wt-split"),
-    };
-    let t = Instant::now();
-    vcs.create_worktree(&spec)
-        .await
-        .map_err(|e| e.to_string())?;
-    let worktree = t.elapsed();
-    let t = Instant::now();
-    vcs.diff(&spec).await.map_err(|e| e.to_string())?;
-    let diff = t.elapsed();
-    vcs.remove_worktree(repo, &spec.path)
-        .await
-        .map_err(|e| e.to_string())?;
-    vcs.delete_branch(repo, &spec.branch)
-        .await
-        .map_err(|e| e.to_string())?;
-
-    let agent = agent_claude::ClaudeCode::with_program("true");
-    let request = AgentRequest {
-        permissions: Default::default(),
-        session_id: id,
-        worktree: repo.to_path_buf(),
-        prompt: PROMPT.into(),
-        model: None,
-        budget_usd: 0.5,
-        notes: None,
-        notes_file: None,
-        test_command: None,
-        resume: None,
-        provider_env: Vec::new(),
-    };
-    let invocation = agent.invocation(&request).map_err(|e| e.to_string())?;
-    let t = Instant::now();
-    let env = runner_core::process::env::agent_env(
-        std::env::vars(),
-        &agent.provider_env(),
-        &[],
-        &invocation.env,
-    );
-    let mut process = runner_core::process::AgentProcess::spawn(&invocation, repo, &env)
-        .map_err(|e| e.to_string())?;
-    let spawn = t.elapsed();
-    let _ = process.wait().await;
-
-    let recording = std::fs::read_to_string(
-        crate::workspace_root().join("runner-fake/recordings/date-bug.jsonl"),
-    )
-    .map_err(|e| e.to_string())?;
-    let mut parser = agent.parser();
-    let t = Instant::now();
-    for line in recording.lines() {
-        std::hint::black_box(parser.parse_line(line));
-    }
-    let parse = t.elapsed();
-    Ok([ms(worktree), ms(spawn), ms(parse), ms(diff)])
+/// A breakdown as a JSON object, step name to milliseconds.
+fn steps_json(steps: &[(String, f64)]) -> serde_json::Value {
+    steps
+        .iter()
+        .map(|(name, ms)| (name.trim().to_owned(), serde_json::json!(ms)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 fn git_worktree_add(repo: &Path, path: &Path, round: usize) -> Result<(), String> {

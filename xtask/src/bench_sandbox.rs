@@ -31,7 +31,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let open = std::os::unix::fs::PermissionsExt::from_mode(0o755);
     std::fs::set_permissions(worktree.path(), open).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    let sandbox = DockerSandbox::new(home.path());
+    let sandbox = DockerSandbox::new(home.path()).with_tz_variable(std::env::var("TZ").ok());
+    let sandbox = match std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty()) {
+        Some(host) => sandbox.with_docker_host(host),
+        None => sandbox,
+    };
     let session_id = SessionId::new_random();
     let request = SandboxRequest {
         session_id,
@@ -53,7 +57,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         command: "true".into(),
         worktree: worktree.path().to_path_buf(),
         owner: (0, 0),
-        timezone: host_timezone(),
+        timezone: host_timezone(std::env::var("TZ").ok().as_deref()),
         limits: BoxLimits::default(),
         extra_env: Vec::new(),
     };

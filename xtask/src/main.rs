@@ -4,15 +4,20 @@
 //! they do and exit non-zero with a message when they fail.
 
 mod agents;
+mod bench_attempts;
+mod bench_check;
 mod bench_events;
 mod bench_git;
 mod bench_many;
 mod bench_parse;
 mod bench_run;
 mod bench_sandbox;
+mod bench_scale;
+mod bench_spans;
 mod codegen;
 mod fuzz;
 mod images;
+mod images_remote;
 mod man;
 mod record;
 mod record_demo;
@@ -36,9 +41,13 @@ tasks:
   record demo           record the fake agent's demo run from the real Claude Code, through the runner
   bench git [--rounds N]  GitVcs against the git program on a 20,000-file repo
   bench run [--rounds N] `codehands run` with the real Claude Code against the bare `claude -p`
-  bench many [--rounds N] 32 fake runs started together on one repo against 32 one by one
+  bench many [--rounds N] 64 fake runs started together on one repo against 64 one by one
+  bench attempts [--rounds N] a task of 4 fake attempts against a task of one (wall, memory)
   bench events [--rounds N] events/s and latency through `codehands run --json`, the supervisor's memory
+  bench scale [--rounds N] 16 fake runs through a one-node Docker Swarm against 16 with --engine local
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
+  bench check [--rounds N] [--update]  the regression gate: quick benchmarks on the debug build
+                        against bench/baseline.json (fails on a figure 40% slower; reject 75%)
   fuzz [TARGET] [--seconds N] [--seconds-for TARGET=N]
                         run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60),
                         or a target its own N; crashes are kept under fuzz/regressions/
@@ -59,7 +68,7 @@ fn main() -> ExitCode {
     };
     let result = match task {
         "codegen" => codegen::run(rest),
-        "images" => images::run(rest),
+        "images" => images::run(rest).and_then(|()| images_remote::run()),
         "bench" if rest.first().map(String::as_str) == Some("sandbox") => {
             bench_sandbox::run(&rest[1..])
         }
@@ -74,6 +83,15 @@ fn main() -> ExitCode {
             bench_events::run(&rest[1..])
         }
         "bench" if rest.first().map(String::as_str) == Some("many") => bench_many::run(&rest[1..]),
+        "bench" if rest.first().map(String::as_str) == Some("check") => {
+            bench_check::run(&rest[1..])
+        }
+        "bench" if rest.first().map(String::as_str) == Some("attempts") => {
+            bench_attempts::run(&rest[1..])
+        }
+        "bench" if rest.first().map(String::as_str) == Some("scale") => {
+            bench_scale::run(&rest[1..])
+        }
         "bench" if rest.first().map(String::as_str) == Some("parse") => {
             bench_parse::run(&rest[1..])
         }

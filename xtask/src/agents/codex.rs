@@ -20,24 +20,13 @@ const FOLDER: &str = "codex_cli_bin";
 /// Fetches Codex into the cache unless the cached one already answers its version.
 pub(super) fn ensure() -> Result<(), String> {
     let codex = codex_cache_path();
-    if version_of(&codex).as_deref() == Some(CODEX_VERSION) {
+    if super::version_of(&codex).as_deref() == Some(CODEX_VERSION) {
         println!("Codex {CODEX_VERSION}: cached at {}", codex.display());
         return Ok(());
     }
     fetch(&codex)?;
     println!("Codex {CODEX_VERSION}: installed at {}", codex.display());
     Ok(())
-}
-
-/// The version `codex --version` prints (`codex-cli 0.163.0` → `0.163.0`).
-fn version_of(program: &Path) -> Option<String> {
-    let output = Command::new(program).arg("--version").output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    output
-        .status
-        .success()
-        .then(|| text.split_whitespace().last().map(str::to_owned))
-        .flatten()
 }
 
 fn fetch(target: &Path) -> Result<(), String> {
@@ -63,7 +52,7 @@ fn fetch(target: &Path) -> Result<(), String> {
             ));
         }
     }
-    let version = version_of(&staged_bin);
+    let version = super::version_of(&staged_bin);
     if version.as_deref() != Some(CODEX_VERSION) {
         return Err(format!(
             "the packaged codex says version {version:?}, not {CODEX_VERSION}: the package changed"

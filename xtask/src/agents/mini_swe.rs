@@ -35,23 +35,8 @@ fn is_installed(folder: &Path) -> bool {
         && config.join(install::DEFAULT_CONFIG).is_file()
         && std::fs::read_link(config.join(install::STDIN_CONFIG))
             .is_ok_and(|target| target == Path::new("/dev/stdin"))
-        && version_in(&folder.join("venv")).as_deref() == Some(VERSION)
-}
-
-/// The mini-swe-agent version a venv holds, from its package metadata (importing
-/// the package would print a banner and make a config folder in HOME).
-fn version_in(venv: &Path) -> Option<String> {
-    let output = Command::new(venv.join("bin/python"))
-        .args([
-            "-c",
-            "import importlib.metadata as m; print(m.version('mini-swe-agent'))",
-        ])
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        && super::package_version(&folder.join("venv"), "mini-swe-agent").as_deref()
+            == Some(VERSION)
 }
 
 fn build(folder: &Path) -> Result<(), String> {
@@ -89,7 +74,7 @@ fn build(folder: &Path) -> Result<(), String> {
     run(pip(&["install", "-q", "--no-deps", "-r"]).arg(&requirements))?;
     // --no-deps installs exactly the pins; this says if they no longer fit together.
     run(&mut pip(&["check"]))?;
-    if version_in(&venv).as_deref() != Some(VERSION) {
+    if super::package_version(&venv, "mini-swe-agent").as_deref() != Some(VERSION) {
         return Err(format!(
             "the venv does not hold mini-swe-agent {VERSION}: the pins changed"
         ));

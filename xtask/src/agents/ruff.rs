@@ -1,8 +1,7 @@
 //! Ruff from PyPI: a real program run as an agent through a profile file (the tests'
 //! `ruff-fix` profile: `ruff check --fix` on a Python repo, then diff and approve).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use runner_core::testkit::agents::cache_root;
 
@@ -21,7 +20,7 @@ fn cache_path() -> PathBuf {
 /// Fetches Ruff into the cache unless the cached one already answers its version.
 pub(super) fn ensure() -> Result<(), String> {
     let ruff = cache_path();
-    if version_of(&ruff).as_deref() == Some(VERSION) {
+    if super::version_of(&ruff).as_deref() == Some(VERSION) {
         println!("Ruff {VERSION}: cached at {}", ruff.display());
         return Ok(());
     }
@@ -39,7 +38,7 @@ pub(super) fn ensure() -> Result<(), String> {
         &member,
         &staged.join("ruff"),
     )?;
-    let version = version_of(&staged.join("ruff"));
+    let version = super::version_of(&staged.join("ruff"));
     if version.as_deref() != Some(VERSION) {
         return Err(format!(
             "the packaged ruff says version {version:?}, not {VERSION}: the package changed"
@@ -48,15 +47,4 @@ pub(super) fn ensure() -> Result<(), String> {
     super::install_folder(&staged, folder)?;
     println!("Ruff {VERSION}: installed at {}", ruff.display());
     Ok(())
-}
-
-/// The version `ruff --version` prints (`ruff 0.17.6` → `0.17.6`).
-fn version_of(program: &Path) -> Option<String> {
-    let output = Command::new(program).arg("--version").output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    output
-        .status
-        .success()
-        .then(|| text.split_whitespace().last().map(str::to_owned))
-        .flatten()
 }

@@ -31,23 +31,7 @@ pub(super) fn ensure() -> Result<(), String> {
 /// The link is there, and the venv says the pinned version.
 fn is_installed(folder: &Path) -> bool {
     install::program(folder).is_file()
-        && version_in(&folder.join("venv")).as_deref() == Some(VERSION)
-}
-
-/// The mistral-vibe version a venv holds, from its package metadata (starting `vibe-acp`
-/// takes seconds).
-fn version_in(venv: &Path) -> Option<String> {
-    let output = Command::new(venv.join("bin/python"))
-        .args([
-            "-c",
-            "import importlib.metadata as m; print(m.version('mistral-vibe'))",
-        ])
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        && super::package_version(&folder.join("venv"), "mistral-vibe").as_deref() == Some(VERSION)
 }
 
 /// The `major.minor` of a Python, if it runs.
@@ -164,7 +148,7 @@ fn build(folder: &Path) -> Result<(), String> {
     super::mini_swe::run(pip(&["install", "-q", "--no-deps", "-r"]).arg(&requirements))?;
     // --no-deps installs exactly the pins; this says if they no longer fit together.
     super::mini_swe::run(&mut pip(&["check"]))?;
-    if version_in(&venv).as_deref() != Some(VERSION) {
+    if super::package_version(&venv, "mistral-vibe").as_deref() != Some(VERSION) {
         return Err(format!(
             "the venv does not hold mistral-vibe {VERSION}: the pins changed"
         ));

@@ -1,0 +1,279 @@
+//! `cargo xtask bench scale`: 16 fake runs started together through a Docker Swarm
+//! (`--engine swarm`, this machine's engine made a one-node swarm for the bench and left
+//! again when it was not one) against the same 16 with `--engine local` (the bubblewrap box),
+//! in interleaved rounds: how many succeeded, the batch's wall time, and each engine's median
+//! run time (start to awaiting approval) with the per-run overhead of the swarm. Writes
+//! `target/bench/scale.json`.
+//!
+//! It runs the dev build of `codehands` (both engines run the same binary, and the time that
+//! matters here is the engine's: a service, its secrets and network, a container, a log),
+//! in an image made from that binary for the bench and removed after it.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 16;
+/// How long a batch may take before its runs still going count as failed.
+const BATCH_LIMIT: Duration = Duration::from_secs(150);
+
+struct Batch {
+    wall: Duration,
+    runs: Vec<Duration>,
+    succeeded: usize,
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let rounds: usize = match args {
+        [] => 3,
+        [flag, n] if flag == "--rounds" => n
+            .parse()
+            .map_err(|_| format!("--rounds takes a number, not {n:?}"))?,
+        other => {
+            return Err(format!(
+                "usage: cargo xtask bench scale [--rounds N], not {other:?}"
+            ));
+        }
+    };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let built = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "codehands"])
+        .current_dir(crate::workspace_root())
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !built.success() {
+        return Err("cargo build -p codehands failed".into());
+    }
+    let codehands = crate::workspace_root().join("target/debug/codehands");
+    let swarm = Swarm::join()?;
+    let image = format!("codehands/remote:bench-{}", std::process::id());
+    let outcome = engine_docker::image::build(&image, &codehands).and_then(|()| {
+        let result = bench(&codehands, &image, rounds);
+        let _ = docker(&["image", "rm", "--force", &image]);
+        result
+    });
+    drop(swarm);
+    outcome
+}
+
+fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
+    let dir = crate::workspace_root().join("target/bench/scale");
+    let _ = std::fs::remove_dir_all(&dir);
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).map_err(|e| e.to_string())?;
+    crate::bench_run::make_repo(&repo)?;
+    let (mut swarm, mut local) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        // Interleaved, and the order turned each round, so neither engine always goes first.
+        let order = if round % 2 == 0 {
+            ["swarm", "local"]
+        } else {
+            ["local", "swarm"]
+        };
+        for engine in order {
+            let home = dir.join(format!("home-{round}-{engine}"));
+            let batch = measure(codehands, image, &repo, &home, engine)?;
+            println!(
+                "bench scale: round {} {engine}: {}/{RUNS} ok in {:.1} s",
+                round + 1,
+                batch.succeeded,
+                batch.wall.as_secs_f64()
+            );
+            if engine == "swarm" {
+                swarm.push(batch)
+            } else {
+                local.push(batch)
+            }
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let wall = |b: &[Batch]| median(b.iter().map(|b| b.wall.as_secs_f64() * 1000.0).collect());
+    let per_run = |b: &[Batch]| {
+        median(
+            b.iter()
+                .flat_map(|b| b.runs.iter().map(|d| d.as_secs_f64() * 1000.0))
+                .collect(),
+        )
+    };
+    let ok = |b: &[Batch]| b.iter().map(|b| b.succeeded).min().unwrap_or(0);
+    let (sw, lw, sr, lr) = (wall(&swarm), wall(&local), per_run(&swarm), per_run(&local));
+    println!(
+        "\nbench scale: {RUNS} fake runs started together, median of {rounds} rounds\n  \
+         swarm  {:>2}/{RUNS} ok (worst round)   wall {sw:>8.1} ms   run {sr:>8.1} ms\n  \
+         local  {:>2}/{RUNS} ok (worst round)   wall {lw:>8.1} ms   run {lr:>8.1} ms\n  \
+         the swarm's overhead per run: {:.1} ms (median run time, swarm − local)",
+        ok(&swarm),
+        ok(&local),
+        sr - lr
+    );
+    let json = serde_json::json!({
+        "bench": "scale",
+        "runs": RUNS,
+        "rounds": rounds,
+        "swarm": { "succeededWorstRound": ok(&swarm), "wallMs": sw, "medianRunMs": sr },
+        "local": { "succeededWorstRound": ok(&local), "wallMs": lw, "medianRunMs": lr },
+        "overheadPerRunMs": sr - lr,
+    });
+    let path = crate::workspace_root().join("target/bench/scale.json");
+    std::fs::write(
+        &path,
+        serde_json::to_vec_pretty(&json).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("bench scale: wrote {}", path.display());
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Starts the 16 runs together on `engine` and waits for every one; rejects them after.
+fn measure(
+    codehands: &Path,
+    image: &str,
+    repo: &Path,
+    home: &Path,
+    engine: &str,
+) -> Result<Batch, String> {
+    let started = Instant::now();
+    let mut children: Vec<(String, Child, Option<Duration>)> = Vec::new();
+    for _ in 0..RUNS {
+        let id = runner_core::SessionId::new_random().to_string();
+        let child = command(codehands, image, repo, home)
+            .args([
+                "run",
+                ".",
+                "Fix the failing test.",
+                "--agent",
+                "fake",
+                "--json",
+                "--then",
+                "keep",
+            ])
+            .args(["--engine", engine, "--session-id", &id])
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        children.push((id, child, None));
+    }
+    let mut succeeded = 0;
+    while children.iter().any(|(_, _, done)| done.is_none()) {
+        // A run still going after the limit counts as failed, and is stopped.
+        if started.elapsed() > BATCH_LIMIT {
+            for (id, child, done) in children.iter_mut().filter(|(_, _, d)| d.is_none()) {
+                let _ = command(codehands, image, repo, home)
+                    .args(["stop", id])
+                    .status();
+                let _ = child.kill();
+                let _ = child.wait();
+                *done = Some(started.elapsed());
+            }
+            println!("bench scale: {engine}: runs still going after {BATCH_LIMIT:?} were stopped");
+            break;
+        }
+        for (_, child, done) in children.iter_mut().filter(|(_, _, d)| d.is_none()) {
+            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+                *done = Some(started.elapsed());
+                succeeded += usize::from(status.success());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let wall = started.elapsed();
+    // Why a run failed, once per batch, so a failing engine says what went wrong.
+    if succeeded < RUNS {
+        let why = children.iter().find_map(|(id, _, _)| {
+            let log =
+                std::fs::read_to_string(home.join("runs").join(id).join("events.jsonl")).ok()?;
+            log.lines()
+                .find(|l| l.contains("task.failed"))
+                .map(str::to_owned)
+        });
+        println!(
+            "bench scale: {engine}: {} failed; the first: {}",
+            RUNS - succeeded,
+            why.unwrap_or_default()
+        );
+    }
+    let runs = children.iter().filter_map(|(_, _, d)| *d).collect();
+    for (id, _, _) in &children {
+        let _ = command(codehands, image, repo, home)
+            .args(["reject", id])
+            .status();
+    }
+    Ok(Batch {
+        wall,
+        runs,
+        succeeded,
+    })
+}
+
+fn command(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(codehands);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("CODEHANDS_HOME", home)
+        .env("CODEHANDS_FAKE_MODE", "replay")
+        .env("CODEHANDS_FAKE_DELAY_MS", "0")
+        .env("CODEHANDS_REMOTE_IMAGE", image)
+        .current_dir(repo)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(host) = std::env::var_os("DOCKER_HOST") {
+        cmd.env("DOCKER_HOST", host);
+    }
+    cmd
+}
+
+fn docker(args: &[&str]) -> Result<String, String> {
+    let out = Command::new("docker")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run docker: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "docker {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// This engine as a swarm manager for the bench: made one when it was in no swarm, and left
+/// again then (only then).
+struct Swarm {
+    joined: bool,
+}
+
+impl Swarm {
+    fn join() -> Result<Self, String> {
+        let state = docker(&[
+            "info",
+            "--format",
+            "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}",
+        ])?;
+        match state.trim() {
+            "active true" => Ok(Self { joined: false }),
+            "inactive false" => {
+                docker(&["swarm", "init", "--advertise-addr", "127.0.0.1"])?;
+                Ok(Self { joined: true })
+            }
+            other => Err(format!(
+                "this engine is in a swarm it does not manage ({other}): run the bench on a manager"
+            )),
+        }
+    }
+}
+
+impl Drop for Swarm {
+    fn drop(&mut self) {
+        if self.joined {
+            let _ = docker(&["swarm", "leave", "--force"]);
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! The architecture's rules that a test can check (ARCHITECTURE.md, "Invariants a test
+//! checks"): each test reads the tree as text and names the file, the line and the fix.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// This file, which names what it looks for and is left out of its own searches.
+const THIS_FILE: &str = "xtask/tests/tidy.rs";
+
+/// The workspace root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_path_buf()
+}
+
+/// Every `.rs` file of ours, relative to the root, sorted: build output, git's folder and
+/// the fuzz crate's own build folder left out.
+fn rust_files() -> Vec<String> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "target" {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                walk(&path, root, out);
+            } else if kind.is_file() && name.ends_with(".rs") {
+                let relative = path.strip_prefix(root).expect("under the root");
+                out.push(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let root = root();
+    let mut out = Vec::new();
+    walk(&root, &root, &mut out);
+    out.sort();
+    out
+}
+
+fn read(relative: &str) -> String {
+    std::fs::read_to_string(root().join(relative))
+        .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
+}
+
+/// The lines of a file's code that ships: comments dropped, and nothing from the first
+/// `#[cfg(test)]` on (our files keep their tests module last). With the line numbers.
+fn shipped_lines(text: &str) -> Vec<(usize, &str)> {
+    text.lines()
+        .enumerate()
+        .take_while(|(_, line)| line.trim() != "#[cfg(test)]")
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .map(|(n, line)| (n + 1, line))
+        .collect()
+}
+
+/// Where a file stands: test code, or support that only tests and dev tasks build.
+fn is_test_code(path: &str) -> bool {
+    path.contains("/tests/")
+        || path.starts_with("tests/")
+        || path.contains("/benches/")
+        || path.contains("/examples/")
+        || path.ends_with("/tests.rs")
+}
+
+/// The places below the facade that may read the environment, and why.
+const ENV_READERS: &[(&str, &str)] = &[
+    (
+        "codehands/",
+        "the facade: it reads the environment and hands it down",
+    ),
+    ("xtask/", "development tasks"),
+    ("fuzz/", "the fuzz targets"),
+    ("fuzz-harness/", "test support: the fuzz targets' bodies"),
+    ("agent-harness/", "test support: the recording harness"),
+    (
+        "runner-core/src/testkit/",
+        "test support: the conformance suites (CI=true, the agents' cache)",
+    ),
+    (
+        "runner-fake/src/fake_agent/",
+        "the fake agent, a program of its own whose environment is its input",
+    ),
+    (
+        "third-party/agent-mini-swe-plugin/",
+        "a plugin: the library codehands loads has no caller but its environment to be \
+         configured by (ARCHITECTURE.md, \"Adding an agent\")",
+    ),
+    (
+        "engine-docker/src/shim/",
+        "the remote driver, a program of its own (`codehands __remote`): the agent's \
+         environment, as the runner built it, is its input, shipped into the box as a file",
+    ),
+    ("/src/bin/", "a program's own main"),
+];
+
+#[test]
+fn no_crate_below_the_facade_reads_the_environment() {
+    const READS: &[&str] = &[
+        "env::var(",
+        "env::var_os(",
+        "env::vars(",
+        "env::vars_os(",
+        "env::set_var(",
+        "env::remove_var(",
+    ];
+    let mut found = Vec::new();
+    for path in rust_files() {
+        if is_test_code(&path) || ENV_READERS.iter().any(|(p, _)| path.contains(p)) {
+            continue;
+        }
+        let text = read(&path);
+        for (n, line) in shipped_lines(&text) {
+            if READS.iter().any(|read| line.contains(read)) {
+                found.push(format!("{path}:{n}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "only the facade (codehands) reads the environment; the crates below it take what \
+         they need as arguments (ARCHITECTURE.md, \"codehands\"). Pass the value in from \
+         codehands (its Setup, or RunnerSettings::caller_env) instead of reading it here:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The files ARCHITECTURE.md lists under "Unsafe code" (a folder ends in `/`).
+fn listed_unsafe() -> Vec<String> {
+    let architecture = read("ARCHITECTURE.md");
+    let section = architecture
+        .split("\n### Unsafe code\n")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a section `### Unsafe code`");
+    section
+        .lines()
+        .skip_while(|line| !line.starts_with("- `"))
+        .take_while(|line| line.starts_with("- `") || line.starts_with("  "))
+        .filter_map(|line| line.strip_prefix("- `"))
+        .filter_map(|line| line.split('`').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn unsafe_code_stands_only_in_the_listed_files() {
+    let listed = listed_unsafe();
+    assert!(
+        !listed.is_empty(),
+        "the list under `### Unsafe code` is empty"
+    );
+    let is_unsafe = |line: &str| {
+        let code = line.split("//").next().unwrap_or_default();
+        code.contains("unsafe_code")
+            || [
+                "unsafe {",
+                "unsafe fn",
+                "unsafe impl",
+                "unsafe extern",
+                "unsafe(",
+            ]
+            .iter()
+            .any(|word| code.contains(word))
+    };
+    // An entry covers its file, a folder's files, and a module's tests beside it
+    // (`plugin/tests.rs` for `plugin.rs`).
+    let covers = |entry: &str, path: &str| {
+        path == entry
+            || (entry.ends_with('/') && path.starts_with(entry))
+            || entry
+                .strip_suffix(".rs")
+                .is_some_and(|stem| path.starts_with(&format!("{stem}/")))
+    };
+    let mut unlisted = Vec::new();
+    let mut used = vec![false; listed.len()];
+    for path in rust_files() {
+        if path == THIS_FILE {
+            continue;
+        }
+        let text = read(&path);
+        let Some((n, line)) = text
+            .lines()
+            .enumerate()
+            .find(|(_, line)| !line.trim_start().starts_with("//") && is_unsafe(line))
+        else {
+            continue;
+        };
+        match listed.iter().position(|entry| covers(entry, &path)) {
+            Some(i) => used[i] = true,
+            None => unlisted.push(format!("{path}:{}: {}", n + 1, line.trim())),
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "unsafe code outside the files ARCHITECTURE.md lists under \"Unsafe code\": write it \
+         without unsafe, or move it into a listed file, or list the file there with what its \
+         unsafe code is for (and a SAFETY comment on every block):\n{}",
+        unlisted.join("\n")
+    );
+    let stale: Vec<&String> = listed
+        .iter()
+        .zip(&used)
+        .filter(|(_, used)| !**used)
+        .map(|(entry, _)| entry)
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "ARCHITECTURE.md lists these under \"Unsafe code\", but they hold none: take them off \
+         the list: {stale:?}"
+    );
+}
+
+/// The tasks of `cargo xtask`'s usage text: the plain words (at most two: `bench git`,
+/// `record demo`) that open a line, before its arguments and its description column.
+fn usage_tasks() -> Vec<String> {
+    let main = read("xtask/src/main.rs");
+    let usage = main
+        .split("tasks:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\";").next())
+        .expect("xtask/src/main.rs has a USAGE text with `tasks:`");
+    let plain = |word: &&str| word.chars().all(|c| c.is_ascii_lowercase() || c == '-');
+    let mut tasks: Vec<String> = usage
+        .lines()
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .map(|line| {
+            let head = line.trim_start().split("  ").next().unwrap_or_default();
+            let words: Vec<&str> = head.split_whitespace().take_while(plain).take(2).collect();
+            words.join(" ")
+        })
+        .collect();
+    tasks.sort();
+    tasks
+}
+
+/// The tasks ARCHITECTURE.md's `xtask` section lists: the backticked names that open each
+/// bullet, before its colon.
+fn documented_tasks() -> Vec<String> {
+    let architecture = read("ARCHITECTURE.md");
+    let section = architecture
+        .split("\n### `xtask`\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n#").next())
+        .expect("ARCHITECTURE.md has a section ### `xtask`");
+    let mut tasks: Vec<String> = section
+        .lines()
+        .filter_map(|line| line.strip_prefix("- "))
+        .filter_map(|line| line.split("`:").next())
+        .flat_map(|names| names.split(", "))
+        .map(|name| name.trim_matches('`').to_owned())
+        .collect();
+    tasks.sort();
+    tasks
+}
+
+#[test]
+fn the_xtask_usage_and_the_architecture_list_the_same_tasks() {
+    let usage = usage_tasks();
+    let documented = documented_tasks();
+    let missing: Vec<&String> = usage.iter().filter(|t| !documented.contains(t)).collect();
+    let extra: Vec<&String> = documented.iter().filter(|t| !usage.contains(t)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "xtask's usage text (xtask/src/main.rs) and ARCHITECTURE.md's `xtask` section differ: \
+         in the usage only: {missing:?}; in ARCHITECTURE.md only: {extra:?}. Give every task a \
+         bullet there (\"- `task`: what it does\") and a line in the usage"
+    );
+}
+
+#[test]
+fn the_terminal_text_helpers_exist_once() {
+    const HOME: &str = "runner-contract/src/present.rs";
+    // The helpers' names, and the bidi range every copy of them spelled out.
+    const COPIES: &[&str] = &[
+        "fn is_bidi_control",
+        "fn visible(",
+        "fn one_line(",
+        "fn stat_line(",
+        "'\\u{202a}'..='\\u{202e}'",
+        "'\\u{2066}'..='\\u{2069}'",
+    ];
+    let mut found = Vec::new();
+    for path in rust_files() {
+        if path == HOME || path == THIS_FILE {
+            continue;
+        }
+        let text = read(&path);
+        for (n, line) in text.lines().enumerate() {
+            if COPIES.iter().any(|copy| line.contains(copy)) {
+                found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a copy of the terminal-text helpers: use runner_contract::present (visible, plain, \
+         one_line, stat_line, is_bidi_control) instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_library_a_daemon_links_builds_neither_the_cli_nor_the_model_server() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .args([
+            "tree",
+            "-p",
+            "codehands",
+            "-e",
+            "normal",
+            "--no-default-features",
+            "--features",
+            "claude,git",
+            "--prefix",
+            "none",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cargo} tree: {e}"));
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let crates: Vec<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
+    for unwanted in [
+        "axum",
+        "clap",
+        "clap_mangen",
+        "clap_complete",
+        "tracing-subscriber",
+    ] {
+        assert!(
+            !crates.contains(&unwanted),
+            "`codehands` without default features (claude, git) pulls {unwanted}: a \
+             command-line crate belongs behind the `cli` feature, the scripted model server \
+             behind runner-fake's `model-server`"
+        );
+    }
+}
