@@ -122,7 +122,12 @@ impl Confinement for BwrapBox {
         root.replace_file(&file, &plan.to_json())?;
         Ok(Invocation {
             program: helper.to_owned(),
-            args: vec![OsString::from(crate::OUTER_COMMAND), file.into_os_string()],
+            // The runner's supervisor cleans up at the turn's end ([`Confinement::cleanup`]).
+            args: vec![
+                OsString::from(crate::OUTER_COMMAND),
+                OsString::from(crate::outer::RUNNER_CLEANS),
+                file.into_os_string(),
+            ],
             env: request.invocation.env.clone(),
             stdin: request.invocation.stdin.clone(),
             close_stdin: request.invocation.close_stdin,

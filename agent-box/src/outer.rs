@@ -23,11 +23,18 @@ use runner_contract::private::PrivateRoot;
 use crate::init::{CANNOT_START, stop_set};
 use crate::plan::{BoxPlan, Destination, LoginFile, LoginHow};
 
+/// The outer's flag that says the runner removes the box's sockets and cgroup once the
+/// outer has exited (its supervisor does at the turn's end, `recover` after a crash): the
+/// outer then exits as soon as the box has, and the agent's end reaches the runner without
+/// waiting for the cleanup (moving this process out of the cgroup cost up to 16 ms here).
+pub const RUNNER_CLEANS: &str = "--runner-cleans";
+
 /// The outer process's whole life; returns the exit code.
 pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
-    let mut args = args.into_iter();
+    let mut args = args.into_iter().peekable();
+    let runner_cleans = args.next_if(|a| a == RUNNER_CLEANS).is_some();
     let (Some(plan_path), None) = (args.next(), args.next()) else {
-        eprintln!("codehands box: usage: codehands __box RUN_DIR/box.json");
+        eprintln!("codehands box: usage: codehands __box [--runner-cleans] RUN_DIR/box.json");
         return CANNOT_START;
     };
     // Blocked before any thread starts, so the threads inherit the mask and a stop waits
@@ -62,6 +69,9 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
         std::thread::spawn(move || serve(listener, &to));
     }
     let code = run_bwrap(&plan, signals);
+    if runner_cleans {
+        return code;
+    }
     let _ = remove_sockets(&plan);
     if let Some(cgroup) = &plan.cgroup {
         crate::cgroup::leave(cgroup);

@@ -187,6 +187,9 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
         ("HOME".to_owned(), path_text(&home)),
         ("TMPDIR".to_owned(), path_text(&tmp)),
     ];
+    for name in &inputs.needs.state_envs {
+        env.push((name.clone(), path_text(&state_dir(&home, name)?)));
+    }
     if network
         .endpoints
         .iter()
@@ -234,6 +237,19 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
     };
     plan.check()?;
     Ok(plan)
+}
+
+/// Where the state folder the variable `name` names lives in the box: a folder of the
+/// private home (which the box makes and keeps for the session), so the agent makes it there.
+fn state_dir(home: &Path, name: &str) -> Result<PathBuf> {
+    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !plain {
+        return Err(Error::invalid_input(format!(
+            "the agent's state variable {name:?} is not a plain variable name (letters, digits, \
+             `_`): fix the agent's box needs"
+        )));
+    }
+    Ok(home.join(format!(".state-{}", name.to_ascii_lowercase())))
 }
 
 /// A relative path that stays below its folder (no `..`, not absolute).
@@ -587,6 +603,19 @@ mod tests {
     }
 
     #[test]
+    fn a_state_variable_that_is_not_a_plain_name_is_refused() {
+        let home = Path::new("/run/home");
+        assert_eq!(
+            state_dir(home, "VIBE_HOME").unwrap(),
+            home.join(".state-vibe_home")
+        );
+        for bad in ["", "../x", "A/B", "A B"] {
+            let err = state_dir(home, bad).unwrap_err().to_string();
+            assert!(err.contains("not a plain variable name"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn path_folders_in_or_above_the_callers_home_are_not_tools() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
@@ -628,6 +657,7 @@ mod tests {
             ],
             hosts: vec!["api.example.com:443".into()],
             base_url_envs: vec!["X_BASE_URL".into()],
+            state_envs: vec!["AGENT_HOME".into()],
         };
         let env = vec![
             (
@@ -667,6 +697,14 @@ mod tests {
                 .contains(&("HOME".into(), run.join("home").display().to_string()))
         );
         assert!(plan.env.iter().any(|(k, _)| k == "HTTPS_PROXY"));
+        assert!(
+            plan.env.contains(&(
+                "AGENT_HOME".into(),
+                run.join("home/.state-agent_home").display().to_string()
+            )),
+            "the agent's state folder is in the private home: {:?}",
+            plan.env
+        );
         assert_ne!(plan.uid, 0);
         assert_eq!(plan.command.args, ["--x"]);
     }

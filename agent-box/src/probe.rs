@@ -67,13 +67,15 @@ pub fn bwrap_version(bwrap: &Path) -> Option<String> {
 }
 
 /// Starts a real box with `helper` (a program that runs [`crate::dispatch`]) in a folder
-/// under `scratch`: the agent is `sh`, which writes a file in its worktree. `Ok` when the
-/// file arrived, else what went wrong (bubblewrap's words).
-pub fn try_box(helper: &Path, scratch: &Path) -> Result<(), String> {
+/// under `scratch`, bubblewrap found on `path_var` (the caller's PATH): the agent is `sh`,
+/// which writes a file in its worktree. `Ok` when the file arrived, else what went wrong
+/// (bubblewrap's words).
+pub fn try_box(helper: &Path, scratch: &Path, path_var: Option<&str>) -> Result<(), String> {
     let script = "echo boxed > box-check";
     let out = run_in_box(
         helper,
         scratch,
+        path_var,
         Path::new("sh"),
         &["-c".into(), script.into()],
         &runner_contract::BoxNeeds::default(),
@@ -101,16 +103,17 @@ pub struct BoxRun {
 }
 
 /// Runs `program args` in a real box over a fresh worktree under `scratch` (removed after),
-/// with a caller's home of its own and `needs`.
+/// with a caller's home of its own and `needs`; bubblewrap and the box's system folders are
+/// found on `path_var`, the caller's PATH (this crate reads no variable).
 pub fn run_in_box(
     helper: &Path,
     scratch: &Path,
+    path_var: Option<&str>,
     program: &Path,
     args: &[std::ffi::OsString],
     needs: &runner_contract::BoxNeeds,
 ) -> Result<BoxRun, String> {
-    let path_var = std::env::var("PATH").ok();
-    let support = support(path_var.as_deref())?;
+    let support = support(path_var)?;
     let dir = fresh_dir(scratch)?;
     let result = run_in(helper, &support.bwrap, &dir, program, args, needs);
     let _ = std::fs::remove_dir_all(&dir);

@@ -157,7 +157,8 @@ fn a_box_starts_and_writes_its_worktree() {
         return;
     }
     let place = Place::new();
-    agent_box::probe::try_box(Path::new(HELPER), &place.root).unwrap();
+    let path = std::env::var("PATH").ok();
+    agent_box::probe::try_box(Path::new(HELPER), &place.root, path.as_deref()).unwrap();
 }
 
 #[test]

@@ -35,8 +35,6 @@ const OWNED_FLAGS: &[&str] = &[
     "--permission-prompt-tool",
     "--allowedTools",
     "--allowed-tools",
-    "--dangerously-skip-permissions",
-    "--allow-dangerously-skip-permissions",
     "--max-budget-usd",
     "--strict-mcp-config",
     "--mcp-config",
@@ -70,17 +68,18 @@ pub(crate) fn check_extra_args(args: &[OsString]) -> Result<()> {
                 "the Claude Code argument {arg:?} is not UTF-8: pass plain text arguments"
             )));
         };
+        if let Some(bypass) = runner_contract::bypass::find(text) {
+            return Err(Error::invalid_input(format!(
+                "the Claude Code argument {text:?} would bypass permissions (`{bypass}`), which \
+                 codehands never does: remove it, and allow the tools the task needs instead"
+            )));
+        }
         let name = text.split('=').next().unwrap_or(text);
         if OWNED_FLAGS.contains(&name) {
             return Err(Error::invalid_input(format!(
                 "the Claude Code argument {text:?} conflicts with what codehands sets itself \
                  (output format, session, permissions, budget, model, notes): remove it and use \
                  the run's options instead"
-            )));
-        }
-        if text.contains("bypassPermissions") {
-            return Err(Error::invalid_input(format!(
-                "the Claude Code argument {text:?} would bypass permissions, which codehands never does"
             )));
         }
     }

@@ -94,6 +94,11 @@ impl Default for ClaudeCode {
     }
 }
 
+/// The starts of other vendors' model names, which Claude Code cannot run.
+const FOREIGN_MODELS: &[&str] = &[
+    "gpt-", "o1", "o3", "o4", "codex", "mistral", "devstral", "gemini", "qwen",
+];
+
 impl Agent for ClaudeCode {
     fn name(&self) -> AgentName {
         AgentName::parse(NAME).expect("the built-in name is valid")
@@ -114,6 +119,17 @@ impl Agent for ClaudeCode {
 
     fn provider_env(&self) -> Vec<String> {
         PROVIDER_ENV.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    /// Anthropic's models only: an alias (`sonnet`, `opus`, `haiku`) or a `claude-…` name;
+    /// another vendor's model is refused before anything is made.
+    fn check_model(&self, model: &str) -> runner_contract::Result<()> {
+        runner_contract::traits::agent::refuse_foreign_model(
+            &self.name(),
+            model,
+            FOREIGN_MODELS,
+            "Anthropic's models: `sonnet`, `opus`, `haiku` or a `claude-…` name",
+        )
     }
 
     fn version_probe(&self) -> Option<VersionProbe> {

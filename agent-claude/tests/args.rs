@@ -290,3 +290,29 @@ fn the_program_and_the_provider_variables() {
         ]
     );
 }
+
+#[test]
+fn anthropic_models_are_taken_and_other_vendors_refused() {
+    let agent = ClaudeCode::new();
+    for model in [
+        "sonnet",
+        "opus",
+        "haiku",
+        "claude-sonnet-4-5",
+        "claude-opus-5-5",
+    ] {
+        agent.check_model(model).unwrap();
+    }
+    for model in [
+        "gpt-5",
+        "o3",
+        "codex-mini",
+        "mistral-large",
+        "",
+        "-x",
+        "a\nb",
+    ] {
+        let err = agent.check_model(model).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{model:?}: {err}");
+    }
+}

@@ -105,6 +105,11 @@ impl Default for Codex {
     }
 }
 
+/// The starts of other vendors' model names, which Codex cannot run.
+const FOREIGN_MODELS: &[&str] = &[
+    "claude", "sonnet", "opus", "haiku", "mistral", "devstral", "gemini",
+];
+
 impl Agent for Codex {
     fn name(&self) -> AgentName {
         AgentName::parse(NAME).expect("the built-in name is valid")
@@ -124,6 +129,17 @@ impl Agent for Codex {
 
     fn provider_env(&self) -> Vec<String> {
         PROVIDER_ENV.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    /// Any model its provider serves (`gpt-…`, `o3`, a custom provider's own names), but
+    /// not another vendor's that Codex cannot reach (`claude-…`, `sonnet` …).
+    fn check_model(&self, model: &str) -> runner_contract::Result<()> {
+        runner_contract::traits::agent::refuse_foreign_model(
+            &self.name(),
+            model,
+            FOREIGN_MODELS,
+            "OpenAI's models (`gpt-…`, `o3` …) or its provider's own names",
+        )
     }
 
     fn version_probe(&self) -> Option<VersionProbe> {

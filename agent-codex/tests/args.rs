@@ -236,3 +236,15 @@ fn never_bypasses_the_sandbox_or_approvals() {
         assert!(args.contains(&r#"approval_policy="never""#.to_owned()));
     }
 }
+
+#[test]
+fn its_providers_models_are_taken_and_other_vendors_refused() {
+    let agent = Codex::new();
+    for model in ["gpt-5.1-codex", "o3", "scripted-model", "llama3"] {
+        agent.check_model(model).unwrap();
+    }
+    for model in ["claude-sonnet-4-5", "sonnet", "Opus", "", "--model", "a\nb"] {
+        let err = agent.check_model(model).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{model:?}: {err}");
+    }
+}

@@ -89,6 +89,8 @@ fn info(agent: &dyn Agent) -> Result<AgentInfo, ErrorWire> {
         name: agent.name(),
         capabilities: agent.capabilities(),
         provider_env,
+        secret_envs: agent.secret_envs(),
+        description: agent.description(),
         box_needs,
         version_probe: agent
             .version_probe()

@@ -27,6 +27,13 @@ pub struct AgentInfo {
     /// How to ask its program for its version.
     #[serde(default)]
     pub version_probe: Option<VersionProbeWire>,
+    /// The variables that hold its key whatever their names (`Agent::secret_envs`), written
+    /// only when there are any, so a host of an older version still reads the rest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_envs: Vec<String>,
+    /// One line on what it is (`Agent::description`), written only when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// What it needs in a box, when that is more than its base URLs (written only then, so
     /// a host of an older version still reads what a plugin without such needs says).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -49,6 +56,9 @@ pub struct BoxNeedsWire {
     /// The variables that may hold base URLs.
     #[serde(default)]
     pub base_url_envs: Vec<String>,
+    /// The variables that name the agent's own state folder.
+    #[serde(default)]
+    pub state_envs: Vec<String>,
 }
 
 /// [`LoginFile`] as JSON.
@@ -89,6 +99,7 @@ impl TryFrom<&BoxNeeds> for BoxNeedsWire {
                 .collect::<Result<_, String>>()?,
             hosts: needs.hosts.clone(),
             base_url_envs: needs.base_url_envs.clone(),
+            state_envs: needs.state_envs.clone(),
         })
     }
 }
@@ -107,6 +118,7 @@ impl From<BoxNeedsWire> for BoxNeeds {
                 .collect(),
             hosts: wire.hosts,
             base_url_envs: wire.base_url_envs,
+            state_envs: wire.state_envs,
         }
     }
 }

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use agent_acp::AcpAgent;
 use runner_contract::{
-    Agent, AgentCapabilities, AgentInput, AgentName, AgentParser, AgentRequest, Invocation, Result,
-    VersionProbe,
+    Agent, AgentCapabilities, AgentInput, AgentName, AgentParser, AgentRequest, BoxNeeds,
+    Invocation, Result, VersionProbe,
 };
 use serde_json::json;
 
@@ -30,6 +30,11 @@ pub const BASE_URL_VAR: &str = "OPENAI_BASE_URL";
 pub const API_KEY_VAR: &str = "OPENAI_API_KEY";
 /// The key for Mistral's own API.
 pub const MISTRAL_KEY_VAR: &str = "MISTRAL_API_KEY";
+
+/// Where Vibe keeps its sessions and logs.
+pub const HOME_VAR: &str = "VIBE_HOME";
+/// Mistral's API, which Vibe reaches without a base URL.
+pub const MISTRAL_API_HOST: &str = "api.mistral.ai:443";
 
 /// The name of the provider codehands adds for `OPENAI_BASE_URL`.
 const PROVIDER: &str = "codehands-openai";
@@ -83,7 +88,7 @@ impl MistralVibe {
         let mut env: Vec<(&str, String)> = self
             .home
             .iter()
-            .map(|home| ("VIBE_HOME", home.to_string_lossy().into_owned()))
+            .map(|home| (HOME_VAR, home.to_string_lossy().into_owned()))
             .collect();
         env.extend([
             ("VIBE_ENABLE_TELEMETRY", "false".to_owned()),
@@ -164,5 +169,16 @@ impl Agent for MistralVibe {
 
     fn input_line(&self, input: &AgentInput) -> Result<String> {
         self.acp.input_line(input)
+    }
+
+    /// In a box: Mistral's API when no base URL is set, and its `VIBE_HOME` in the box's
+    /// private home (kept across the session's turns, so a follow-up loads its session).
+    fn box_needs(&self) -> BoxNeeds {
+        BoxNeeds {
+            hosts: vec![MISTRAL_API_HOST.to_owned()],
+            base_url_envs: vec![BASE_URL_VAR.to_owned()],
+            state_envs: vec![HOME_VAR.to_owned()],
+            ..BoxNeeds::default()
+        }
     }
 }

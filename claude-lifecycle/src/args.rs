@@ -64,10 +64,10 @@ pub(crate) fn check_caller_args(args: &[String]) -> Result<()> {
         }
         // The one rule of the workspace this crate keeps against seed 004's pass-through:
         // codehands never bypasses Claude Code's permissions (ARCHITECTURE.md, "Security").
-        if arg.contains("dangerously-skip-permissions") || arg.contains("bypassPermissions") {
+        if let Some(bypass) = runner_contract::bypass::find(arg) {
             return Err(Error::invalid(format!(
-                "the argument {arg:?} would bypass Claude Code's permissions, which codehands \
-                 never does: drop it, and allow the tools the job needs with --allowedTools"
+                "the argument {arg:?} would bypass Claude Code's permissions (`{bypass}`), which \
+                 codehands never does: drop it, and allow the tools the job needs with --allowedTools"
             )));
         }
         if let Some(flag) = owned_flag(arg) {

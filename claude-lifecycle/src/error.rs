@@ -11,7 +11,7 @@ pub enum Error {
     #[error("invalid input: {0}")]
     InvalidInput(String),
     /// The program could not be started (not found, not executable …).
-    #[error("cannot start {}: {source} (install Claude Code, or set CLAUDE_BIN or the runner's program to its path)", program.display())]
+    #[error("cannot start {}: {source} (install Claude Code, or set the runner's program to its path: `Defaults::program`, or CLAUDE_BIN through `Defaults::from_claude_bin`)", program.display())]
     Spawn {
         /// The program that was to be started.
         program: PathBuf,

@@ -9,7 +9,9 @@
 //! # async fn demo() -> claude_lifecycle::Result<()> {
 //! use claude_lifecycle::{ClaudeRunner, Defaults, Job, SessionEvent, SessionOptions};
 //!
-//! let runner = ClaudeRunner::new(Defaults::default().args(["--model", "my-model"]));
+//! // The program named by CLAUDE_BIN, else `claude` on PATH (the caller reads the variable).
+//! let defaults = Defaults::from_claude_bin(std::env::var_os("CLAUDE_BIN"));
+//! let runner = ClaudeRunner::new(defaults.args(["--model", "my-model"]));
 //! let result = runner.run(&Job::new("Summarize this repository").cwd("/path/to/project")).await?;
 //! println!("{} {}", result.ok, result.text);
 //!

@@ -14,7 +14,8 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Defaults {
-    /// The program: `CLAUDE_BIN` when set and not empty, else `claude` on PATH.
+    /// The program: `claude` on PATH unless set ([`Defaults::program`], or the caller's
+    /// `CLAUDE_BIN` through [`Defaults::from_claude_bin`]).
     pub program: PathBuf,
     /// The working folder; `None` is the caller's own.
     pub cwd: Option<PathBuf>,
@@ -32,11 +33,8 @@ pub struct Defaults {
 
 impl Default for Defaults {
     fn default() -> Self {
-        let program = std::env::var_os("CLAUDE_BIN")
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| PathBuf::from("claude"), PathBuf::from);
         Self {
-            program,
+            program: PathBuf::from("claude"),
             cwd: None,
             env: EnvOverlay::default(),
             args: Vec::new(),
@@ -48,6 +46,16 @@ impl Default for Defaults {
 }
 
 impl Defaults {
+    /// The defaults with seed 004's program: `claude_bin` (the value of `CLAUDE_BIN`, as the
+    /// caller read it: this crate reads no variable) when set and not empty, else `claude`
+    /// on PATH. `Defaults::from_claude_bin(std::env::var_os("CLAUDE_BIN"))`.
+    pub fn from_claude_bin(claude_bin: Option<std::ffi::OsString>) -> Self {
+        match claude_bin.filter(|v| !v.is_empty()) {
+            Some(program) => Self::default().program(program),
+            None => Self::default(),
+        }
+    }
+
     /// Sets the program.
     pub fn program(mut self, program: impl Into<PathBuf>) -> Self {
         self.program = program.into();
@@ -319,5 +327,28 @@ impl std::fmt::Debug for EnvOverlay {
         f.debug_list()
             .entries(self.0.iter().map(|(name, _)| format!("{name}=[redacted]")))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_program_is_claude_bin_when_given_else_claude() {
+        assert_eq!(Defaults::default().program, PathBuf::from("claude"));
+        assert_eq!(
+            Defaults::from_claude_bin(Some("/opt/claude".into())).program,
+            PathBuf::from("/opt/claude")
+        );
+        assert_eq!(
+            Defaults::from_claude_bin(Some("".into())).program,
+            PathBuf::from("claude"),
+            "an empty CLAUDE_BIN is unset"
+        );
+        assert_eq!(
+            Defaults::from_claude_bin(None).program,
+            PathBuf::from("claude")
+        );
     }
 }

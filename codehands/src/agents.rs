@@ -160,6 +160,11 @@ impl Agent for FakeAgent {
         Ok(())
     }
 
+    /// The models Claude Code takes: the fake agent stands in for it.
+    fn check_model(&self, model: &str) -> Result<()> {
+        self.inner.check_model(model)
+    }
+
     /// In a box: the recording it replays, when it is not the embedded one; no network.
     fn box_needs(&self) -> runner_core::BoxNeeds {
         runner_core::BoxNeeds {

@@ -131,7 +131,7 @@ impl RunnerBuilder {
     }
 
     fn load_home_profiles(&mut self) {
-        let folder = self.setup.home.root().join("agents");
+        let folder = self.setup.home.agents_dir();
         for path in files_in(&folder, "toml", &mut self.problems) {
             let stem = stem(&path);
             let loaded = Profile::read(&path, Some(&stem)).and_then(ProfileAgent::new);
@@ -146,7 +146,7 @@ impl RunnerBuilder {
     }
 
     fn load_home_plugins(&mut self) {
-        let folder = self.setup.home.root().join("plugins");
+        let folder = self.setup.home.plugins_dir();
         for path in files_in(&folder, "so", &mut self.problems) {
             let result = crate::plugins::load(&path).and_then(|agents| {
                 agents.into_iter().try_for_each(|agent| {

@@ -36,10 +36,16 @@
 
 mod agents;
 mod builder;
+#[cfg(feature = "remote")]
+mod engines;
 pub mod locate;
 mod memory;
 mod plugins;
 pub mod profile;
+// Only the command line installs the timing layer; the library's spans cost nothing without it.
+#[cfg(feature = "cli")]
+pub mod timing;
+pub mod workflow;
 
 pub use runner_core as core;
 
@@ -160,13 +166,14 @@ fn runner_with(setup: Setup, agents: AgentRegistry) -> Result<LocalRunner> {
         let runner = LocalRunner::new(setup.home.clone(), vcs, memory, setup.settings.clone())
             .with_agents(agents);
         #[cfg(feature = "docker")]
-        let runner = {
-            let sandbox = sandbox_docker::DockerSandbox::new(setup.home.root())
-                .with_images(setup.sandbox_images.map());
-            runner.with_sandbox(Arc::new(sandbox))
-        };
-        #[cfg(feature = "box")]
+        let runner = runner.with_sandbox(Arc::new(docker_sandbox(&setup)));
+        #[cfg(all(feature = "box", not(feature = "remote")))]
         let runner = runner.with_confinement(Arc::new(agent_box(&setup)));
+        #[cfg(feature = "remote")]
+        let runner = runner.with_confinement(Arc::new(engines::Engines::new(
+            agent_box(&setup),
+            engines::docker_engine(&setup),
+        )));
         Ok(runner)
     }
     #[cfg(not(feature = "git"))]
@@ -179,15 +186,33 @@ fn runner_with(setup: Setup, agents: AgentRegistry) -> Result<LocalRunner> {
     }
 }
 
-/// The agent's box of this setup: bubblewrap from the caller's PATH, and the helper.
-#[cfg(feature = "box")]
-pub fn agent_box(setup: &Setup) -> agent_box::BwrapBox {
-    let path = setup
+/// The Docker sandbox of this setup: its images, and the engine (`DOCKER_HOST`) and the
+/// host's timezone (`TZ`) as the caller's environment names them (sandbox-docker reads none).
+#[cfg(feature = "docker")]
+fn docker_sandbox(setup: &Setup) -> sandbox_docker::DockerSandbox {
+    let sandbox = sandbox_docker::DockerSandbox::new(setup.home.root())
+        .with_images(setup.sandbox_images.map())
+        .with_tz_variable(caller_var(setup, "TZ").map(str::to_owned));
+    match caller_var(setup, "DOCKER_HOST").filter(|host| !host.is_empty()) {
+        Some(host) => sandbox.with_docker_host(host),
+        None => sandbox,
+    }
+}
+
+/// A variable of the caller's environment (`RunnerSettings::caller_env`).
+fn caller_var<'a>(setup: &'a Setup, name: &str) -> Option<&'a str> {
+    setup
         .settings
         .caller_env
         .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str());
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The agent's box of this setup: bubblewrap from the caller's PATH, and the helper.
+#[cfg(feature = "box")]
+pub fn agent_box(setup: &Setup) -> agent_box::BwrapBox {
+    let path = caller_var(setup, "PATH");
     agent_box::BwrapBox::new(setup.box_helper.clone(), agent_box::probe::find_bwrap(path))
 }
 
@@ -252,8 +277,8 @@ pub async fn sandbox_repo(
     #[cfg(feature = "docker")]
     {
         let profile = memory::store(&setup.home).detect_profile(repo);
-        let images = setup.sandbox_images.map();
-        Ok(sandbox_docker::run_repo(setup.home.root(), repo, profile, timezone, images).await)
+        let sandbox = docker_sandbox(setup);
+        Ok(sandbox_docker::run_repo(&sandbox, repo, profile, timezone).await)
     }
     #[cfg(not(feature = "docker"))]
     {

@@ -31,6 +31,11 @@ fn main() -> ExitCode {
     if let Some(code) = agent_box::dispatch(&args[1..]) {
         return exit_code(code);
     }
+    // And the driver of a box on a Docker engine or swarm, and that box's init (engine-docker).
+    #[cfg(feature = "remote")]
+    if let Some(code) = engine_docker::dispatch(&args[1..]) {
+        return exit_code(code);
+    }
     // The binary doubles as the fake agent program (`--agent fake`): it then takes
     // Claude Code's arguments, not ours.
     #[cfg(feature = "fake")]
@@ -47,6 +52,9 @@ fn main() -> ExitCode {
     }
     let cli = cli::Cli::parse_from(args);
     cli::init_logging(&cli);
+    // The whole command as one span (`CODEHANDS_TIMING`, codehands::timing), closed just
+    // before the process exits.
+    let _process = tracing::trace_span!("process");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {

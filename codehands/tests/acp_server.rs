@@ -32,6 +32,11 @@ fn python() -> Option<PathBuf> {
 
 /// Runs the client's `steps` against `codehands acp --agent AGENT`; what it printed.
 fn client(world: &World, python: &Path, agent: &str, steps: Value) -> Vec<Value> {
+    client_with(world, python, &["--agent", agent], steps)
+}
+
+/// Runs the client's `steps` against `codehands acp ARGS`; what it printed.
+fn client_with(world: &World, python: &Path, args: &[&str], steps: Value) -> Vec<Value> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/acp_client.py");
     let mut cmd = Command::new(python);
     cmd.env_clear()
@@ -43,7 +48,8 @@ fn client(world: &World, python: &Path, agent: &str, steps: Value) -> Vec<Value>
         .arg(steps.to_string())
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_codehands"))
-        .args(["acp", "--agent", agent]);
+        .arg("acp")
+        .args(args);
     let out = support::run(&mut cmd);
     let seen = support::json_lines(&out);
     assert!(
@@ -281,7 +287,53 @@ fn a_turn_put_to_a_client_that_does_not_decide_is_kept() {
     )
     .unwrap();
     assert_eq!(record["state"], "awaiting_approval", "kept, never lost");
+    assert_eq!(record["isolation"], "box", "boxed by default");
+    let plan = world
+        .home
+        .root()
+        .join("runs")
+        .join(&session)
+        .join("box.json");
+    assert!(
+        plan.is_file(),
+        "the box's plan is kept until the session is decided"
+    );
     assert!(world.worktree_dirs().len() == 1);
+}
+
+#[test]
+fn isolation_none_runs_every_prompt_unboxed() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client_with(
+        &world,
+        &python,
+        &["--agent", "acp-test", "--isolation", "none"],
+        serde_json::json!([
+            {"new": cwd},
+            {"prompt": "Write the file.", "approval": "none"},
+        ]),
+    );
+    assert_eq!(stop_reasons(&seen), ["end_turn"]);
+    let session = seen.iter().find_map(|s| s["session"].as_str()).unwrap();
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(world.home.sessions_dir().join(format!("{session}.json")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["isolation"], "none");
+    assert!(
+        !world
+            .home
+            .root()
+            .join("runs")
+            .join(session)
+            .join("box.json")
+            .exists(),
+        "no box was made"
+    );
 }
 
 #[test]

@@ -315,3 +315,186 @@ fn an_unknown_agent_on_the_command_line_lists_the_known_ones() {
         "no record left"
     );
 }
+
+/// A CLI of our own that prints JSON lines with its own field names: it says what it does,
+/// runs `ls`, removes the unused import, runs a check script (a test run no fixed list
+/// knows, marked by `is_test`), and ends with a summary, its cost and tokens. It tells
+/// the model it was given, and prints a version when asked.
+const PATCHBOT: &str = r#"#!/usr/bin/python3
+import json, os, subprocess, sys
+if sys.argv[1:] == ["--version"]:
+    print("patchbot 1.4.2")
+    sys.exit(0)
+prompt = sys.stdin.read()
+def say(**line):
+    print(json.dumps(line), flush=True)
+say(type="say", text="Working on: " + prompt.splitlines()[0])
+say(type="say", text="model " + os.environ.get("PATCHBOT_MODEL", "none"))
+ls = subprocess.run(["ls"], capture_output=True, text=True)
+say(type="ran", cmd="ls", code=ls.returncode, out=ls.stdout, call="c1")
+with open("app.py") as f:
+    source = f.read()
+with open("app.py", "w") as f:
+    f.write(source.replace("import os\n", ""))
+check = subprocess.run([sys.executable, "check.py"], capture_output=True, text=True)
+say(type="ran", cmd="python3 check.py", code=check.returncode, out=check.stdout,
+    call="c2", is_test=True)
+say(type="done", summary="Removed the unused import.", cost=0.0012,
+    tokens={"in": 1200, "out": 80})
+"#;
+
+/// Its profile: the JSON lines mapped by field names.
+const PATCHBOT_PROFILE: &str = r#"
+name = "patchbot"
+description = "Removes unused imports, speaking JSON lines"
+program = "PROGRAM"
+parser = "json-lines"
+version-args = ["--version"]
+[provider]
+model-env = "PATCHBOT_MODEL"
+[json-lines]
+kind = "type"
+message = { when = "say", text = "text" }
+command = { when = "ran", command = "cmd", exit-code = "code", output = "out", id = "call", test = "is_test" }
+result = { when = "done", text = "summary", cost-usd = "cost", input-tokens = "tokens.in", output-tokens = "tokens.out" }
+error = { when = "fail", message = "why" }
+"#;
+
+#[test]
+fn a_json_lines_cli_runs_as_a_profile_agent_from_run_to_approve() {
+    let world = World::new(&[
+        ("app.py", "import os\nimport sys\n\n\nprint(sys.argv)\n"),
+        (
+            "check.py",
+            "src = open('app.py').read()\nassert 'import os' not in src, 'unused import'\nprint('1 passed')\n",
+        ),
+    ]);
+    let bin = world.dir.path().join("patchbot/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let program = write(&bin, "patchbot", PATCHBOT);
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let profile = write(
+        world.dir.path(),
+        "patchbot.toml",
+        &PATCHBOT_PROFILE.replace("PROGRAM", program.to_str().unwrap()),
+    );
+    let profile = profile.to_str().unwrap();
+    let cli = |args: &[&str]| {
+        support::run(
+            world
+                .codehands()
+                .env("NO_COLOR", "1")
+                .env("PATCHBOT_MODEL", "patch-large")
+                .current_dir(&world.repo)
+                .args(args),
+        )
+    };
+
+    let listed = support::ok(&cli(&["agents", "--agent-file", profile]));
+    assert!(
+        listed.contains("Removes unused imports, speaking JSON lines"),
+        "the description is shown: {listed}"
+    );
+
+    let run = cli(&[
+        "run",
+        ".",
+        "Remove the unused import.\nKeep the rest.",
+        "--agent-file",
+        profile,
+        "--agent",
+        "patchbot",
+        "--then",
+        "approve",
+        "-m",
+        "Remove the unused import",
+        "--json",
+    ]);
+    support::ok(&run);
+    let events = support::json_lines(&run);
+    let of = |kind: &str| -> Vec<&serde_json::Value> {
+        events.iter().filter(|e| e["type"] == kind).collect()
+    };
+    let messages: Vec<&str> = of("message")
+        .iter()
+        .filter_map(|e| e["payload"]["text"].as_str())
+        .collect();
+    assert!(
+        messages.contains(&"Working on: Remove the unused import.")
+            && messages.contains(&"model patch-large"),
+        "the prompt arrived, and the caller's own model variable without --model: {messages:?}"
+    );
+    let commands: Vec<&str> = of("command.finished")
+        .iter()
+        .filter_map(|e| e["payload"]["command"].as_str())
+        .collect();
+    assert_eq!(commands, ["ls", "python3 check.py"]);
+    let tests = of("test.result");
+    assert_eq!(tests.len(), 1, "{events:?}");
+    assert_eq!(tests[0]["payload"]["command"], "python3 check.py");
+    assert_eq!(tests[0]["payload"]["passed"], true);
+    let finished = of("task.finished");
+    assert_eq!(finished.len(), 1);
+    assert_eq!(
+        finished[0]["payload"]["result"],
+        "Removed the unused import."
+    );
+    assert_eq!(finished[0]["payload"]["costUsd"], 0.0012);
+    assert_eq!(of("approval.requested").len(), 1);
+
+    let branches = world.git(&["branch", "--format=%(refname:short)"]);
+    let branch = branches
+        .lines()
+        .find(|b| b.starts_with("codehands/"))
+        .expect("the session's branch");
+    let file = world.git(&["show", &format!("{branch}:app.py")]);
+    assert!(
+        !file.contains("import os"),
+        "the change is committed: {file}"
+    );
+
+    let sessions = support::ok(&cli(&["sessions"]));
+    assert!(
+        sessions.contains("$0.0012"),
+        "a small cost keeps its digits: {sessions}"
+    );
+    let id = events[0]["sessionId"].as_str().unwrap();
+    // No --agent-file this time: what ran was probed while it ran.
+    let report: serde_json::Value =
+        serde_json::from_str(&support::ok(&cli(&["report", id, "--json"]))).unwrap();
+    assert_eq!(report["agentProgram"], program.to_str().unwrap());
+    assert_eq!(report["agentVersion"], "1.4.2");
+    assert_eq!(report["tokens"]["input"], 1200, "{report}");
+}
+
+#[test]
+fn a_json_lines_profile_needs_its_table_and_refuses_unknown_keys() {
+    let base = "name = \"p\"\nprogram = \"p\"\nparser = \"json-lines\"\n";
+    let message = refusal(base);
+    assert!(
+        message.contains("needs a `[json-lines]` table"),
+        "{message}"
+    );
+    let message = refusal(&format!(
+        "{base}[json-lines]\nkind = \"type\"\nmessage = {{ when = \"m\", text = \"t\", colour = \"red\" }}\n"
+    ));
+    assert!(message.contains("colour"), "{message}");
+    let message = refusal(&format!(
+        "{base}[json-lines]\nkind = \"type\"\nmessage = {{ when = \"m\", text = \"t\" }}\nresult = {{ when = \"m\" }}\n"
+    ));
+    assert!(
+        message.contains("`message.when` and `result.when`"),
+        "{message}"
+    );
+    let message = refusal(
+        "name = \"p\"\nprogram = \"p\"\nparser = \"text\"\n[json-lines]\nkind = \"type\"\n",
+    );
+    assert!(
+        message.contains("only with `parser = \"json-lines\"`"),
+        "{message}"
+    );
+}

@@ -317,6 +317,7 @@ fn every_command_has_help() {
         "answer",
         "interrupt",
         "sessions",
+        "task",
         "recover",
         "sandbox",
         "fake",

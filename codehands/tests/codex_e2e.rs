@@ -1,26 +1,30 @@
 //! The real runner with the real Codex (0.163.0) talking to the scripted model
-//! server (OpenAI Responses) on 127.0.0.1: approve, reject, stop and resume, and a
-//! 401 that fails at the first sign.
+//! server (OpenAI Responses) on 127.0.0.1: the lifecycle suite (approve, reject, stop and
+//! resume, a 401, the caller's secrets, a follow-up; runner-core's `testkit::lifecycle`),
+//! the command line, and Codex's own sandbox failing.
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use futures::StreamExt;
-use runner_core::event::{FailureKind, ProviderState};
-use runner_core::testkit::{expect_error, runner as suite};
-use runner_core::{AgentName, ErrorKind, EventBody, Runner, SessionId, SessionState, StartOptions};
+use runner_core::testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
+use runner_core::testkit::runner as suite;
+use runner_core::{AgentName, Event, EventBody, Runner, SessionId, SessionRecord, StartOptions};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
-use support::{World, codex, codex_runner, types};
+use support::{World, codex, types};
 
 fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
     let mut options =
         StartOptions::new(id, &world.repo, prompt, AgentName::parse("codex").unwrap());
     // A name Codex has no metadata for: it then offers `exec_command` (see CRATES.md).
-    options.model = Some("scripted-model".into());
+    options.model = Some(MODEL.into());
     options
 }
+
+/// A model name Codex has no metadata for: it then offers `exec_command` (see CRATES.md).
+const MODEL: &str = "scripted-model";
 
 fn exec(id: &str, cmd: &str) -> Turn {
     Turn::blocks([Block::tool_use(id, "exec_command", json!({ "cmd": cmd }))])
@@ -39,236 +43,96 @@ fn fix_script() -> Script {
     ])
 }
 
-#[tokio::test]
-async fn a_change_is_approved_as_one_commit_on_its_branch() {
-    let Some(codex) = codex() else { return };
-    let world = World::demo();
-    let server = ModelServer::start(fix_script()).await.unwrap();
-    let runner = codex_runner(&world, &codex, &server);
-    let id = SessionId::new_random();
-    let events = suite::collect(
-        runner
-            .start(options(&world, id, runner_fake::demo_repo::PROMPT))
-            .await
-            .unwrap(),
-    )
-    .await;
-    suite::assert_well_formed_run(&events, id, 1);
-    assert_eq!(
-        types(&events).last(),
-        Some(&"approval.requested"),
-        "{:?}",
-        types(&events)
-    );
-    let tests: Vec<bool> = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::TestResult(t) => Some(t.passed),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(tests, vec![false, true], "npm test failed, then passed");
-    assert!(
-        events.iter().any(
-            |e| matches!(&e.body, EventBody::FileChanged(f) if f.path.ends_with("src/date.js"))
-        )
-    );
-    // The thread id Codex printed is kept for resume.
-    let thread = events
-        .iter()
-        .find_map(|e| match &e.body {
-            EventBody::TaskStarted(s) => s.agent_session_id.clone(),
-            _ => None,
-        })
-        .unwrap();
-    let record = runner.session(&id).await.unwrap();
-    assert_eq!(record.agent_session_id.as_deref(), Some(thread.as_str()));
-    // Codex reached the server through the adapter's provider, with the key from the env.
-    let request = server
-        .requests()
-        .into_iter()
-        .find(|r| r.path == "/v1/responses")
-        .unwrap();
-    assert_eq!(
-        request.header("authorization"),
-        Some("Bearer sk-dummy-for-codex-tests")
-    );
-    let approved = runner.approve(&id, "Fix the month").await.unwrap();
-    support::assert_approved_demo_fix(&world, &record, &approved);
+/// Codex under the lifecycle suite: each scene scripted in OpenAI's Responses API.
+struct Codex {
+    program: PathBuf,
 }
 
-#[tokio::test]
-async fn a_rejected_change_leaves_nothing() {
-    let Some(codex) = codex() else { return };
-    let world = World::demo();
-    let server = ModelServer::start(fix_script()).await.unwrap();
-    let runner = codex_runner(&world, &codex, &server);
-    let id = SessionId::new_random();
-    let events = suite::collect(
-        runner
-            .start(options(&world, id, runner_fake::demo_repo::PROMPT))
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        types(&events).last(),
-        Some(&"approval.requested"),
-        "{:?}",
-        types(&events)
-    );
-    runner.reject(&id).await.unwrap();
-    assert_eq!(world.branches(), vec!["main".to_owned()]);
-    assert!(world.worktree_dirs().is_empty());
-    assert_eq!(
-        runner.session(&id).await.unwrap().state,
-        SessionState::Rejected
-    );
-}
-
-#[tokio::test]
-async fn stopped_then_resumed_continues_the_thread_and_seq() {
-    let Some(codex) = codex() else { return };
-    let world = World::demo();
-    // A sleep no other process on the machine runs (tests of other binaries and worktrees
-    // may run at the same time), so the check below sees only this run's command.
-    let slow = format!("sleep 30.{}", std::process::id());
-    let server = ModelServer::start(Script::new([
-        exec("call_slow_1", &slow),
-        exec("call_after_1", FIX),
-        Turn::text("Done after resuming."),
-    ]))
-    .await
-    .unwrap();
-    let runner = codex_runner(&world, &codex, &server);
-    let id = SessionId::new_random();
-    let mut stream = runner
-        .start(options(&world, id, "Wait, then fix the month."))
-        .await
-        .unwrap();
-    let mut first = Vec::new();
-    while let Some(event) = stream.next().await {
-        let started = matches!(event.body, EventBody::CommandStarted(_));
-        first.push(event);
-        if started {
-            break;
-        }
+#[async_trait::async_trait]
+impl RealAgent for Codex {
+    fn name(&self) -> AgentName {
+        AgentName::parse("codex").unwrap()
     }
-    runner.stop(&id).await.unwrap();
-    first.extend(stream.collect::<Vec<_>>().await);
-    assert_eq!(
-        types(&first).last(),
-        Some(&"task.stopped"),
-        "{:?}",
-        types(&first)
-    );
-    assert!(
-        !first
+
+    fn model(&self) -> Option<String> {
+        Some(MODEL.into())
+    }
+
+    fn resumes(&self) -> bool {
+        true
+    }
+
+    fn key(&self) -> &str {
+        support::CODEX_TEST_KEY
+    }
+
+    async fn stage(&self, scene: Scene, _id: SessionId, extra: &[(&str, &str)]) -> Stage {
+        let world = World::demo();
+        let script = match scene {
+            Scene::FixTheDemo => fix_script(),
+            Scene::Slow { command } => Script::new([
+                exec("call_slow_1", &command),
+                exec("call_after_1", FIX),
+                Turn::text("Done after resuming."),
+            ]),
+            Scene::Unauthorized => Script::new([Turn::Error(HttpError::status(401))]),
+            Scene::PrintEnv => Script::new([exec("call_env_1", "env"), Turn::text("Printed.")]),
+            Scene::FollowUp { marker } => Script::new([
+                exec("call_w1", "printf 'one\\n' > first.txt"),
+                Turn::text("Wrote first.txt."),
+            ])
+            .follow_up(
+                &marker,
+                Script::new([
+                    exec("call_w2", "printf 'two\\n' > second.txt"),
+                    Turn::text("Wrote second.txt as asked."),
+                ]),
+            ),
+        };
+        let server = Arc::new(ModelServer::start(script).await.unwrap());
+        let runner = support::codex_runner_with(&world, &self.program, &server, extra);
+        support::stage(world, runner, server)
+    }
+
+    /// Codex's own: the file change it reports, its thread id kept for resume, and the key
+    /// it sent its provider (the adapter's, through `-c` overrides) from the environment.
+    fn check_fix(&self, events: &[Event], record: &SessionRecord, requests: &[SeenRequest]) {
+        assert!(
+            events.iter().any(
+                |e| matches!(&e.body, EventBody::FileChanged(f) if f.path.ends_with("src/date.js"))
+            ),
+            "{:?}",
+            types(events)
+        );
+        let thread = events
             .iter()
-            .any(|e| matches!(e.body, EventBody::ApprovalRequested(_)))
-    );
-    assert!(
-        !support::process_running(&slow),
-        "the command died with the run"
-    );
-    let thread = runner
-        .session(&id)
-        .await
-        .unwrap()
-        .agent_session_id
-        .expect("the thread id is saved");
-
-    let last = first.last().unwrap().seq;
-    let resumed = suite::collect(
-        runner
-            .resume(&id, Some("Please finish.".into()))
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        resumed[0].seq,
-        last + 1,
-        "seq continues: {:?}",
-        types(&resumed)
-    );
-    assert_eq!(
-        types(&resumed).last(),
-        Some(&"approval.requested"),
-        "{:?}",
-        resumed
-    );
-    let again = resumed.iter().find_map(|e| match &e.body {
-        EventBody::TaskStarted(s) => s.agent_session_id.clone(),
-        _ => None,
-    });
-    assert_eq!(
-        again.as_deref(),
-        Some(thread.as_str()),
-        "the resume continues the same thread"
-    );
-    let requests = server.requests();
-    let resumed_request = &requests.last().unwrap().body;
-    assert!(
-        resumed_request.contains("Please finish."),
-        "the resume prompt reached the model"
-    );
-    assert!(
-        resumed_request.contains("Wait, then fix the month."),
-        "with the first run's conversation"
-    );
-    runner
-        .approve(&id, "Fix the month after a stop")
-        .await
-        .unwrap();
-}
-
-#[tokio::test]
-async fn a_401_fails_at_the_first_retry_and_approve_is_refused() {
-    let Some(codex) = codex() else { return };
-    let world = World::demo();
-    let server = ModelServer::start(Script::new([Turn::Error(HttpError::status(401))]))
-        .await
-        .unwrap();
-    let runner = codex_runner(&world, &codex, &server);
-    let id = SessionId::new_random();
-    let events = suite::collect(runner.start(options(&world, id, "Fix it")).await.unwrap()).await;
-    let statuses: Vec<_> = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ProviderStatus(p) => Some(p.status),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        statuses,
-        vec![ProviderState::AuthExpired],
-        "one provider.status, then the run ends: {:?}",
-        types(&events)
-    );
-    match &events.last().unwrap().body {
-        EventBody::TaskFailed(f) => assert_eq!(f.reason, FailureKind::AuthFailed, "{}", f.message),
-        other => panic!("expected task.failed, got {other:?}"),
+            .find_map(|e| match &e.body {
+                EventBody::TaskStarted(s) => s.agent_session_id.clone(),
+                _ => None,
+            })
+            .expect("Codex printed its thread id");
+        assert_eq!(record.agent_session_id.as_deref(), Some(thread.as_str()));
+        let request = requests
+            .iter()
+            .find(|r| r.path == "/v1/responses")
+            .expect("a request to the Responses API");
+        let bearer = format!("Bearer {}", support::CODEX_TEST_KEY);
+        assert!(
+            request
+                .headers
+                .iter()
+                .any(|(name, value)| name == "authorization" && *value == bearer),
+            "{:?}",
+            request.headers
+        );
     }
-    let tries = server
-        .requests()
-        .iter()
-        .filter(|r| r.path == "/v1/responses")
-        .count();
-    assert!(
-        tries < 6,
-        "ended before Codex used up its five retries ({tries} requests)"
-    );
-    assert_eq!(
-        runner.session(&id).await.unwrap().state,
-        SessionState::Failed
-    );
-    expect_error(
-        runner.approve(&id, "x").await,
-        ErrorKind::IllegalMove,
-        "approve a failed session",
-    );
 }
+
+fn codex_agent() -> Option<Codex> {
+    Some(Codex { program: codex()? })
+}
+
+runner_core::lifecycle_tests!(codex_agent);
 
 #[tokio::test]
 async fn codehands_run_agent_codex_approves_from_the_command_line() {

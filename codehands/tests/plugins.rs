@@ -136,6 +136,51 @@ fn the_homes_plugins_folder_loads_the_good_and_reports_the_broken() {
     );
 }
 
+/// Whether the home's plugins folder gave the tee sample's agent, and the problems it kept.
+fn tee_from_home(world: &World) -> (bool, Vec<codehands::LoadProblem>) {
+    let (registry, problems) = RunnerBuilder::new(world.setup(world.settings()))
+        .agents()
+        .unwrap();
+    let loaded = registry
+        .entry(&AgentName::parse("tee-notes").unwrap())
+        .is_ok();
+    (loaded, problems)
+}
+
+#[test]
+fn a_linked_library_or_a_world_writable_plugins_folder_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let world = World::new(&[("README.md", "hi\n")]);
+    let folder = world.home.root().join("plugins");
+    std::fs::create_dir_all(&folder).unwrap();
+    let real = world.dir.path().join("tee-real.so");
+    std::fs::copy(sample("tee"), &real).unwrap();
+    std::os::unix::fs::symlink(&real, folder.join("tee.so")).unwrap();
+    let (loaded, problems) = tee_from_home(&world);
+    assert!(!loaded, "a linked library was loaded");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].message.contains("is a symbolic link"),
+        "{problems:?}"
+    );
+
+    std::fs::remove_file(folder.join("tee.so")).unwrap();
+    std::fs::copy(sample("tee"), folder.join("tee.so")).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (loaded, problems) = tee_from_home(&world);
+    assert!(!loaded, "a library in a world-writable folder was loaded");
+    assert!(
+        problems[0].message.contains("a folder any user may write")
+            && problems[0].message.contains("chmod o-w"),
+        "{problems:?}"
+    );
+
+    // Made private again, the same library loads.
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (loaded, problems) = tee_from_home(&world);
+    assert!(loaded && problems.is_empty(), "{problems:?}");
+}
+
 #[tokio::test]
 async fn a_plugin_agent_runs_and_its_change_is_approved() {
     let world = World::new(&[("README.md", "hi\n")]);

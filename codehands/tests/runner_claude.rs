@@ -1,13 +1,16 @@
 //! The real runner with the real Claude Code (2.1.332) talking to the scripted
-//! model server on 127.0.0.1: approve, reject, stop and resume, a 401, the
-//! scrubbed environment, a hostile prompt, and repo memory across runs.
+//! model server on 127.0.0.1: the lifecycle suite (approve, reject, stop and resume, a 401,
+//! the caller's secrets, a follow-up; runner-core's `testkit::lifecycle`), a hostile prompt,
+//! repo memory across runs, and the command line.
 
 mod support;
 
-use futures::StreamExt;
-use runner_core::event::FailureKind;
-use runner_core::testkit::{expect_error, runner as suite};
-use runner_core::{AgentName, ErrorKind, EventBody, Runner, SessionId, SessionState, StartOptions};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use runner_core::testkit::lifecycle::{RealAgent, Scene, Stage};
+use runner_core::testkit::runner as suite;
+use runner_core::{AgentName, Runner, SessionId, SessionState, StartOptions};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, claude_runner, types, worktree_for};
@@ -21,276 +24,90 @@ fn options(world: &World, id: SessionId, prompt: &str) -> StartOptions {
     )
 }
 
-#[tokio::test]
-async fn a_change_is_approved_as_one_commit_on_its_branch() {
-    let Some(claude) = support::claude() else {
-        return;
-    };
-    let world = World::demo();
-    let id = SessionId::new_random();
-    let server = ModelServer::start(runner_fake::demo_repo::script(
-        &worktree_for(&world, &id).await,
-    ))
-    .await
-    .unwrap();
-    let runner = claude_runner(&world, &claude, &server, &[]);
-    let events = suite::collect(
-        runner
-            .start(options(&world, id, runner_fake::demo_repo::PROMPT))
-            .await
-            .unwrap(),
-    )
-    .await;
-    suite::assert_well_formed_run(&events, id, 1);
-    assert_eq!(
-        types(&events).last(),
-        Some(&"approval.requested"),
-        "{:?}",
-        types(&events)
-    );
-    let tests: Vec<bool> = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::TestResult(t) => Some(t.passed),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(tests, vec![false, true], "npm test failed, then passed");
-    let record = runner.session(&id).await.unwrap();
-    let approved = runner.approve(&id, "Fix the month").await.unwrap();
-    support::assert_approved_demo_fix(&world, &record, &approved);
+/// Claude Code under the lifecycle suite: each scene scripted in Anthropic's Messages API.
+struct ClaudeCode {
+    program: PathBuf,
 }
 
-#[tokio::test]
-async fn a_rejected_change_leaves_nothing() {
-    let Some(claude) = support::claude() else {
-        return;
-    };
-    let world = World::demo();
-    let id = SessionId::new_random();
-    let server = ModelServer::start(runner_fake::demo_repo::script(
-        &worktree_for(&world, &id).await,
-    ))
-    .await
-    .unwrap();
-    let runner = claude_runner(&world, &claude, &server, &[]);
-    suite::collect(
-        runner
-            .start(options(&world, id, runner_fake::demo_repo::PROMPT))
-            .await
-            .unwrap(),
-    )
-    .await;
-    runner.reject(&id).await.unwrap();
-    assert_eq!(world.branches(), vec!["main".to_owned()]);
-    assert!(world.worktree_dirs().is_empty());
+fn bash(id: &str, command: &str) -> Turn {
+    Turn::blocks([Block::tool_use(
+        id,
+        "Bash",
+        json!({ "command": command, "description": "Run it" }),
+    )])
 }
 
-#[tokio::test]
-async fn stopped_then_resumed_continues_seq() {
-    let Some(claude) = support::claude() else {
-        return;
-    };
-    let mut files: Vec<(&str, &str)> = runner_fake::demo_repo::FILES.to_vec();
-    files.retain(|(p, _)| *p != "package.json");
-    files.push((
-        "package.json",
-        "{ \"name\": \"slow\", \"private\": true, \"scripts\": { \"test\": \"sleep 30\" } }\n",
-    ));
-    let world = World::new(&files);
-    let npm = || {
-        Turn::blocks([Block::tool_use(
-            "toolu_slow_1",
-            "Bash",
-            json!({ "command": "npm test", "description": "Run the tests" }),
-        )])
-    };
-    let server = ModelServer::start(Script::new([npm(), Turn::text("Done after resuming.")]))
-        .await
-        .unwrap();
-    let runner = claude_runner(&world, &claude, &server, &[]);
-    let id = SessionId::new_random();
-    let mut stream = runner
-        .start(options(&world, id, "Run the tests."))
-        .await
-        .unwrap();
-    let mut first = Vec::new();
-    while let Some(event) = stream.next().await {
-        let started = matches!(event.body, EventBody::CommandStarted(_));
-        first.push(event);
-        if started {
-            break;
-        }
-    }
-    runner.stop(&id).await.unwrap();
-    first.extend(stream.collect::<Vec<_>>().await);
-    assert_eq!(
-        types(&first).last(),
-        Some(&"task.stopped"),
-        "{:?}",
-        types(&first)
-    );
-    assert!(
-        !first
-            .iter()
-            .any(|e| matches!(e.body, EventBody::ApprovalRequested(_)))
-    );
-    let last = first.last().unwrap().seq;
-    let resumed = suite::collect(
-        runner
-            .resume(&id, Some("Please finish.".into()))
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        resumed[0].seq,
-        last + 1,
-        "seq continues: {:?}",
-        types(&resumed)
-    );
-    assert!(
-        matches!(
-            resumed.last().unwrap().body,
-            EventBody::ApprovalRequested(_) | EventBody::TaskFailed(_)
-        ),
-        "{:?}",
-        types(&resumed)
-    );
-    let requests = server.message_requests();
-    let resumed_request = requests.last().unwrap().to_string();
-    assert!(
-        resumed_request.contains("Please finish."),
-        "the resume prompt reached the model"
-    );
+fn write(id: &str, path: PathBuf, text: &str) -> Turn {
+    Turn::blocks([Block::tool_use(
+        id,
+        "Write",
+        json!({ "file_path": path.display().to_string(), "content": text }),
+    )])
 }
 
-#[tokio::test]
-async fn a_401_fails_fast_and_approve_is_refused() {
-    let Some(claude) = support::claude() else {
-        return;
-    };
-    let world = World::demo();
-    let server = ModelServer::start(Script::new([Turn::Error(HttpError::status(401))]))
-        .await
-        .unwrap();
-    let runner = claude_runner(&world, &claude, &server, &[]);
-    let id = SessionId::new_random();
-    let started = std::time::Instant::now();
-    let events = suite::collect(runner.start(options(&world, id, "Fix it")).await.unwrap()).await;
-    let statuses: Vec<_> = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ProviderStatus(p) => Some(p.status),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        statuses.first(),
-        Some(&runner_core::event::ProviderState::AuthExpired),
-        "{:?}",
-        types(&events)
-    );
-    match &events.last().unwrap().body {
-        EventBody::TaskFailed(f) => assert_eq!(f.reason, FailureKind::AuthFailed, "{}", f.message),
-        other => panic!("expected task.failed, got {other:?}"),
+#[async_trait::async_trait]
+impl RealAgent for ClaudeCode {
+    fn name(&self) -> AgentName {
+        AgentName::parse("claude-code").unwrap()
     }
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(60),
-        "fails at the first sign, not after ten retries"
-    );
-    assert_eq!(
-        runner.session(&id).await.unwrap().state,
-        SessionState::Failed
-    );
-    expect_error(
-        runner.approve(&id, "x").await,
-        ErrorKind::IllegalMove,
-        "approve a failed session",
-    );
+
+    fn resumes(&self) -> bool {
+        true
+    }
+
+    fn key(&self) -> &str {
+        support::CLAUDE_TEST_KEY
+    }
+
+    async fn stage(&self, scene: Scene, id: SessionId, extra: &[(&str, &str)]) -> Stage {
+        let world = if scene == Scene::PrintEnv {
+            // `npm test` is a command Claude Code may run; this one prints the environment.
+            World::new(&[
+                (
+                    "package.json",
+                    "{ \"name\": \"env\", \"private\": true, \"scripts\": { \"test\": \"node -e \\\"console.log(JSON.stringify(process.env))\\\"\" } }\n",
+                ),
+                ("README.md", "prints its environment\n"),
+            ])
+        } else {
+            World::demo()
+        };
+        let wt = worktree_for(&world, &id).await;
+        let script = match scene {
+            Scene::FixTheDemo => runner_fake::demo_repo::script(&wt),
+            Scene::Slow { command } => Script::new([
+                bash("toolu_slow_1", &command),
+                Turn::text("Done after resuming."),
+            ]),
+            Scene::Unauthorized => Script::new([Turn::Error(HttpError::status(401))]),
+            Scene::PrintEnv => {
+                Script::new([bash("toolu_env_1", "npm test"), Turn::text("Printed.")])
+            }
+            Scene::FollowUp { marker } => Script::new([
+                write("toolu_w1", wt.join("first.txt"), "one\n"),
+                Turn::text("Wrote first.txt."),
+            ])
+            .follow_up(
+                &marker,
+                Script::new([
+                    write("toolu_w2", wt.join("second.txt"), "two\n"),
+                    Turn::text("Wrote second.txt as asked."),
+                ]),
+            ),
+        };
+        let server = Arc::new(ModelServer::start(script).await.unwrap());
+        let runner = claude_runner(&world, &self.program, &server, extra);
+        support::stage(world, runner, server)
+    }
 }
 
-#[tokio::test]
-async fn the_callers_secrets_never_reach_the_agent() {
-    let Some(claude) = support::claude() else {
-        return;
-    };
-    let world = World::new(&[
-        (
-            "package.json",
-            "{ \"name\": \"env\", \"private\": true, \"scripts\": { \"test\": \"node -e \\\"console.log(JSON.stringify(process.env))\\\"\" } }\n",
-        ),
-        ("README.md", "prints its environment\n"),
-    ]);
-    let server = ModelServer::start(Script::new([
-        Turn::blocks([Block::tool_use(
-            "toolu_env_1",
-            "Bash",
-            json!({ "command": "npm test", "description": "Run the tests" }),
-        )]),
-        Turn::text("Printed."),
-    ]))
-    .await
-    .unwrap();
-    let canary = "canary-7f3b9c2e-never-leaks";
-    let runner = claude_runner(
-        &world,
-        &claude,
-        &server,
-        &[
-            ("AWS_SECRET_ACCESS_KEY", canary),
-            ("GITHUB_TOKEN", canary),
-            ("CODEHANDS_CANARY", canary),
-        ],
-    );
-    let id = SessionId::new_random();
-    let events = suite::collect(
-        runner
-            .start(options(&world, id, "Run the tests."))
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        types(&events).last(),
-        Some(&"approval.requested"),
-        "{:?}",
-        types(&events)
-    );
-    let tool_results = support::tool_results(&server);
-    assert!(
-        tool_results.iter().any(|t| t.contains("PATH")),
-        "the test script printed its environment: {tool_results:?}"
-    );
-    assert!(
-        tool_results.iter().all(|t| !t.contains(canary)),
-        "a caller secret reached the agent"
-    );
-    for request in server.requests() {
-        assert!(
-            !request.body.contains(canary)
-                && request.headers.iter().all(|(_, v)| !v.contains(canary))
-        );
-    }
-    let transcript =
-        std::fs::read_to_string(world.home.run_dir(&id).join("transcript.jsonl")).unwrap();
-    assert!(
-        !transcript.contains("sk-ant-dummy-for-tests"),
-        "the API key is never in the transcript"
-    );
-    assert!(
-        transcript.contains("[redacted]"),
-        "the key the test script printed was cut out"
-    );
-    for event in &events {
-        assert!(
-            !serde_json::to_string(event)
-                .unwrap()
-                .contains("sk-ant-dummy-for-tests"),
-            "the API key is never in an event"
-        );
-    }
+fn claude_code() -> Option<ClaudeCode> {
+    Some(ClaudeCode {
+        program: support::claude()?,
+    })
 }
+
+runner_core::lifecycle_tests!(claude_code);
 
 #[tokio::test]
 async fn a_hostile_prompt_arrives_as_text() {

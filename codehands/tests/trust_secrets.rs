@@ -290,3 +290,128 @@ async fn a_hostile_result_reaches_the_next_run_fenced_capped_and_without_control
     sleeper.stop(&next).await.unwrap();
     let _: Vec<_> = stream.collect().await;
 }
+
+/// A key under a name that says nothing of a key: a profile declares it (`api-key-env`).
+const PATCHBOT_KEY: &str = "pb-live-7Hq2Zx9Lm4Rt8Wv3Ks6Yn1Jd5";
+
+/// A profile agent (a shell script) that prints its key plainly, JSON-escaped and in
+/// base64 on stdout and stderr, changes a file, and fails when the prompt says so.
+fn patchbot(world: &support::World) -> PathBuf {
+    let bin = world.dir.path().join("patchbot/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("patchbot");
+    std::fs::write(
+        &script,
+        r#"#!/bin/sh
+prompt=$(cat)
+echo "my key: $PATCHBOT_AUTH"
+echo "escaped: $(printf %s "$PATCHBOT_AUTH" | sed 's/-/\\u002d/g')"
+echo "in base64: $(printf %s "$PATCHBOT_AUTH" | base64)"
+echo "key on stderr: $PATCHBOT_AUTH" >&2
+echo patched > PATCHED.md
+case "$prompt" in *fail*) exit 3;; esac
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let profile = world.dir.path().join("patchbot.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"patchbot\"\nprogram = {:?}\nparser = \"text\"\n\
+             [provider]\napi-key-env = \"PATCHBOT_AUTH\"\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    profile
+}
+
+/// Every file under `dir`, as text.
+fn every_file(dir: &std::path::Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().unwrap().is_dir() {
+            found.extend(every_file(&path));
+        } else if entry.file_type().unwrap().is_file() {
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            found.push((path, text));
+        }
+    }
+    found
+}
+
+fn assert_no_patchbot_key(what: &str, text: &str) {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(PATCHBOT_KEY);
+    for fragment in [
+        &PATCHBOT_KEY[..12],
+        &PATCHBOT_KEY[PATCHBOT_KEY.len() - 12..],
+        &PATCHBOT_KEY[..12].replace('-', "\\u002d"),
+        &b64[4..24],
+    ] {
+        assert!(
+            !text.contains(fragment),
+            "{what} holds {fragment:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_key_a_profile_declares_is_redacted_everywhere_whatever_its_name() {
+    let world = support::World::new(&[("a.py", "x = 1\n")]);
+    let profile = patchbot(&world);
+    let profile = profile.to_str().unwrap();
+    let run = |prompt: &str| {
+        support::run(
+            world
+                .codehands()
+                .env("PATCHBOT_AUTH", PATCHBOT_KEY)
+                .current_dir(&world.repo)
+                .args(["run", ".", prompt, "--agent-file", profile])
+                .args(["--agent", "patchbot", "--then", "keep", "--json"]),
+        )
+    };
+    let kept = run("Patch it.");
+    let events = support::json_lines(&kept);
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types.last(), Some(&"approval.requested"), "{types:?}");
+    let redacted = events
+        .iter()
+        .filter(|e| e["type"] == "message")
+        .filter(|e| {
+            e["payload"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("[redacted]")
+        })
+        .count();
+    assert_eq!(redacted, 3, "each form was cut: {events:?}");
+
+    let failed = run("Patch it, then fail.");
+    let events = support::json_lines(&failed);
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "task.failed", "{events:?}");
+    let stderr = last["payload"]["stderr"].as_str().unwrap_or_default();
+    assert!(
+        stderr.contains("key on stderr: [redacted]") && !stderr.contains("my key"),
+        "a failed text agent's stderr is what it wrote on stderr, redacted: {stderr:?}"
+    );
+
+    for out in [&kept, &failed] {
+        assert_no_patchbot_key("codehands' stdout", &support::text(&out.stdout));
+        assert_no_patchbot_key("codehands' stderr", &support::text(&out.stderr));
+    }
+    // Events, transcripts, notes, the run's log, records: nothing under the home holds it.
+    let files = every_file(world.home.root());
+    assert!(
+        files.iter().any(|(p, _)| p.ends_with("notes.md"))
+            && files.iter().any(|(p, _)| p.ends_with("codehands.log"))
+            && files.iter().any(|(p, _)| p.ends_with("transcript.jsonl")),
+        "the notes, the run's log and the transcript are there: {:?}",
+        files.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for (path, text) in files {
+        assert_no_patchbot_key(&path.display().to_string(), &text);
+    }
+}

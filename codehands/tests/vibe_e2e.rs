@@ -100,10 +100,6 @@ async fn vibe_is_listed_and_its_fix_is_approved_as_one_commit() {
         "Fix the month in src/date.js.",
         "--agent",
         "mistral-vibe",
-        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
-        // writable yet: these tests prove the ACP adapter, unboxed.
-        "--isolation",
-        "none",
         "--then",
         "approve",
         "-m",
@@ -155,21 +151,25 @@ async fn vibe_is_listed_and_its_fix_is_approved_as_one_commit() {
             Some("Bearer sk-dummy-for-tests")
         );
     }
-    // Vibe's home is codehands' private one, not the user's.
+    // Boxed (the default), Vibe's home was the box's private one, removed with the session's
+    // box once approved: nothing in codehands' own agent home, nothing in the user's ~/.vibe.
     let vibe_home = world.home.root().join("agent-homes/mistral-vibe");
-    assert!(
-        vibe_home.join("logs/session").is_dir(),
-        "Vibe keeps its session there"
-    );
+    let outside = std::fs::read_dir(vibe_home.join("logs/session")).map_or(0, |d| d.count());
+    assert_eq!(outside, 0, "no session outside the box");
     // (`vibe-acp --version`, the version probe of `agents`, makes an empty ~/.vibe: no session.)
     let user_sessions = world.agent_home.join(".vibe/logs/session");
     let kept = std::fs::read_dir(&user_sessions).map_or(0, |d| d.count());
     assert_eq!(kept, 0, "no session in the user's ~/.vibe");
-    use std::os::unix::fs::PermissionsExt;
-    for dir in [world.home.root().join("agent-homes"), vibe_home] {
-        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700, "{}", dir.display());
-    }
+    assert!(
+        !world
+            .home
+            .root()
+            .join("runs")
+            .join(ID)
+            .join("home")
+            .exists(),
+        "the box's private home went with the decided session"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,10 +183,6 @@ async fn a_rejected_fix_leaves_nothing() {
         "Fix the month.",
         "--agent",
         "mistral-vibe",
-        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
-        // writable yet: these tests prove the ACP adapter, unboxed.
-        "--isolation",
-        "none",
         "--then",
         "reject",
         "--json",
@@ -286,10 +282,6 @@ async fn asked(answer: &str, then: &str) -> Option<(World, Vec<Value>, ModelServ
         "Make made.txt.",
         "--agent",
         "mistral-vibe",
-        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
-        // writable yet: these tests prove the ACP adapter, unboxed.
-        "--isolation",
-        "none",
         "--json",
         "--ask",
     ])
@@ -375,10 +367,6 @@ async fn an_interrupt_cancels_vibes_turn_and_its_change_awaits_approval() {
         "Fix the month.",
         "--agent",
         "mistral-vibe",
-        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
-        // writable yet: these tests prove the ACP adapter, unboxed.
-        "--isolation",
-        "none",
         "--json",
     ])
     .args(["--session-id", ID, "--then", "keep"]);
@@ -411,10 +399,6 @@ async fn a_follow_up_loads_vibes_session() {
         "Fix the month.",
         "--agent",
         "mistral-vibe",
-        // Vibe keeps its VIBE_HOME outside the box, which the box does not bind
-        // writable yet: these tests prove the ACP adapter, unboxed.
-        "--isolation",
-        "none",
         "--json",
         "--session-id",
         ID,

@@ -35,6 +35,22 @@ pub fn run(name: &str, data: &[u8]) -> bool {
     true
 }
 
+/// The JSON-lines parser of a profile with every kind of line mapped, some by dotted paths.
+fn json_lines_parser() -> runner_core::json_lines::JsonLinesParser {
+    let map = serde_json::from_value(serde_json::json!({
+        "kind": "type",
+        "message": {"when": "message", "text": "text"},
+        "command-started": {"when": "start", "command": "cmd", "id": "id"},
+        "command": {"when": "result", "command": "cmd", "exit-code": "status.code",
+                    "output": "out", "id": "id", "test": "is_test"},
+        "result": {"when": "done", "text": "text", "cost-usd": "usage.cost",
+                   "input-tokens": "usage.in", "output-tokens": "usage.out"},
+        "error": {"when": "error", "message": "message"},
+    }))
+    .expect("a valid map");
+    runner_core::json_lines::JsonLinesParser::new(map)
+}
+
 /// An agent's output as it streams in: the first byte picks the chunk sizes and the line
 /// cap, the rest is the output. It is framed in those chunks (the frames must be the same
 /// as framing it whole), and every line goes to each agent's parser in turn, each parser
@@ -58,6 +74,7 @@ pub fn agent_output(data: &[u8]) {
         agent_codex::jsonl_parser(),
         agent_mini_swe::MiniSweAgent::without_config("mini").parser(),
         Box::new(TextLinesParser::default()),
+        Box::new(json_lines_parser()),
         acp_parser(),
     ];
     for frame in &chunked {

@@ -26,7 +26,15 @@ pub fn seeds(name: &str, repo: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>>
         ],
         "profiles_and_plugins" => vec![
             ("profile.toml".to_owned(), PROFILE.as_bytes().to_vec()),
+            (
+                "profile-json-lines.toml".to_owned(),
+                PROFILE_JSON_LINES.as_bytes().to_vec(),
+            ),
             ("describe.json".to_owned(), DESCRIBE.as_bytes().to_vec()),
+            (
+                "describe-secrets.json".to_owned(),
+                DESCRIBE_SECRETS.as_bytes().to_vec(),
+            ),
             ("invocation.json".to_owned(), INVOCATION.as_bytes().to_vec()),
             ("events.json".to_owned(), EVENTS.as_bytes().to_vec()),
             ("error.json".to_owned(), ERROR.as_bytes().to_vec()),
@@ -116,6 +124,27 @@ args = ["check", "--fix", "--exit-zero", "--no-cache", "{worktree}"]
 parser = "text"
 version-args = ["--version"]
 "#;
+
+/// A profile whose program prints JSON lines of its own, mapped by field names, with a key
+/// variable named without KEY or TOKEN.
+const PROFILE_JSON_LINES: &str = r#"name = "patchbot"
+description = "Patches, in JSON lines"
+program = "/usr/local/bin/patchbot"
+parser = "json-lines"
+[provider]
+api-key-env = "PATCHBOT_AUTH"
+model-env = "PATCHBOT_MODEL"
+[json-lines]
+kind = "event.type"
+message = { when = "say", text = "text" }
+command-started = { when = "run", command = "cmd", id = "id" }
+command = { when = "ran", command = "cmd", exit-code = "code", output = "out", id = "id", test = "is_test" }
+result = { when = "done", text = "summary", cost-usd = "usage.usd", input-tokens = "usage.in", output-tokens = "usage.out" }
+error = { when = "fail", message = "why" }
+"#;
+
+/// A plugin's answer to `describe` for an agent with a key variable and a description.
+const DESCRIBE_SECRETS: &str = r#"{"ok":[{"name":"patchbot","capabilities":{"resume":false,"budget":false},"providerEnv":["PATCHBOT_AUTH"],"secretEnvs":["PATCHBOT_AUTH"],"description":"Patches","versionProbe":null}]}"#;
 
 /// A plugin's answer to `describe`.
 const DESCRIBE: &str = r#"{"ok":[{"name":"mini-swe-agent","capabilities":{"resume":false,"budget":true},"providerEnv":["OPENAI_API_KEY"],"versionProbe":{"program":"mini","args":["--version"]}}]}"#;

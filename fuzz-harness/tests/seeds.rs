@@ -29,8 +29,12 @@ fn the_profile_and_plugin_seeds_are_accepted() {
     let text = String::from_utf8(seed("profiles_and_plugins", "profile.toml")).unwrap();
     codehands::profile::Profile::parse(&text, Path::new("/agents/ruff-fix.toml"), Some("ruff-fix"))
         .unwrap();
+    let text = String::from_utf8(seed("profiles_and_plugins", "profile-json-lines.toml")).unwrap();
+    codehands::profile::Profile::parse(&text, Path::new("/agents/patchbot.toml"), Some("patchbot"))
+        .unwrap();
     for (name, which) in [
         ("describe.json", 0),
+        ("describe-secrets.json", 0),
         ("invocation.json", 1),
         ("events.json", 2),
     ] {

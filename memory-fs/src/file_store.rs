@@ -47,7 +47,7 @@ impl FileMemory {
         let home = home.as_ref();
         Self {
             private: PrivateRoot::new(home),
-            root: home.join("memory"),
+            root: runner_contract::Home::new(home).memory_dir(),
         }
     }
 

@@ -9,6 +9,7 @@
 //! said and which files it touched: every part is put on one line, stripped of control
 //! characters and bidi controls, and capped, so one note stays a few hundred characters.
 
+use runner_contract::present;
 use runner_contract::{Error, Result, RunSummary};
 
 /// About how many lines `notes.md` keeps: older whole notes are dropped beyond it.
@@ -41,16 +42,13 @@ const ENDED: &str = "Ended: ";
 /// assert_eq!(note, "## 2026-10-20T09:00:00.000Z\nnpm test needs TZ=UTC\n");
 /// ```
 pub fn format_note(heading: &str, text: &str) -> String {
-    let mut note = format!("{HEADING}{}\n", one_line(heading, usize::MAX));
+    let mut note = format!("{HEADING}{}\n", note_line(heading, usize::MAX));
     let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
     let first = lines.iter().position(|l| !l.is_empty());
     let last = lines.iter().rposition(|l| !l.is_empty());
     if let (Some(first), Some(last)) = (first, last) {
         for line in &lines[first..=last] {
-            let line: String = line
-                .chars()
-                .filter(|&c| c == '\t' || !(c.is_control() || is_bidi_control(c)))
-                .collect();
+            let line = present::plain(line);
             if line.starts_with(HEADING) {
                 note.push('\\');
             }
@@ -65,7 +63,7 @@ pub fn format_note(heading: &str, text: &str) -> String {
 /// line (what was asked, what changed, what the agent said), each part shortened.
 pub fn run_note(run: &RunSummary) -> String {
     let stat = &run.diff_stat;
-    let mut summary = format!("Asked: {}", one_line(&run.prompt, PROMPT_CHARS));
+    let mut summary = format!("Asked: {}", note_line(&run.prompt, PROMPT_CHARS));
     // A prompt is often a sentence already ("Fix the test. Run npm test to check."):
     // close it only when it does not close itself.
     if !summary.ends_with(['.', '!', '?', '…']) {
@@ -78,7 +76,7 @@ pub fn run_note(run: &RunSummary) -> String {
             .files
             .iter()
             .take(FILES_LISTED)
-            .map(|f| one_line(&f.path, FILE_CHARS))
+            .map(|f| note_line(&f.path, FILE_CHARS))
             .collect();
         let plural = if stat.files_changed == 1 { "" } else { "s" };
         summary.push_str(&format!(
@@ -86,7 +84,7 @@ pub fn run_note(run: &RunSummary) -> String {
             stat.files_changed, stat.insertions, stat.deletions
         ));
         if !files.is_empty() {
-            summary.push_str(&format!(": {}", one_line(&files.join(", "), FILES_CHARS)));
+            summary.push_str(&format!(": {}", note_line(&files.join(", "), FILES_CHARS)));
             let more = stat.files.len().saturating_sub(FILES_LISTED);
             if more > 0 {
                 summary.push_str(&format!(" and {more} more"));
@@ -95,7 +93,7 @@ pub fn run_note(run: &RunSummary) -> String {
         summary.push('.');
     }
     if let Some(result) = run.result.as_deref().filter(|r| !r.trim().is_empty()) {
-        summary.push_str(&format!(" Result: {}", one_line(result, RESULT_CHARS)));
+        summary.push_str(&format!(" Result: {}", note_line(result, RESULT_CHARS)));
     }
     format_note(&format!("{} {}", run.finished_at, run.branch), &summary)
 }
@@ -120,7 +118,7 @@ pub fn set_outcome(notes: &str, branch: &str, outcome: &str) -> Option<String> {
         .filter(|l| !l.starts_with(ENDED))
         .collect();
     let mut note = body.join("\n");
-    note.push_str(&format!("\n{ENDED}{}.\n", one_line(outcome, 40)));
+    note.push_str(&format!("\n{ENDED}{}.\n", note_line(outcome, 40)));
     if end < notes.len() {
         note.push('\n');
     }
@@ -210,26 +208,11 @@ fn note_starts(notes: &str) -> Vec<usize> {
     starts
 }
 
-/// Puts `text` on one line (every run of whitespace, newlines included, becomes one
-/// space), drops control characters and bidi controls (a note is read by an agent and
-/// shown on terminals), and shortens it to `max_chars` characters with an ellipsis.
-fn one_line(text: &str, max_chars: usize) -> String {
-    let kept: String = text
-        .chars()
-        .filter(|&c| c.is_whitespace() || !(c.is_control() || is_bidi_control(c)))
-        .collect();
-    let joined = kept.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.chars().count() <= max_chars {
-        return joined;
-    }
-    let mut short: String = joined.chars().take(max_chars.saturating_sub(1)).collect();
-    short.push('…');
-    short
-}
-
-/// The characters that change the order text is shown in (Unicode's bidi controls).
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// Puts `text` on one line, drops control characters and bidi controls (a note is read by
+/// an agent and shown on terminals), and shortens it to `max_chars` characters with an
+/// ellipsis.
+fn note_line(text: &str, max_chars: usize) -> String {
+    present::one_line(&present::plain(text), max_chars)
 }
 
 #[cfg(test)]

@@ -62,6 +62,7 @@ pub fn write(dir: &std::path::Path) -> std::io::Result<()> {
 /// The model's side of the demo, for the scripted model server: read the code,
 /// run the tests, fix the month, run the tests again, say what changed.
 /// `worktree` is the absolute folder the agent works in (its tools want absolute paths).
+#[cfg(feature = "model-server")]
 pub fn script(worktree: &std::path::Path) -> crate::model_server::Script {
     use crate::model_server::{Block, Script, Turn};
     use serde_json::json;

@@ -9,7 +9,7 @@ use runner_core::event::{ApprovalRequested, TaskStopped};
 use runner_core::{
     AgentName, ApproveResult, DiffResult, Error, Event, EventBody, EventSequence, EventStream,
     RecoveryReport, Result, Runner, SessionId, SessionRecord, SessionState, SessionStore,
-    StartOptions,
+    StartOptions, WorktreeSpec,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -216,31 +216,18 @@ impl Runner for FakeRunner {
                 "the prompt is empty: say what the agent should do",
             ));
         }
-        let now = runner_core::now_rfc3339();
         let id = options.session_id;
-        let record = SessionRecord {
-            session_id: id,
-            state: SessionState::Queued,
-            agent: AgentName::parse("fake").expect("a valid name"),
-            repo_path: options.repo_path.clone(),
-            repo_key: "fake".into(),
-            worktree_path: options.repo_path.clone(),
+        // The fake runner makes no worktree: the repo stands in for it, and every session
+        // is the fake agent's, whatever the options name.
+        let worktree = WorktreeSpec {
+            repo: options.repo_path.clone(),
+            base: "0".repeat(40),
             branch: format!("codehands/fake-{}", id.short()),
-            base_commit: "0".repeat(40),
-            prompt: options.prompt.clone(),
-            model: options.model.clone(),
-            budget_usd: options.budget_usd,
-            agent_session_id: None,
-            last_seq: 0,
-            failure: None,
-            commit: None,
-            cost_usd: None,
-            tokens: None,
-            permissions: Default::default(),
-            isolation: options.isolation,
-            created_at: now.clone(),
-            updated_at: now,
+            path: options.repo_path.clone(),
         };
+        let mut record = SessionRecord::queued(&options, "fake".into(), worktree);
+        record.agent = AgentName::parse("fake").expect("a valid name");
+        record.permissions = Default::default();
         self.store.create(&record)?;
         let record = self
             .store

@@ -94,8 +94,11 @@ pub(crate) fn remove(reg: &Registration, with_checkout: bool) -> Result<()> {
 }
 
 /// `remove_dir_all` that accepts a folder already gone, and makes folders the agent made
-/// read-only writable again so their files can go.
+/// read-only writable again so their files can go. A big checkout's subfolders go first, in
+/// parallel ([`remove_subfolders_in_parallel`]): deleting 20,000 files one by one was
+/// slower than `git worktree remove`.
 pub(crate) fn remove_tree(path: &Path) -> Result<()> {
+    remove_subfolders_in_parallel(path);
     match std::fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -108,6 +111,90 @@ pub(crate) fn remove_tree(path: &Path) -> Result<()> {
             }
         }
     }
+}
+
+/// How many threads delete a checkout's subfolders at once (the disk, not the CPU, is the
+/// limit: more did not help on a 2-core machine).
+const REMOVERS: usize = 4;
+
+/// Deletes the subfolders of `path` (and, when it has few, theirs) with [`REMOVERS`]
+/// threads; what is left, and every error, is for the `remove_dir_all` that follows.
+///
+/// The worktree is hostile ground: every folder is opened without following a link
+/// (`O_NOFOLLOW`), and each subfolder is named through its opened parent
+/// (`/proc/self/fd/N/name`), so a folder the agent swaps for a link meanwhile is never
+/// entered; `remove_dir_all` itself removes a link and never follows one.
+#[cfg(target_os = "linux")]
+fn remove_subfolders_in_parallel(path: &Path) {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let Some(top) = open_folder(path) else {
+        return;
+    };
+    let mut parents = vec![top];
+    let mut work: Vec<(usize, std::ffi::OsString)> = subfolders(&parents[0])
+        .into_iter()
+        .map(|name| (0, name))
+        .collect();
+    // A checkout with a few big folders (`src/`, `tests/`): one level further down.
+    if work.len() < 2 * REMOVERS {
+        let mut deeper = Vec::new();
+        for (_, name) in &work {
+            let Some(folder) = open_folder(&fd_path(&parents[0]).join(name)) else {
+                continue;
+            };
+            let names = subfolders(&folder);
+            parents.push(folder);
+            deeper.extend(names.into_iter().map(|n| (parents.len() - 1, n)));
+        }
+        work = deeper;
+    }
+    if work.len() < 2 {
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..REMOVERS {
+            scope.spawn(|| {
+                while let Some((parent, name)) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let _ = std::fs::remove_dir_all(fd_path(&parents[*parent]).join(name));
+                }
+            });
+        }
+    });
+
+    fn fd_path(folder: &File) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", folder.as_raw_fd()))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn remove_subfolders_in_parallel(_path: &Path) {}
+
+/// `path` opened as a folder, never through a link.
+#[cfg(target_os = "linux")]
+fn open_folder(path: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()
+}
+
+/// The names of the folders (not links) in an opened folder.
+#[cfg(target_os = "linux")]
+fn subfolders(folder: &File) -> Vec<std::ffi::OsString> {
+    use std::os::fd::AsRawFd;
+    let Ok(entries) = std::fs::read_dir(format!("/proc/self/fd/{}", folder.as_raw_fd())) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name())
+        .collect()
 }
 
 #[cfg(unix)]

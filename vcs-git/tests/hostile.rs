@@ -407,3 +407,39 @@ async fn publish_moves_the_branch_only_from_the_tip_it_read() {
     );
     assert_eq!(git_rev(&f.repo, "refs/heads/main"), spec.base);
 }
+
+/// Removal deletes a big checkout's folders with several threads: links the agent left there
+/// (to a folder outside, in place of a folder, at either level the threads split on) are
+/// removed as links, and nothing they point at is touched.
+#[tokio::test]
+async fn removing_a_worktree_never_follows_a_link_out_of_it() {
+    if git_missing() {
+        return;
+    }
+    let (f, spec) = session("links everywhere").await;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("precious.txt"), "keep me\n").unwrap();
+    std::fs::create_dir(outside.path().join("folder")).unwrap();
+    std::fs::write(outside.path().join("folder/inner.txt"), "keep me too\n").unwrap();
+    // Enough folders that the work is split at the top, one with a link among its subfolders.
+    for i in 0..20 {
+        write(&spec.path, &format!("d{i}/sub/file.txt"), "x\n");
+        std::os::unix::fs::symlink(outside.path(), spec.path.join(format!("d{i}/link"))).unwrap();
+    }
+    std::os::unix::fs::symlink(outside.path(), spec.path.join("top-link")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("folder"), spec.path.join("d0/sub/deep"))
+        .unwrap();
+    GitVcs::new()
+        .remove_worktree(&f.repo, &spec.path)
+        .await
+        .expect("remove");
+    assert!(!spec.path.exists(), "the worktree is gone");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("precious.txt")).unwrap(),
+        "keep me\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("folder/inner.txt")).unwrap(),
+        "keep me too\n"
+    );
+}

@@ -39,12 +39,8 @@ impl Library {
     pub(crate) fn open(path: &Path) -> Result<&'static Self, String> {
         let absolute = std::path::absolute(path)
             .map_err(|e| format!("cannot read the path {}: {e}", path.display()))?;
-        if !absolute.is_file() {
-            return Err(format!(
-                "there is no plugin library at {}: give the path of a .so file",
-                absolute.display()
-            ));
-        }
+        // Only a library no one else could have put there (placement.rs).
+        super::placement::check(&absolute)?;
         // An absolute path, so the dynamic loader opens this file and searches nowhere.
         // SAFETY: opening runs the library's initialisers; a plugin is code the person
         // chose to run (see the crate docs), and nothing else can be checked before.

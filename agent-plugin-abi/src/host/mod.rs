@@ -1,13 +1,14 @@
 //! The host's side: [`load`] opens a plugin library and returns its agents as
 //! `runner_contract::Agent`s, each call going through the checked table.
 //!
-//! A library that cannot be loaded (no file, not a library, no entry symbol, another ABI
-//! version, a panic or garbage while listing its agents) is an error naming the file and
-//! what to do. After that, a failing call is the run's problem, not the process's: an
+//! A library that cannot be loaded (no file, a symbolic link, a file or folder any user may
+//! write, not a library, no entry symbol, another ABI version, a panic or garbage while
+//! listing its agents) is an error naming the file and what to do. After that, a failing call is the run's problem, not the process's: an
 //! invocation error fails the start, and a parser that panics or answers garbage ends
 //! its run with a `task.failed` naming the plugin.
 
 mod library;
+mod placement;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -81,6 +82,14 @@ impl Agent for PluginAgent {
 
     fn provider_env(&self) -> Vec<String> {
         self.info.provider_env.clone()
+    }
+
+    fn secret_envs(&self) -> Vec<String> {
+        self.info.secret_envs.clone()
+    }
+
+    fn description(&self) -> Option<String> {
+        self.info.description.clone()
     }
 
     fn version_probe(&self) -> Option<VersionProbe> {

@@ -22,7 +22,13 @@ impl Agent for Tee {
         }
     }
     fn provider_env(&self) -> Vec<String> {
-        vec!["OPENAI_BASE_URL".into()]
+        vec!["OPENAI_BASE_URL".into(), "TEE_AUTH".into()]
+    }
+    fn secret_envs(&self) -> Vec<String> {
+        vec!["TEE_AUTH".into()]
+    }
+    fn description(&self) -> Option<String> {
+        Some("Writes the prompt to NOTES.md".into())
     }
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
         Ok(Invocation {
@@ -113,7 +119,8 @@ fn describe_lists_every_agent() {
         reply,
         serde_json::json!({"ok": [
             {"name": "tee-notes", "capabilities": {"resume": false, "budget": true},
-             "providerEnv": ["OPENAI_BASE_URL"], "versionProbe": null},
+             "providerEnv": ["OPENAI_BASE_URL", "TEE_AUTH"], "secretEnvs": ["TEE_AUTH"],
+             "description": "Writes the prompt to NOTES.md", "versionProbe": null},
             {"name": "panicky", "capabilities": {"resume": false, "budget": false},
              "providerEnv": [], "versionProbe": null},
         ]})

@@ -25,6 +25,8 @@ struct Listed {
     name: String,
     origin: AgentOrigin,
     #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     protocol: Option<&'static str>,
     program: Option<String>,
     #[serde(flatten)]
@@ -49,6 +51,7 @@ pub async fn run(args: AgentsArgs) -> Result<ExitCode> {
             Listed {
                 name: name.to_string(),
                 origin: entry.origin.clone(),
+                description: entry.agent.description(),
                 protocol: entry.agent.protocol(),
                 program: version.as_ref().map(|v| v.program.display().to_string()),
                 probe: version.as_ref().map(probe::agent),
@@ -81,6 +84,14 @@ pub async fn run(args: AgentsArgs) -> Result<ExitCode> {
             .protocol
             .map(|p| format!(", protocol: {p}"))
             .unwrap_or_default();
+        if let Some(description) = &agent.description {
+            // A profile's words: shown as one line with no control character.
+            output::line(&format!(
+                "{:<14} {}",
+                "",
+                runner_core::present::visible(description, false)
+            ))?;
+        }
         output::line(&format!(
             "{:<14} resume: {}, budget: {}{protocol}",
             "",

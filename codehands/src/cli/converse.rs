@@ -172,7 +172,7 @@ pub async fn answer(args: AnswerArgs) -> Result<ExitCode> {
     } else {
         output::line(&format!(
             "{outcome}: request {} of session {}",
-            super::view::visible(&args.request, false),
+            runner_core::present::visible(&args.request, false),
             id.short()
         ))?;
     }

@@ -92,7 +92,7 @@ pub async fn after_approval(
         Then::Reject => {
             let rejected = runner.reject_session(&id).await?;
             if !args.json {
-                output::line(&super::sessions::rejected_line(&rejected))?;
+                output::line(&rejected_line(&rejected))?;
             }
         }
         Then::Keep => {
@@ -144,6 +144,17 @@ async fn ask() -> Option<Answer> {
     tokio::select! {
         line = super::keyboard::next_line() => line.map(|l| answer(&l)),
         _ = &mut ctrl_c => None,
+    }
+}
+
+/// What a person reads after a reject.
+pub fn rejected_line(rejected: &runner_core::RejectResult) -> String {
+    match &rejected.kept_branch {
+        Some(branch) => format!(
+            "rejected: the worktree is gone; branch {branch} is kept (the agent committed to it): \
+             delete it with `git branch -D {branch}`"
+        ),
+        None => "rejected: the worktree and the branch are gone".to_owned(),
     }
 }
 

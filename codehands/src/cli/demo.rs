@@ -20,6 +20,10 @@ pub struct DemoArgs {
     /// Print every event as contract JSON, one per line.
     #[arg(long)]
     json: bool,
+    /// Run N attempts of the fake agent side by side as one task, then pick the cheapest
+    /// passing one (the others are rejected).
+    #[arg(long, value_name = "N")]
+    attempts: Option<usize>,
 }
 
 /// Makes the repo, runs, approves.
@@ -63,6 +67,10 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
                 Isolation::None => "none (the agent runs with your rights)",
             }
         );
+    }
+    if let Some(n) = args.attempts {
+        return super::demo_attempts::run(&runner, &repo, prompt, agent, isolation, n, args.json)
+            .await;
     }
     let id = SessionId::new_random();
     let mut options = StartOptions::new(id, &repo, prompt, agent);

@@ -6,10 +6,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 use runner_core::Result;
-use serde::Serialize;
 
 use super::output;
-use super::probe::{self, Probe};
+use super::probe::{self, Finding};
 
 /// The git and Docker versions the test suite runs against on our machines.
 const TESTED_GIT: &str = "2.47.";
@@ -21,20 +20,6 @@ pub struct DoctorArgs {
     /// Print the findings as JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// One tool's finding.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct Finding {
-    pub(super) name: String,
-    pub(super) program: String,
-    /// Where the program was found, or where to put it (the built-in agents); for the box,
-    /// what it gives.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) location: Option<String>,
-    #[serde(flatten)]
-    pub(super) probe: Probe,
 }
 
 /// Looks for each tool and prints what it found.

@@ -5,24 +5,23 @@ use std::path::Path;
 
 use runner_core::{AgentRegistry, Confinement};
 
-use super::doctor::Finding;
-use super::probe::Probe;
+use super::probe::{Finding, Probe};
 
 /// The box's findings for `setup`.
 pub fn findings(setup: &codehands::Setup, registry: &AgentRegistry) -> Vec<Finding> {
     let boxes = codehands::agent_box(setup);
     let scratch = setup.home.root().join("doctor");
     let helper = boxes.helper().map(Path::to_owned);
-    let works = boxes.available().map_err(|e| e.to_string()).and_then(|()| {
-        let helper = helper.as_deref().ok_or("no helper")?;
-        agent_box::probe::try_box(helper, &scratch)
-    });
     let path = setup
         .settings
         .caller_env
         .iter()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str());
+    let works = boxes.available().map_err(|e| e.to_string()).and_then(|()| {
+        let helper = helper.as_deref().ok_or("no helper")?;
+        agent_box::probe::try_box(helper, &scratch, path)
+    });
     let bwrap = agent_box::probe::find_bwrap(path);
     let version = bwrap
         .as_deref()
@@ -61,7 +60,7 @@ pub fn findings(setup: &codehands::Setup, registry: &AgentRegistry) -> Vec<Findi
         },
     }];
     if let (Ok(()), Some(helper)) = (&works, &helper) {
-        out.extend(codex_sandbox(registry, helper, &scratch));
+        out.extend(codex_sandbox(registry, helper, &scratch, path));
     }
     let _ = std::fs::remove_dir(&scratch);
     out
@@ -69,7 +68,12 @@ pub fn findings(setup: &codehands::Setup, registry: &AgentRegistry) -> Vec<Findi
 
 /// Codex's own sandbox, run once inside a box: it must run a command in the worktree and
 /// refuse a write outside it.
-fn codex_sandbox(registry: &AgentRegistry, helper: &Path, scratch: &Path) -> Option<Finding> {
+fn codex_sandbox(
+    registry: &AgentRegistry,
+    helper: &Path,
+    scratch: &Path,
+    path: Option<&str>,
+) -> Option<Finding> {
     let codex = registry
         .get(&runner_core::AgentName::parse("codex").ok()?)
         .ok()?;
@@ -88,7 +92,8 @@ fn codex_sandbox(registry: &AgentRegistry, helper: &Path, scratch: &Path) -> Opt
         script,
     ]
     .map(std::ffi::OsString::from);
-    let run = agent_box::probe::run_in_box(helper, scratch, &program, &args, &codex.box_needs());
+    let run =
+        agent_box::probe::run_in_box(helper, scratch, path, &program, &args, &codex.box_needs());
     let (ok, note) = match &run {
         Err(why) => (false, Some(why.clone())),
         Ok(run) if run.written.trim() == "boxed" => (true, None),

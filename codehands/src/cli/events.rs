@@ -79,11 +79,15 @@ pub struct SuperviseArgs {
 /// `codehands __supervise ID`: supervises the run here, in this detached process, until its
 /// turn ends (nothing when another supervisor has it).
 pub async fn supervise(args: SuperviseArgs) -> Result<ExitCode> {
+    let step = tracing::trace_span!("supervise.setup");
     let runner = super::builder_in_process()?.build()?;
+    drop(step);
     // The supervisor is where the run happens now: its log goes beside the run's events.
     super::logging::log_run_to(runner.home(), &args.id);
     tracing::info!(session = %args.id, "supervising");
+    let step = tracing::trace_span!("supervise.turn");
     runner.supervise(&args.id).await?;
+    drop(step);
     tracing::info!(session = %args.id, "the turn ended");
     Ok(ExitCode::SUCCESS)
 }
@@ -91,10 +95,11 @@ pub async fn supervise(args: SuperviseArgs) -> Result<ExitCode> {
 /// Arguments of `codehands report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The session (its id, or a unique prefix of 8+ characters).
+    /// The session (its id, or a unique prefix of 8+ characters); or a task, whose attempts
+    /// are reported side by side with the task's total cost (as `codehands task ID`).
     #[arg(value_parser = super::session_ref)]
     id: String,
-    /// Print the RunReport as JSON.
+    /// Print the RunReport (a task's TaskReport) as JSON.
     #[arg(long)]
     json: bool,
 }
@@ -102,6 +107,15 @@ pub struct ReportArgs {
 /// `codehands report ID [--json]`: the session's final report, from its event log.
 pub async fn report(args: ReportArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
+    if let Some(task) = runner.find_task(&args.id)? {
+        let report = runner.task_report(&task).await?;
+        if args.json {
+            output::json_line(&report)?;
+        } else {
+            output::text(&super::task_view::table(&report, output::colour()))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let id = runner.resolve_session(&args.id)?;
     let report = runner.report(&id).await?;
     if args.json {

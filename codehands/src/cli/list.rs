@@ -35,7 +35,8 @@ fn state(text: &str) -> std::result::Result<SessionState, String> {
 
 /// `codehands sessions`.
 pub async fn run(args: ListArgs) -> Result<ExitCode> {
-    let listing = super::runner()?.listing().await?;
+    let runner = super::runner()?;
+    let listing = runner.listing().await?;
     let repo = args
         .repo
         .as_ref()
@@ -74,12 +75,17 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
         for line in totals(&records) {
             output::line(&cut(&line, output::width()))?;
         }
+        // A task whose record cannot be read is said by `codehands task` and `recover`.
+        let tasks = runner.task_records().unwrap_or_default();
+        for line in super::task_view::task_totals(&tasks, &records) {
+            output::line(&cut(&line, output::width()))?;
+        }
     }
     for (path, e) in &listing.unreadable {
         let name = unreadable_name(path);
         let line = format!(
             "unreadable: {name}: {}",
-            super::view::visible(e.message(), false)
+            runner_core::present::visible(e.message(), false)
         );
         output::line(&cut(&line, output::width()))?;
     }
@@ -118,11 +124,24 @@ fn totals(records: &[&SessionRecord]) -> Vec<String> {
         .map(|(repo, (n, cost, tokens))| {
             let sessions = if n == 1 { "session" } else { "sessions" };
             format!(
-                "total {repo}: ${cost:.2} over {n} {sessions}, {} tokens in, {} out",
-                tokens.input, tokens.output
+                "total {repo}: {} over {n} {sessions}, {} tokens in, {} out",
+                usd(cost),
+                tokens.input,
+                tokens.output
             )
         })
         .collect()
+}
+
+/// Dollars with cents, and with two significant digits below a cent, so a small run's
+/// cost never reads as nothing: `$1.25`, `$0.0012`, `$0.00` only for zero.
+fn usd(cost: f64) -> String {
+    if cost == 0.0 || cost.abs() >= 0.01 || !cost.is_finite() {
+        return format!("${cost:.2}");
+    }
+    // The digits after the point up to the second significant one.
+    let places = (-cost.abs().log10()).floor() as usize + 2;
+    format!("${cost:.places$}")
 }
 
 /// `line` cut to `width` characters (ending in "…") when it is longer.
@@ -174,10 +193,10 @@ fn row(r: &SessionRecord, repo: String, now: SystemTime) -> [String; 7] {
         .ok()
         .and_then(|t| now.duration_since(t).ok())
         .map_or("?".to_owned(), |d| age(d.as_secs()));
-    let cost = r.cost_usd.map_or("–".to_owned(), |c| format!("${c:.2}"));
+    let cost = r.cost_usd.map_or("–".to_owned(), usd);
     [
         r.session_id.short(),
-        super::view::visible(&repo, false).into_owned(),
+        runner_core::present::visible(&repo, false).into_owned(),
         r.agent.to_string(),
         r.state.to_string(),
         age,
@@ -285,29 +304,24 @@ mod tests {
 
     #[test]
     fn totals_sum_cost_and_tokens_per_repo() {
-        let now = runner_core::now_rfc3339();
-        let record = |repo: &str, cost: Option<f64>, input: u64| SessionRecord {
-            session_id: runner_core::SessionId::new_random(),
-            state: SessionState::Approved,
-            agent: runner_core::AgentName::parse("fake").unwrap(),
-            repo_path: repo.into(),
-            repo_key: "0123456789ab".into(),
-            worktree_path: "/w".into(),
-            branch: "codehands/x".into(),
-            base_commit: "0".repeat(40),
-            prompt: "p".into(),
-            model: None,
-            budget_usd: None,
-            agent_session_id: None,
-            last_seq: 0,
-            failure: None,
-            commit: None,
-            cost_usd: cost,
-            tokens: cost.map(|_| runner_core::TokenCounts { input, output: 1 }),
-            permissions: Default::default(),
-            isolation: Default::default(),
-            created_at: now.clone(),
-            updated_at: now.clone(),
+        let record = |repo: &str, cost: Option<f64>, input: u64| {
+            let options = runner_core::StartOptions::new(
+                runner_core::SessionId::new_random(),
+                repo,
+                "p",
+                runner_core::AgentName::parse("fake").unwrap(),
+            );
+            let worktree = runner_core::WorktreeSpec {
+                repo: repo.into(),
+                base: "0".repeat(40),
+                branch: "codehands/x".into(),
+                path: "/w".into(),
+            };
+            let mut record = SessionRecord::queued(&options, "0123456789ab".into(), worktree);
+            record.state = SessionState::Approved;
+            record.cost_usd = cost;
+            record.tokens = cost.map(|_| runner_core::TokenCounts { input, output: 1 });
+            record
         };
         let records = [
             record("/a", Some(0.25), 10),
@@ -323,6 +337,16 @@ mod tests {
                 "total /b: $1.00 over 1 session, 5 tokens in, 1 out",
             ]
         );
+    }
+
+    #[test]
+    fn small_costs_keep_their_digits() {
+        assert_eq!(usd(0.0), "$0.00");
+        assert_eq!(usd(0.0012), "$0.0012");
+        assert_eq!(usd(0.00123), "$0.0012");
+        assert_eq!(usd(0.05), "$0.05");
+        assert_eq!(usd(0.009), "$0.0090");
+        assert_eq!(usd(1.256), "$1.26");
     }
 
     #[test]

@@ -35,9 +35,11 @@ pub fn init(verbose: u8) {
         .with_writer(|| RunLogWriter)
         .with_ansi(false)
         .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    // `CODEHANDS_TIMING`: the run's spans to a file, for the benchmarks (codehands::timing).
     let _ = tracing_subscriber::registry()
         .with(stderr)
         .with(file)
+        .with(codehands::timing::layer_from_env())
         .try_init();
 }
 

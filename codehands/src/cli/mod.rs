@@ -6,6 +6,7 @@ mod completions;
 mod converse;
 mod decide;
 mod demo;
+mod demo_attempts;
 mod doctor;
 #[cfg(feature = "box")]
 mod doctor_box;
@@ -22,6 +23,9 @@ mod run;
 mod sandbox;
 mod schema;
 mod sessions;
+mod task;
+mod task_diff;
+mod task_view;
 mod view;
 
 pub use output::stdout_closed;
@@ -71,7 +75,8 @@ enum Command {
     Diff(sessions::DiffArgs),
     /// Commit a finished session's change on its branch.
     Approve(sessions::ApproveArgs),
-    /// Throw a finished or stopped session's change away (worktree and branch).
+    /// Throw a finished or stopped session's change away (worktree and branch); given a
+    /// task's id, every attempt of the task not yet decided.
     Reject(sessions::IdArgs),
     /// Stop a running session (also one run by another codehands process); it can be resumed.
     Stop(sessions::IdArgs),
@@ -85,6 +90,9 @@ enum Command {
     /// End a running session's current turn, not the session: it awaits approval with the
     /// change so far, and `send` can redirect the agent.
     Interrupt(converse::InterruptArgs),
+    /// Show a task's attempts side by side (`run --attempts`): agent, model, state, time,
+    /// cost, tokens, diff, files, tests, verdict, the cheapest passing one marked.
+    Task(task::TaskArgs),
     /// List the sessions: a table (id, repo, agent, state, age, cost, branch), or JSON.
     Sessions(list::ListArgs),
     /// Clean up after a crash: interrupted sessions fail, leftovers are removed.
@@ -125,7 +133,11 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
     let _ = SOURCES.set(cli.sources);
     tracing::debug!(command = ?cli.command, "codehands");
     match cli.command {
-        Command::Run(args) => run::run(args).await,
+        // A run of several attempts is a task (cli/task.rs); run.rs knows only one session.
+        Command::Run(args) => match args.attempts.clone() {
+            Some(attempts) => task::start(args, &attempts).await,
+            None => run::run(args).await,
+        },
         Command::Demo(args) => demo::run(args).await,
         Command::Diff(args) => sessions::diff(args).await,
         Command::Approve(args) => sessions::approve(args).await,
@@ -135,6 +147,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Send(args) => converse::send(args).await,
         Command::Answer(args) => converse::answer(args).await,
         Command::Interrupt(args) => converse::interrupt(args).await,
+        Command::Task(args) => task::run(args).await,
         Command::Sessions(args) => list::run(args).await,
         Command::Gc(args) => gc::run(args).await,
         Command::Completions(args) => completions::run(args),
@@ -260,6 +273,18 @@ fn isolation(text: &str) -> std::result::Result<runner_core::Isolation, String> 
         other => Err(format!(
             "{other:?} is not an isolation: `box` (the agent confined, the default) or `none` \
              (the agent with your rights)"
+        )),
+    }
+}
+
+fn engine(text: &str) -> std::result::Result<runner_core::Engine, String> {
+    match text {
+        "local" => Ok(runner_core::Engine::Local),
+        "docker" => Ok(runner_core::Engine::Docker),
+        "swarm" => Ok(runner_core::Engine::Swarm),
+        other => Err(format!(
+            "{other:?} is not an engine: `local` (this machine), `docker` (the engine DOCKER_HOST \
+             names) or `swarm` (the Docker Swarm DOCKER_HOST manages)"
         )),
     }
 }

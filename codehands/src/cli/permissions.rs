@@ -157,9 +157,12 @@ fn deny() -> PermissionAnswer {
 /// `allow Bash: python3 -c "print(42)"? [y/N] `: the tool and its input on one line, with
 /// the agent's control characters shown, never sent to the terminal.
 pub fn question(request: &PermissionRequested) -> String {
-    let tool = view::visible(&request.tool, false);
+    let tool = runner_core::present::visible(&request.tool, false);
     let input = view::tool_input(&request.input);
-    format!("allow {tool}: {}? [y/N] ", view::visible(&input, false))
+    format!(
+        "allow {tool}: {}? [y/N] ",
+        runner_core::present::visible(&input, false)
+    )
 }
 
 /// Only a yes allows.

@@ -24,6 +24,22 @@ pub struct Probe {
     pub note: Option<String>,
 }
 
+/// One line of `codehands doctor`: a tool and what its probe found (here, beside [`Probe`],
+/// so that `doctor` and its box checks in `doctor_box` both use it and neither imports the
+/// other's).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Finding {
+    pub(super) name: String,
+    pub(super) program: String,
+    /// Where the program was found, or where to put it (the built-in agents); for the box,
+    /// what it gives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) location: Option<String>,
+    #[serde(flatten)]
+    pub(super) probe: Probe,
+}
+
 /// Runs `program args` and reads a version from its output; `tested` is a prefix of the
 /// versions our tests ran.
 pub fn run<S: AsRef<OsStr>>(program: &OsStr, args: &[S], tested: Option<&str>) -> Probe {

@@ -34,7 +34,8 @@ pub struct RunArgs {
     /// The model, in the agent's own naming (for example `sonnet`).
     #[arg(long)]
     pub model: Option<String>,
-    /// The budget of the run in US dollars (default 0.50).
+    /// The budget of the run in US dollars (default 0.50); with `--attempts`, the whole
+    /// task's, split evenly across the attempts.
     #[arg(long)]
     pub budget_usd: Option<f64>,
     /// The session id (a UUID; a random one by default).
@@ -48,6 +49,11 @@ pub struct RunArgs {
     /// your processes. `none`: the agent runs with your rights (where no box can be made).
     #[arg(long, value_name = "box|none", value_parser = super::isolation, default_value = "box")]
     pub isolation: runner_core::Isolation,
+    /// Where the box runs: `local` (this machine, the default), `docker` (a container on the
+    /// engine DOCKER_HOST names) or `swarm` (a job on the Docker Swarm DOCKER_HOST manages).
+    /// See README.md, "Where runs run".
+    #[arg(long, value_name = "local|docker|swarm", value_parser = super::engine, default_value = "local")]
+    pub engine: runner_core::Engine,
     /// Print the session id (with `--json`, `{"sessionId": …}`) once the agent runs, and
     /// return; the run goes on (`codehands events ID --follow` watches it).
     #[arg(long)]
@@ -63,6 +69,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", requires = "ask",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub permission_timeout: Option<u64>,
+    /// Run the task as several attempts at once, each a session from the same base commit:
+    /// a list `AGENT[:MODEL],…` (`claude-code,codex,claude-code:sonnet`) or a number of
+    /// `--agent` runs. Prints the task id and returns; `codehands task ID --follow` watches
+    /// them side by side, `codehands approve SESSION` picks one.
+    #[arg(long, value_name = "LIST|N",
+          conflicts_with_all = ["session_id", "detach", "ask", "then"])]
+    pub attempts: Option<String>,
     #[command(flatten)]
     pub decide: DecideArgs,
 }
@@ -86,6 +99,12 @@ pub struct ResumeArgs {
 
 /// `codehands run`.
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
+    if let Some(wait) = codehands::timing::planted_slowdown() {
+        // A regression planted on purpose: `cargo xtask bench check` must fail on it.
+        std::thread::sleep(wait);
+    }
+    // Each step's span is timed by `CODEHANDS_TIMING` (codehands::timing).
+    let step = tracing::trace_span!("run.setup");
     let permissions = permissions_of(&args);
     let agent = args.agent;
     let runner = super::runner_for(&agent)?;
@@ -96,9 +115,24 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.verify = args.verify;
     options.permissions = permissions;
     options.isolation = args.isolation;
-    warn_if_dirty(&options.repo_path);
+    options.engine = args.engine;
+    drop(step);
+    // The checkout's status reads every file of a big repo: read beside the start (which
+    // reads only the base commit), not before it; the note is said once the session runs.
+    let dirty = {
+        let repo = options.repo_path.clone();
+        tokio::task::spawn_blocking(move || {
+            let _step = tracing::trace_span!("run.dirty_check");
+            dirty_note(&repo)
+        })
+    };
     let (repo, agent) = (options.repo_path.clone(), options.agent.clone());
+    let step = tracing::trace_span!("run.start");
     let events = runner.start(options).await?;
+    drop(step);
+    if let Ok(Some(note)) = dirty.await {
+        eprintln!("{note}");
+    }
     super::logging::log_run_to(runner.home(), &id);
     tracing::info!(session = %id, %agent, repo = %repo.display(), "started");
     if args.detach {
@@ -150,20 +184,19 @@ async fn detached(
     Ok(ExitCode::SUCCESS)
 }
 
-/// One line on stderr (stdout may be contract JSON) when the checkout has uncommitted
+/// The line for stderr (stdout may be contract JSON) when the checkout has uncommitted
 /// changes: the agent starts from HEAD without them. A status that cannot be read says
 /// nothing here; start() reports a repository it cannot use.
-fn warn_if_dirty(repo: &std::path::Path) {
-    if let Ok(Some(n)) = codehands::uncommitted_files(repo)
-        && n > 0
-    {
-        let files = if n == 1 { "file" } else { "files" };
-        eprintln!(
+pub(super) fn dirty_note(repo: &std::path::Path) -> Option<String> {
+    let n = codehands::uncommitted_files(repo).ok()??;
+    let files = if n == 1 { "file" } else { "files" };
+    (n > 0).then(|| {
+        format!(
             "note: {} has {n} uncommitted {files}; the agent starts from HEAD, without them \
              (commit or stash them first if it needs them)",
             repo.display()
-        );
-    }
+        )
+    })
 }
 
 /// `codehands resume`.
@@ -270,10 +303,13 @@ async fn watch(
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut stopping = false;
+    let _follow = tracing::trace_span!("run.follow");
+    let mut first_event = Some(tracing::trace_span!("run.first_event"));
     loop {
         tokio::select! {
             event = events.next() => {
                 let Some(event) = event else { break };
+                drop(first_event.take());
                 questions.hide();
                 let printed = if json { output::write_json_line(&event) } else { view.print(&event) };
                 match printed {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use runner_core::{
-    ApproveOptions, ErrorKind, LocalRunner, RejectResult, Result, Runner, SessionId, SessionState,
+    ApproveOptions, ErrorKind, LocalRunner, Result, Runner, SessionId, SessionState,
 };
 
 use super::output;
@@ -16,7 +16,7 @@ use super::view;
 /// A session id (or a unique prefix of 8+ characters), and `--json`.
 #[derive(Debug, Args)]
 pub struct IdArgs {
-    /// The session: its id, or the first 8 or more characters of it.
+    /// The session (for `reject`, or a task): its id, or the first 8 or more characters of it.
     #[arg(value_parser = super::session_ref)]
     id: String,
     /// Print contract JSON.
@@ -30,6 +30,10 @@ pub struct DiffArgs {
     /// The session: its id, or the first 8 or more characters of it.
     #[arg(value_parser = super::session_ref)]
     id: String,
+    /// Another session (an attempt of the same task): show how ID's change differs from
+    /// that one's, file by file, instead of from the base commit.
+    #[arg(long, value_name = "ID2", value_parser = super::session_ref)]
+    against: Option<String>,
     /// Only the stat, not the patch.
     #[arg(long)]
     stat: bool,
@@ -50,7 +54,10 @@ pub struct ApproveArgs {
     /// Approve even when `--verify` found the tests failing or could not run them.
     #[arg(long)]
     force: bool,
-    /// Print the ApproveResult as JSON.
+    /// For an attempt of a task: keep the task's other attempts instead of rejecting them.
+    #[arg(long)]
+    keep_others: bool,
+    /// Print the ApproveResult as JSON (for an attempt, with what became of the others).
     #[arg(long)]
     json: bool,
 }
@@ -73,6 +80,10 @@ fn runner_and(text: &str) -> Result<(LocalRunner, SessionId)> {
 /// `codehands diff ID`.
 pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
     let (runner, id) = runner_and(&args.id)?;
+    if let Some(other) = &args.against {
+        let other = runner.resolve_session(other)?;
+        return super::task_diff::run(&runner, &id, &other, args.stat, args.json).await;
+    }
     let diff = match runner.diff(&id).await {
         Ok(diff) => diff,
         Err(e) if e.kind() == ErrorKind::NotFound => {
@@ -87,7 +98,7 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
             // Piped, the patch stays exact (`git apply` takes it); on a terminal, the
             // agent's file contents are shown, never obeyed.
             if std::io::stdout().is_terminal() {
-                output::text(&view::visible(&diff.patch, true))?;
+                output::text(&runner_core::present::visible(&diff.patch, true))?;
             } else {
                 output::text(&diff.patch)?;
             }
@@ -123,6 +134,19 @@ async fn after_the_fact(
 /// `codehands approve ID -m MSG`.
 pub async fn approve(args: ApproveArgs) -> Result<ExitCode> {
     let (runner, id) = runner_and(&args.id)?;
+    let pick = runner_core::PickOptions {
+        message: args.message.clone().unwrap_or_default(),
+        force: args.force,
+        keep_others: args.keep_others,
+    };
+    if let Some(code) = super::task::approve_attempt(&runner, &id, pick, args.json).await? {
+        return Ok(code);
+    }
+    if args.keep_others {
+        return Err(runner_core::Error::invalid_input(format!(
+            "session {id} is no attempt of a task: --keep-others has nothing to keep; drop it"
+        )));
+    }
     let options = ApproveOptions { force: args.force };
     let approved = runner
         .approve_with(&id, args.message.as_deref().unwrap_or(""), options)
@@ -138,20 +162,13 @@ pub async fn approve(args: ApproveArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What a person reads after a reject.
-pub fn rejected_line(rejected: &RejectResult) -> String {
-    match &rejected.kept_branch {
-        Some(branch) => format!(
-            "rejected: the worktree is gone; branch {branch} is kept (the agent committed to it): \
-             delete it with `git branch -D {branch}`"
-        ),
-        None => "rejected: the worktree and the branch are gone".to_owned(),
-    }
-}
-
 /// `codehands reject ID`.
 pub async fn reject(args: IdArgs) -> Result<ExitCode> {
-    let (runner, id) = runner_and(&args.id)?;
+    let runner = super::runner()?;
+    if let Some(code) = super::task::reject_if_task(&runner, &args.id, args.json).await? {
+        return Ok(code);
+    }
+    let id = runner.resolve_session(&args.id)?;
     let rejected = runner.reject_session(&id).await?;
     if args.json {
         output::json_line(&serde_json::json!({
@@ -160,7 +177,7 @@ pub async fn reject(args: IdArgs) -> Result<ExitCode> {
             "keptBranch": rejected.kept_branch,
         }))?;
     } else {
-        output::line(&rejected_line(&rejected))?;
+        output::line(&super::decide::rejected_line(&rejected))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,11 @@
 //! The human view of a run: one readable line per event, a spinner with the
 //! elapsed time and the cost while the agent works, the diff stat at the end.
 
-use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use runner_core::event::{EventBody, ProviderState};
+use runner_core::present::{self, stat_line, visible};
 use runner_core::{DiffStat, Event};
 
 use super::output::paint;
@@ -130,8 +130,8 @@ fn stderr_tail(colour: bool, stderr: &str) -> String {
 /// A tool's input on one line: the command of a shell tool, else its JSON.
 pub fn tool_input(input: &serde_json::Value) -> String {
     match input.get("command").and_then(serde_json::Value::as_str) {
-        Some(command) => one_line(command),
-        None => one_line(&input.to_string()),
+        Some(command) => flat(command),
+        None => flat(&input.to_string()),
     }
 }
 
@@ -149,20 +149,20 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
         EventBody::Message(m) if m.denied => format!(
             "denied {}: {}",
             m.tool.as_deref().unwrap_or("a tool"),
-            one_line(&m.text)
+            flat(&m.text)
         ),
         // The person's own text as the agent took it in (the prompt, a follow-up, a steer).
         EventBody::Message(m) if m.role == runner_core::event::MessageRole::User => {
-            format!("you: {}", one_line(&m.text))
+            format!("you: {}", flat(&m.text))
         }
-        EventBody::Message(m) => one_line(&m.text),
+        EventBody::Message(m) => flat(&m.text),
         EventBody::FileRead(f) => format!("{} ({})", f.path, f.tool),
         EventBody::FileChanged(f) => format!("{} ({})", f.path, f.tool),
-        EventBody::CommandStarted(c) => format!("$ {}", one_line(&c.command)),
+        EventBody::CommandStarted(c) => format!("$ {}", flat(&c.command)),
         EventBody::CommandFinished(c) => match c.exit_code {
-            Some(code) => format!("$ {} → exit {code}", one_line(&c.command)),
-            None if c.is_error => format!("$ {} → error", one_line(&c.command)),
-            None => format!("$ {} → done", one_line(&c.command)),
+            Some(code) => format!("$ {} → exit {code}", flat(&c.command)),
+            None if c.is_error => format!("$ {} → error", flat(&c.command)),
+            None => format!("$ {} → done", flat(&c.command)),
         },
         EventBody::TestResult(t) if t.could_not_run.is_some() => format!(
             "{} could not run in the sandbox ({})",
@@ -192,7 +192,7 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
                 .as_deref()
                 .map(|r| format!(", resets at {r}"))
                 .unwrap_or_default();
-            format!("{state}{resets}: {}", one_line(&p.message))
+            format!("{state}{resets}: {}", flat(&p.message))
         }
         EventBody::TaskFinished(f) => {
             let cost = f
@@ -227,7 +227,7 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
             };
             format!("request {} {how}", p.request_id)
         }
-        EventBody::TaskFailed(f) => one_line(&f.message),
+        EventBody::TaskFailed(f) => flat(&f.message),
         EventBody::TaskStopped(s) => s
             .reason
             .clone()
@@ -236,52 +236,6 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
     };
     // Everything above may hold the agent's text: it is shown, never obeyed.
     (body.type_name(), visible(&text, false).into_owned())
-}
-
-/// `text` with every control character (C0, DEL, C1) and every bidi control shown as an
-/// escape (`\x1b`, `\u{202e}`) instead of reaching the terminal, where it could move the
-/// cursor, clear the screen, retitle the window or reorder what the person reads. With
-/// `keep_lines`, line feeds and tabs stay (a patch, a test log).
-pub fn visible(text: &str, keep_lines: bool) -> Cow<'_, str> {
-    let hidden = |c: char| {
-        !(keep_lines && matches!(c, '\n' | '\t')) && (c.is_control() || is_bidi_control(c))
-    };
-    if !text.chars().any(hidden) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if !hidden(c) {
-            out.push(c);
-        } else if (c as u32) < 0x100 {
-            out.push_str(&format!("\\x{:02x}", c as u32));
-        } else {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// The characters that change the order text is shown in (Unicode's bidi controls).
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// "2 files changed, 3 insertions(+), 1 deletion(-)".
-pub fn stat_line(stat: &DiffStat) -> String {
-    let plural = |n: u64, one: &str, many: &str| {
-        if n == 1 {
-            format!("{n} {one}")
-        } else {
-            format!("{n} {many}")
-        }
-    };
-    format!(
-        "{}, {}(+), {}(-)",
-        plural(stat.files_changed, "file changed", "files changed"),
-        plural(stat.insertions, "insertion", "insertions"),
-        plural(stat.deletions, "deletion", "deletions")
-    )
 }
 
 /// The per-file stat, as `git diff --stat` shows it.
@@ -310,13 +264,10 @@ pub fn stat_table(stat: &DiffStat) -> String {
     out
 }
 
-fn one_line(text: &str) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > 160 {
-        format!("{}…", flat.chars().take(159).collect::<String>())
-    } else {
-        flat
-    }
+/// The agent's text on one line, cut to what a line of the view holds; [`describe`] makes
+/// it visible.
+fn flat(text: &str) -> String {
+    present::one_line(text, 160)
 }
 
 #[cfg(test)]

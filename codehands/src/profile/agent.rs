@@ -94,6 +94,15 @@ impl Agent for ProfileAgent {
         provider_vars(&self.profile)
     }
 
+    /// `api-key-env`: its value is a secret whatever the variable is called.
+    fn secret_envs(&self) -> Vec<String> {
+        self.profile.provider.api_key_env.iter().cloned().collect()
+    }
+
+    fn description(&self) -> Option<String> {
+        self.profile.description.clone()
+    }
+
     /// In a box: its base URL when it names one, else the hosts of `[network] allow`.
     fn box_needs(&self) -> runner_core::BoxNeeds {
         runner_core::BoxNeeds {
@@ -120,16 +129,22 @@ impl Agent for ProfileAgent {
             invocation.env.extend(self.model_env(request));
             return Ok(invocation);
         }
+        request.check()?;
         if request.resume.is_some() {
-            return Err(Error::invalid_input(format!(
-                "the {} agent (a profile) cannot resume a session: start a new one",
-                self.profile.name
-            )));
+            return Err(Error::new(
+                runner_core::ErrorKind::Unsupported,
+                format!(
+                    "the {} agent (a profile) cannot resume a session: start a new one",
+                    self.profile.name
+                ),
+            ));
         }
         let mut env = request.provider_env.clone();
         env.extend(self.model_env(request));
+        // One stdin message per line of the prompt: the program reads the same text, and
+        // no message holds a line break (the runner writes each followed by one).
         let stdin = match self.profile.prompt {
-            PromptVia::Stdin => vec![request.prompt.clone()],
+            PromptVia::Stdin => request.prompt.split('\n').map(str::to_owned).collect(),
             PromptVia::Argument => Vec::new(),
         };
         Ok(Invocation {
@@ -151,6 +166,11 @@ impl Agent for ProfileAgent {
             ParserKind::ClaudeStreamJson => agent_claude::stream_json_parser(),
             #[cfg(feature = "codex")]
             ParserKind::CodexJsonl => agent_codex::jsonl_parser(),
+            ParserKind::JsonLines => match &self.profile.json_lines {
+                Some(map) => Box::new(runner_core::json_lines::JsonLinesParser::new(map.clone())),
+                // Never reached: the check refused a json-lines parser without its table.
+                None => Box::new(runner_core::text_lines::TextLinesParser::default()),
+            },
             // Text, and (never reached: `new` refused them) parsers not in this build.
             _ => Box::new(runner_core::text_lines::TextLinesParser::default()),
         }
@@ -180,13 +200,19 @@ impl Agent for ProfileAgent {
     }
 }
 
-/// The names of the caller's variables a profile's agent may receive.
+/// The names of the caller's variables a profile's agent may receive: `model-env` too, so
+/// the caller's own model variable reaches the agent when no `--model` sets it.
 fn provider_vars(profile: &Profile) -> Vec<String> {
     let p = &profile.provider;
-    [&p.base_url_env, &p.api_key_env, &p.config_dir_env]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .chain(p.pass.iter().cloned())
-        .collect()
+    [
+        &p.base_url_env,
+        &p.api_key_env,
+        &p.config_dir_env,
+        &p.model_env,
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .chain(p.pass.iter().cloned())
+    .collect()
 }

@@ -9,17 +9,6 @@ use super::{ParserKind, Profile, ProfileFile, PromptVia, refuse};
 /// The placeholders an argument may be, whole.
 pub(super) const PLACEHOLDERS: &[&str] = &["{prompt}", "{model}", "{worktree}"];
 
-/// Flags that turn off an agent's own permission checks or sandbox. codehands never
-/// passes one, and neither may a profile (compared without case; `=` values included).
-const BYPASS_FLAGS: &[&str] = &[
-    "--dangerously-skip-permissions",
-    "--allow-dangerously-skip-permissions",
-    "--dangerously-bypass-approvals-and-sandbox",
-    "--yolo",
-    "bypasspermissions",
-    "danger-full-access",
-];
-
 pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) -> Result<Profile> {
     let name = match (file.name.as_deref(), expected) {
         (Some(inner), Some(stem)) if inner != stem => {
@@ -56,6 +45,26 @@ pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) ->
         }
     }
     let (prompt, parser) = how_it_talks(path, &file)?;
+    match (&file.json_lines, parser) {
+        (Some(map), ParserKind::JsonLines) => map
+            .check()
+            .map_err(|why| refuse(path, &format!("table `json-lines` {why}")))?,
+        (None, ParserKind::JsonLines) => {
+            return Err(refuse(
+                path,
+                "`parser = \"json-lines\"` needs a `[json-lines]` table saying which field names \
+                 what a line is (`kind`) and how lines map to messages, commands and the result \
+                 (ARCHITECTURE.md, \"Adding an agent\", shows one)",
+            ));
+        }
+        (Some(_), _) => {
+            return Err(refuse(
+                path,
+                "table `json-lines` is read only with `parser = \"json-lines\"`: set that parser, or remove the table",
+            ));
+        }
+        (None, _) => {}
+    }
     check_prompt_placement(path, prompt, &file.args)?;
     let provider = file.provider;
     let vars = [
@@ -94,6 +103,7 @@ pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) ->
             ..AgentCapabilities::default()
         },
         network: file.network,
+        json_lines: file.json_lines,
     })
 }
 
@@ -150,7 +160,7 @@ fn how_it_talks(path: &Path, file: &ProfileFile) -> Result<(PromptVia, ParserKin
         (None, Some(parser)) => Ok((file.prompt.unwrap_or_default(), parser)),
         (None, None) => Err(refuse(
             path,
-            "key `parser` is missing: add `parser = \"text\"` (or \"claude-stream-json\", \"codex-jsonl\"), \
+            "key `parser` is missing: add `parser = \"text\"` (or \"json-lines\", \"claude-stream-json\", \"codex-jsonl\"), \
              or `protocol = \"acp\"` for an agent that speaks the Agent Client Protocol",
         )),
     }
@@ -185,8 +195,8 @@ fn program(path: &Path, program: &str) -> Result<PathBuf> {
 }
 
 fn check_arg(path: &Path, key: &str, arg: &str) -> Result<()> {
-    let lower = arg.to_ascii_lowercase();
-    if let Some(flag) = BYPASS_FLAGS.iter().find(|flag| lower.contains(*flag)) {
+    // The workspace's one list (runner_contract::bypass), compared without case.
+    if let Some(flag) = runner_core::bypass::find(arg) {
         return Err(refuse(
             path,
             &format!(
@@ -285,7 +295,7 @@ pub(super) fn parser_in_build(kind: ParserKind) -> Result<()> {
     let (built, feature) = match kind {
         ParserKind::ClaudeStreamJson => (cfg!(feature = "claude"), "claude"),
         ParserKind::CodexJsonl => (cfg!(feature = "codex"), "codex"),
-        ParserKind::Text => (true, ""),
+        ParserKind::Text | ParserKind::JsonLines => (true, ""),
         ParserKind::Acp => (cfg!(feature = "acp"), "acp"),
     };
     if built {

@@ -3,7 +3,8 @@
 //! A profile lives at `$CODEHANDS_HOME/agents/<name>.toml` (or is named for one command
 //! with `--agent-file PATH`). It names the program, its arguments as a list in which
 //! `{prompt}`, `{model}` and `{worktree}` are replaced only when they are a whole element,
-//! how the prompt reaches the program, which built-in parser reads its output, the
+//! how the prompt reaches the program, which built-in parser reads its output (or, with
+//! `parser = "json-lines"`, how its own JSON lines map to events by field names), the
 //! provider variables it may receive, and its capabilities. Everything is checked when the
 //! file is read: an unknown key, a wrong type, a placeholder inside a larger string, a flag
 //! that bypasses the agent's permission checks or a name taken by another agent is refused
@@ -47,6 +48,8 @@ pub enum ParserKind {
     CodexJsonl,
     /// Plain text: each line a message; exit code 0 finishes the run, anything else fails it.
     Text,
+    /// The program's own JSON lines, mapped by field names in the `[json-lines]` table.
+    JsonLines,
     /// The Agent Client Protocol's client (`protocol = "acp"`, never named as `parser`).
     #[serde(skip)]
     Acp,
@@ -122,6 +125,8 @@ struct ProfileFile {
     capabilities: ProfileCapabilities,
     #[serde(default)]
     network: ProfileNetwork,
+    #[serde(default)]
+    json_lines: Option<runner_core::json_lines::JsonLinesMap>,
 }
 
 /// A checked profile.
@@ -149,6 +154,8 @@ pub struct Profile {
     pub capabilities: AgentCapabilities,
     /// Where it may connect from its box without a base URL.
     pub network: ProfileNetwork,
+    /// How its JSON lines map to events, for [`ParserKind::JsonLines`].
+    pub json_lines: Option<runner_core::json_lines::JsonLinesMap>,
 }
 
 impl Profile {

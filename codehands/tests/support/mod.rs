@@ -228,6 +228,37 @@ pub fn codex() -> Option<PathBuf> {
     found
 }
 
+/// The key a Claude Code runner of these tests is given.
+pub const CLAUDE_TEST_KEY: &str = "sk-ant-dummy-for-tests";
+
+/// The key a Codex runner of these tests is given.
+pub const CODEX_TEST_KEY: &str = "sk-dummy-for-codex-tests";
+
+/// A lifecycle suite's stage over `world`, its `runner` and the `server` its agent talks to.
+pub fn stage(
+    world: World,
+    runner: LocalRunner,
+    server: std::sync::Arc<runner_fake::model_server::ModelServer>,
+) -> runner_core::testkit::lifecycle::Stage {
+    let seen = server.clone();
+    runner_core::testkit::lifecycle::Stage {
+        runner,
+        repo: world.repo.clone(),
+        home: world.home.clone(),
+        requests: Box::new(move || {
+            seen.requests()
+                .into_iter()
+                .map(|r| runner_core::testkit::lifecycle::SeenRequest {
+                    path: r.path,
+                    headers: r.headers,
+                    body: r.body,
+                })
+                .collect()
+        }),
+        keep: Box::new((world, server)),
+    }
+}
+
 /// A runner for Claude Code at `claude`, talking to `server`, with `extra` caller variables.
 pub fn claude_runner(
     world: &World,
@@ -241,7 +272,7 @@ pub fn claude_runner(
         .push(("ANTHROPIC_BASE_URL".into(), server.base_url()));
     settings
         .caller_env
-        .push(("ANTHROPIC_API_KEY".into(), "sk-ant-dummy-for-tests".into()));
+        .push(("ANTHROPIC_API_KEY".into(), CLAUDE_TEST_KEY.into()));
     settings
         .caller_env
         .extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
@@ -255,13 +286,26 @@ pub fn codex_runner(
     codex: &Path,
     server: &runner_fake::model_server::ModelServer,
 ) -> LocalRunner {
+    codex_runner_with(world, codex, server, &[])
+}
+
+/// [`codex_runner`] with `extra` caller variables.
+pub fn codex_runner_with(
+    world: &World,
+    codex: &Path,
+    server: &runner_fake::model_server::ModelServer,
+    extra: &[(&str, &str)],
+) -> LocalRunner {
     let mut settings = world.settings();
     settings
         .caller_env
         .push(("OPENAI_BASE_URL".into(), server.openai_base_url()));
     settings
         .caller_env
-        .push(("OPENAI_API_KEY".into(), "sk-dummy-for-codex-tests".into()));
+        .push(("OPENAI_API_KEY".into(), CODEX_TEST_KEY.into()));
+    settings
+        .caller_env
+        .extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     world.runner_with(settings, |s| s.codex_bin = codex.to_path_buf())
 }
 
@@ -394,7 +438,7 @@ pub fn agent_argv(home: &Home, id: &SessionId) -> Vec<String> {
             // A boxed agent: the recorded process is the box's; the agent's own argv is
             // the plan's command (the box's init and the agent carry exactly that).
             let plan: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&argv[2]).unwrap()).unwrap();
+                serde_json::from_slice(&std::fs::read(plan_path(&argv)).unwrap()).unwrap();
             let command = &plan["command"];
             return std::iter::once(command["argv0"].as_str().unwrap().to_owned())
                 .chain(
@@ -422,4 +466,9 @@ pub fn scripted_runner(world: &World, mode: &str, script: &str) -> LocalRunner {
         s.fake.mode = Some(mode.into());
         s.fake.script = Some(path);
     })
+}
+
+/// The plan path in a box's argv (`codehands __box [--runner-cleans] PLAN`): its last word.
+fn plan_path(argv: &[String]) -> &str {
+    argv.last().map(String::as_str).unwrap_or_default()
 }

@@ -48,7 +48,7 @@ pub(super) fn count_tool_results(request: &Value, from: usize) -> usize {
 }
 
 /// The last user message whose text (a string content or a `text` block) holds one
-/// of `markers`: its position in `messages` and which marker.
+/// of `markers`: its position in `messages` and which marker (Chat Completions' too).
 pub(super) fn marked_message(request: &Value, markers: &[&str]) -> Option<super::Marked> {
     let messages = request.get("messages").and_then(Value::as_array)?;
     let users = messages

@@ -29,17 +29,10 @@ pub(super) fn count_tool_messages(request: &Value, from: usize) -> usize {
         .count()
 }
 
-/// The last user message whose text (a string content or a `text` part) holds one
-/// of `markers`: its position in `messages` and which marker.
-pub(super) fn marked_message(request: &Value, markers: &[&str]) -> Option<super::Marked> {
-    let messages = request.get("messages").and_then(Value::as_array)?;
-    let users = messages
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.get("role").and_then(Value::as_str) == Some("user"))
-        .map(|(position, m)| (position, super::anthropic::message_texts(m.get("content"))));
-    super::last_marked(users, markers)
-}
+/// The last user message whose text holds one of `markers`: a Chat Completions request
+/// lists its messages as the Messages API does (a string content or `text` parts), so
+/// Anthropic's reading serves both.
+pub(super) use super::anthropic::marked_message;
 
 /// The answer to `POST /v1/chat/completions` for `turn` (or a short text once the script is over).
 pub(super) fn answer_chat(

@@ -1,7 +1,8 @@
 //! The whole flow with this crate's agent registered on the facade's runner, as a
 //! third party would: a real git repo in a temp folder, the real mini-swe-agent
-//! talking to the scripted model server, then approve (one commit on the
-//! session's branch) or reject (nothing left).
+//! talking to the scripted model server, through runner-core's lifecycle suite
+//! (`testkit::lifecycle`: approve, reject, a stop (and no resume: mini cannot), a 401, the
+//! caller's secrets, and a follow-up refused).
 
 mod scenarios;
 
@@ -11,11 +12,11 @@ use std::time::Duration;
 
 use agent_mini_swe::{MiniSweAgent, NAME};
 use codehands::{FakeAgentSetup, SandboxImages, Setup};
-use runner_core::testkit::runner as suite;
+use runner_core::testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
 use runner_core::{
-    AgentName, Event, EventBody, Home, LocalRunner, Runner, RunnerSettings, SessionId, StartOptions,
+    AgentName, Event, EventBody, Home, LocalRunner, RunnerSettings, SessionId, SessionRecord,
 };
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use scenarios::{FIX_MONTH, SUBMIT, bash};
 
 /// The installed mini-swe-agent, or a skip (a failure under CI=true).
@@ -31,8 +32,13 @@ fn mini() -> Option<MiniSweAgent> {
 }
 
 /// The facade's runner over a temp home, with `agent` registered and a caller
-/// environment of exactly PATH, a temp HOME, the server's URL and a dummy key.
-fn runner(root: &Path, agent: MiniSweAgent, server: &ModelServer) -> LocalRunner {
+/// environment of exactly PATH, a temp HOME, the server's URL, a dummy key and `extra`.
+fn runner(
+    root: &Path,
+    agent: MiniSweAgent,
+    server: &ModelServer,
+    extra: &[(&str, &str)],
+) -> LocalRunner {
     let agent_home = root.join("agent-home");
     std::fs::create_dir_all(&agent_home).unwrap();
     let settings = RunnerSettings {
@@ -42,7 +48,10 @@ fn runner(root: &Path, agent: MiniSweAgent, server: &ModelServer) -> LocalRunner
             ("HOME".into(), agent_home.display().to_string()),
             ("OPENAI_BASE_URL".into(), server.openai_base_url()),
             ("OPENAI_API_KEY".into(), scenarios::DUMMY_KEY.into()),
-        ],
+        ]
+        .into_iter()
+        .chain(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect(),
         ..RunnerSettings::default()
     };
     let setup = Setup {
@@ -64,17 +73,6 @@ fn runner(root: &Path, agent: MiniSweAgent, server: &ModelServer) -> LocalRunner
         .with_agent(Arc::new(agent))
 }
 
-fn options(id: SessionId, repo: &Path) -> StartOptions {
-    let mut options = StartOptions::new(
-        id,
-        repo,
-        runner_fake::demo_repo::PROMPT,
-        AgentName::parse(NAME).unwrap(),
-    );
-    options.model = Some("openai/scripted-model".into());
-    options
-}
-
 /// Runs the tests (they fail), fixes the month, runs them again (they pass), submits.
 fn fix_script() -> Script {
     Script::new([
@@ -88,122 +86,100 @@ fn fix_script() -> Script {
     ])
 }
 
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+/// mini-swe-agent under the lifecycle suite: each scene scripted in OpenAI's Chat
+/// Completions, every step a call of its one tool, `bash`.
+struct MiniOnStage {
+    agent: MiniSweAgent,
 }
 
-fn types(events: &[Event]) -> Vec<&'static str> {
-    events.iter().map(|e| e.body.type_name()).collect()
+#[async_trait::async_trait]
+impl RealAgent for MiniOnStage {
+    fn name(&self) -> AgentName {
+        AgentName::parse(NAME).unwrap()
+    }
+
+    fn model(&self) -> Option<String> {
+        Some("openai/scripted-model".into())
+    }
+
+    fn resumes(&self) -> bool {
+        false
+    }
+
+    fn key(&self) -> &str {
+        scenarios::DUMMY_KEY
+    }
+
+    async fn stage(&self, scene: Scene, _id: SessionId, extra: &[(&str, &str)]) -> Stage {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = agent_harness::make_repo(dir.path(), runner_fake::demo_repo::FILES).unwrap();
+        let script = match scene {
+            Scene::FixTheDemo | Scene::FollowUp { .. } => fix_script(),
+            Scene::Slow { command } => Script::new([
+                Turn::blocks([bash("call_slow_1", &command)]),
+                Turn::blocks([Block::text("Done."), bash("call_slow_2", SUBMIT)]),
+            ]),
+            Scene::Unauthorized => Script::new([Turn::Error(HttpError::status(401))]),
+            Scene::PrintEnv => Script::new([
+                Turn::blocks([bash("call_env_1", "env")]),
+                Turn::blocks([Block::text("Printed."), bash("call_env_2", SUBMIT)]),
+            ]),
+        };
+        let server = Arc::new(ModelServer::start(script).await.unwrap());
+        let runner = runner(dir.path(), self.agent.clone(), &server, extra);
+        let seen = server.clone();
+        Stage {
+            runner,
+            repo,
+            home: Home::new(dir.path().join("codehands-home")),
+            requests: Box::new(move || {
+                seen.requests()
+                    .into_iter()
+                    .map(|r| SeenRequest {
+                        path: r.path,
+                        headers: r.headers,
+                        body: r.body,
+                    })
+                    .collect()
+            }),
+            keep: Box::new((dir, server)),
+        }
+    }
+
+    /// mini's own: its result is its last message, one file changed, and the key reached
+    /// its provider (through litellm) from the runner's environment.
+    fn check_fix(&self, events: &[Event], _record: &SessionRecord, requests: &[SeenRequest]) {
+        let finished = events
+            .iter()
+            .find_map(|e| match &e.body {
+                EventBody::TaskFinished(f) => Some(f),
+                _ => None,
+            })
+            .expect("task.finished");
+        assert_eq!(
+            finished.result.as_deref(),
+            Some("Fixed: the month now starts at one.")
+        );
+        let diff = finished
+            .diff_stat
+            .as_ref()
+            .expect("the runner adds the diff");
+        assert_eq!(diff.files_changed, 1, "{diff:?}");
+        let request = &requests[0];
+        assert_eq!(request.path, "/v1/chat/completions");
+        let bearer = format!("Bearer {}", scenarios::DUMMY_KEY);
+        assert!(
+            request
+                .headers
+                .iter()
+                .any(|(name, value)| name == "authorization" && *value == bearer),
+            "the key reached mini through the runner's environment"
+        );
+    }
 }
 
-/// Starts a run of the fix script and returns its events.
-async fn fix_run(runner: &LocalRunner, id: SessionId, repo: &Path) -> Vec<Event> {
-    let events = suite::collect(runner.start(options(id, repo)).await.unwrap()).await;
-    suite::assert_well_formed_run(&events, id, 1);
-    events
+fn mini_on_stage() -> Option<MiniOnStage> {
+    Some(MiniOnStage { agent: mini()? })
 }
 
-#[tokio::test]
-async fn a_fix_by_mini_swe_agent_is_approved_as_one_commit_on_its_branch() {
-    let Some(agent) = mini() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let repo = agent_harness::make_repo(dir.path(), runner_fake::demo_repo::FILES).unwrap();
-    let server = ModelServer::start(fix_script()).await.unwrap();
-    let runner = runner(dir.path(), agent, &server);
-    let id = SessionId::new_random();
-    let events = fix_run(&runner, id, &repo).await;
-
-    let seen = types(&events);
-    assert_eq!(seen.first(), Some(&"task.started"), "{events:?}");
-    assert_eq!(
-        seen[seen.len() - 2..],
-        ["task.finished", "approval.requested"],
-        "{seen:?}"
-    );
-    let tests: Vec<bool> = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::TestResult(t) => Some(t.passed),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(tests, [false, true], "npm test failed, then passed");
-    let EventBody::TaskFinished(finished) = &events[events.len() - 2].body else {
-        unreachable!()
-    };
-    assert_eq!(
-        finished.result.as_deref(),
-        Some("Fixed: the month now starts at one.")
-    );
-    let diff = finished
-        .diff_stat
-        .as_ref()
-        .expect("the runner adds the diff");
-    assert_eq!(diff.files_changed, 1, "{diff:?}");
-    let EventBody::ApprovalRequested(approval) = &events[events.len() - 1].body else {
-        unreachable!()
-    };
-    assert_eq!(&approval.diff_stat, diff);
-
-    let record = runner.session(&id).await.unwrap();
-    assert_eq!(record.agent.as_str(), NAME);
-    let request = &server.requests()[0];
-    assert_eq!(request.path, "/v1/chat/completions");
-    assert_eq!(
-        request.header("authorization"),
-        Some(format!("Bearer {}", scenarios::DUMMY_KEY).as_str()),
-        "the key reached mini through the runner's environment"
-    );
-
-    let approved = runner.approve(&id, "Fix the month").await.unwrap();
-    assert!(
-        approved.branch.ends_with(&id.short()),
-        "{}",
-        approved.branch
-    );
-    let range = format!("{}..{}", record.base_commit, approved.branch);
-    assert_eq!(
-        git(&repo, &["rev-list", "--count", &range]).trim(),
-        "1",
-        "one commit"
-    );
-    assert_eq!(
-        git(&repo, &["rev-parse", "main"]).trim(),
-        record.base_commit,
-        "main did not move"
-    );
-    let fixed = git(
-        &repo,
-        &["show", &format!("{}:src/date.js", approved.branch)],
-    );
-    assert!(fixed.contains("getMonth() + 1"), "{fixed}");
-    assert!(!record.worktree_path.exists(), "the worktree is gone");
-}
-
-#[tokio::test]
-async fn a_rejected_fix_leaves_nothing() {
-    let Some(agent) = mini() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let repo = agent_harness::make_repo(dir.path(), runner_fake::demo_repo::FILES).unwrap();
-    let server = ModelServer::start(fix_script()).await.unwrap();
-    let runner = runner(dir.path(), agent, &server);
-    let id = SessionId::new_random();
-    let events = fix_run(&runner, id, &repo).await;
-    assert_eq!(types(&events).last(), Some(&"approval.requested"));
-    let record = runner.session(&id).await.unwrap();
-    runner.reject(&id).await.unwrap();
-    assert!(!record.worktree_path.exists(), "the worktree is gone");
-    let branches = git(&repo, &["branch", "--format=%(refname:short)"]);
-    assert_eq!(branches.trim(), "main", "the session's branch is gone");
-}
+runner_core::lifecycle_tests!(mini_on_stage);

@@ -4,8 +4,8 @@
 
 use runner_contract::text_lines::TextLinesParser;
 use runner_contract::{
-    Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Error, Invocation, Result,
-    StdinClose, VersionProbe,
+    Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Error, ErrorKind, Invocation,
+    Result, StdinClose, VersionProbe,
 };
 
 /// The file the agent writes, in the worktree.
@@ -28,16 +28,19 @@ impl Agent for TeeNotes {
     }
 
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation> {
+        request.check()?;
         if request.resume.is_some() {
-            return Err(Error::invalid_input(
+            return Err(Error::new(
+                ErrorKind::Unsupported,
                 "the tee-notes agent cannot resume a session: start a new one",
             ));
         }
         Ok(Invocation {
             program: "tee".into(),
             args: vec![request.worktree.join(NOTES).into()],
-            env: Vec::new(),
-            stdin: vec![request.prompt.clone()],
+            env: request.provider_env.clone(),
+            // One stdin message per line: the runner ends each with a line break.
+            stdin: request.prompt.split('\n').map(str::to_owned).collect(),
             close_stdin: StdinClose::AfterWrite,
         })
     }

@@ -34,6 +34,10 @@ pub struct AcpArgs {
     /// The agent that runs each prompt (`codehands agents` lists them).
     #[arg(long, value_parser = super::agent_name, default_value = "claude-code")]
     agent: AgentName,
+    /// Where each prompt's agent runs: `box` (confined to its worktree and its provider, the
+    /// default) or `none` (with your rights).
+    #[arg(long, value_name = "box|none", value_parser = super::isolation, default_value = "box")]
+    isolation: runner_core::Isolation,
 }
 
 /// JSON-RPC's codes.
@@ -109,6 +113,8 @@ pub(super) struct Server {
     pub(super) conn: Arc<Connection>,
     pub(super) runner: Arc<LocalRunner>,
     pub(super) agent: AgentName,
+    /// The isolation of every session this server starts.
+    pub(super) isolation: runner_core::Isolation,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -137,6 +143,7 @@ pub async fn run(args: AcpArgs) -> Result<ExitCode> {
         }),
         runner,
         agent: args.agent,
+        isolation: args.isolation,
         sessions: Mutex::new(HashMap::new()),
     });
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();

@@ -193,6 +193,7 @@ impl Session {
             .take()
             .unwrap_or_else(SessionId::new_random);
         let mut options = StartOptions::new(id, &self.repo, text, server.agent.clone());
+        options.isolation = server.isolation;
         let asks = server
             .runner
             .agents()

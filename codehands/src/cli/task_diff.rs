@@ -1,0 +1,198 @@
+//! `codehands diff ID --against ID2`: how two attempts' changes differ, file by file. Both
+//! started from one base commit, so each file either of them changed is compared as the two
+//! worktrees hold it: the patch turns ID2's file into ID's (`git apply` takes it on ID2's
+//! worktree). Files are read from the worktrees without following any link the agents left
+//! there (a link is compared as its target, as git keeps it).
+
+use std::path::{Component, Path};
+use std::process::ExitCode;
+
+use runner_core::{Error, LocalRunner, Result, Runner, SessionId};
+use serde::Serialize;
+
+use super::output;
+
+/// How one file compares between the two attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Compared {
+    /// Both changed it alike.
+    Same,
+    /// Both changed it, differently.
+    Differs,
+    /// Only ID changed it.
+    OnlyThis,
+    /// Only ID2 changed it.
+    OnlyAgainst,
+}
+
+/// One file of the comparison.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileCompared {
+    path: String,
+    compared: Compared,
+}
+
+/// What `diff --against --json` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Against {
+    session_id: SessionId,
+    against: SessionId,
+    files: Vec<FileCompared>,
+    patch: String,
+}
+
+/// `codehands diff ID --against ID2`.
+pub async fn run(
+    runner: &LocalRunner,
+    id: &SessionId,
+    other: &SessionId,
+    stat_only: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    let (this, that) = (runner.session(id).await?, runner.session(other).await?);
+    if this.base_commit != that.base_commit {
+        return Err(Error::invalid_input(format!(
+            "sessions {} and {} started from different commits ({} and {}): compare each with \
+             `codehands diff ID` instead",
+            id.short(),
+            other.short(),
+            this.base_commit,
+            that.base_commit
+        )));
+    }
+    let (a, b) = (runner.diff(id).await?, runner.diff(other).await?);
+    let mut paths: Vec<&str> = a
+        .stat
+        .files
+        .iter()
+        .chain(&b.stat.files)
+        .map(|f| f.path.as_str())
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    let in_a = |p: &str| a.stat.files.iter().any(|f| f.path == p);
+    let in_b = |p: &str| b.stat.files.iter().any(|f| f.path == p);
+    let mut files = Vec::new();
+    let mut patch = String::new();
+    for path in paths {
+        let mine = read_in(&this.worktree_path, path)?;
+        let theirs = read_in(&that.worktree_path, path)?;
+        let compared = match (in_a(path), in_b(path)) {
+            _ if mine == theirs => Compared::Same,
+            (true, true) => Compared::Differs,
+            (true, false) => Compared::OnlyThis,
+            _ => Compared::OnlyAgainst,
+        };
+        if compared != Compared::Same {
+            patch.push_str(&file_patch(path, theirs.as_ref(), mine.as_ref())?);
+        }
+        files.push(FileCompared {
+            path: path.to_owned(),
+            compared,
+        });
+    }
+    if json {
+        output::json_line(&Against {
+            session_id: *id,
+            against: *other,
+            files,
+            patch,
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !stat_only {
+        output::text(&runner_core::present::visible(&patch, true))?;
+    }
+    for file in &files {
+        let how = match file.compared {
+            Compared::Same => "same in both".to_owned(),
+            Compared::Differs => "changed by both, differently".to_owned(),
+            Compared::OnlyThis => format!("changed only by {}", id.short()),
+            Compared::OnlyAgainst => format!("changed only by {}", other.short()),
+        };
+        output::line(&format!(
+            " {} | {how}",
+            runner_core::present::visible(&file.path, false)
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A file as a worktree holds it: its git mode and bytes (a link's target), `None` when it is
+/// not there. A path that leaves the worktree, or goes through a link, is refused.
+fn read_in(worktree: &Path, path: &str) -> Result<Option<(u16, Vec<u8>)>> {
+    let relative = Path::new(path);
+    if !relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)))
+    {
+        return Err(Error::invalid_input(format!(
+            "the diff names {path:?}, which is not a plain path in the worktree"
+        )));
+    }
+    let mut at = worktree.to_path_buf();
+    let parts: Vec<_> = relative.components().collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        let meta = match std::fs::symlink_metadata(&at) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(format!("cannot read {}", at.display()), &e)),
+        };
+        let last = i + 1 == parts.len();
+        if meta.file_type().is_symlink() {
+            if !last {
+                // Git keeps no file below a link: the agent made this; nothing is followed.
+                return Ok(None);
+            }
+            let target = std::fs::read_link(&at)
+                .map_err(|e| Error::io(format!("cannot read {}", at.display()), &e))?;
+            return Ok(Some((
+                0o120000,
+                target.into_os_string().into_encoded_bytes(),
+            )));
+        }
+        if last {
+            if !meta.is_file() {
+                return Ok(None);
+            }
+            let bytes = std::fs::read(&at)
+                .map_err(|e| Error::io(format!("cannot read {}", at.display()), &e))?;
+            let executable = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111;
+            let mode = if executable != 0 { 0o100755 } else { 0o100644 };
+            return Ok(Some((mode, bytes)));
+        }
+        if !meta.is_dir() {
+            return Ok(None);
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(feature = "git")]
+fn file_patch(
+    path: &str,
+    old: Option<&(u16, Vec<u8>)>,
+    new: Option<&(u16, Vec<u8>)>,
+) -> Result<String> {
+    fn side<'a>(path: &'a str, v: Option<&'a (u16, Vec<u8>)>) -> Option<vcs_git::FileVersion<'a>> {
+        v.map(|(mode, data)| vcs_git::FileVersion {
+            path,
+            mode: *mode,
+            data,
+        })
+    }
+    Ok(vcs_git::file_patch(side(path, old), side(path, new)))
+}
+
+#[cfg(not(feature = "git"))]
+fn file_patch(
+    _path: &str,
+    _old: Option<&(u16, Vec<u8>)>,
+    _new: Option<&(u16, Vec<u8>)>,
+) -> Result<String> {
+    Err(Error::not_in_build("comparing two attempts (git)", "git"))
+}

@@ -1,0 +1,181 @@
+//! What a person reads of a task: its attempts side by side (`codehands task ID`) and one
+//! line per attempt while they run (`--follow`). Everything the agents wrote (file names,
+//! failure messages) goes through `view::visible`, so no control character of theirs
+//! reaches the terminal.
+
+use runner_core::{AttemptReport, SessionRecord, TaskRecord, TaskReport, VerifyVerdict};
+
+use super::output::paint;
+use runner_core::present::visible;
+
+/// The attempts side by side: one row each (agent, model, state, time, cost, tokens, diff,
+/// files, tests, verdict), the cheapest passing one marked `*`, then each one's files.
+pub fn table(report: &TaskReport, colour: bool) -> String {
+    let header = [
+        "", "#", "session", "agent", "model", "state", "time", "cost", "tokens", "diff", "files",
+        "tests", "verify",
+    ];
+    let rows: Vec<Vec<String>> = report.attempts.iter().map(row).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned()
+    };
+    let mut out = format!(
+        "task {} ({}, from {}): {}\n",
+        report.task_id,
+        report.state,
+        &report.base_commit[..report.base_commit.len().min(12)],
+        visible(first_line(&report.prompt), false)
+    );
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    out.push_str(&paint(colour, "1", &line(&header)));
+    out.push('\n');
+    for (attempt, cells) in report.attempts.iter().zip(&rows) {
+        let text = line(cells);
+        let text = if attempt.cheapest_passing {
+            paint(colour, "32", &text)
+        } else {
+            text
+        };
+        out.push_str(&text);
+        out.push('\n');
+    }
+    for attempt in &report.attempts {
+        if !attempt.files_changed.is_empty() {
+            let files: Vec<String> = attempt
+                .files_changed
+                .iter()
+                .map(|f| visible(f, false).into_owned())
+                .collect();
+            out.push_str(&format!("  {}: {}\n", attempt.attempt, files.join(", ")));
+        }
+        if let Some(failure) = &attempt.failure {
+            out.push_str(&format!(
+                "  {} failed: {}\n",
+                attempt.attempt,
+                visible(first_line(failure), false)
+            ));
+        }
+    }
+    if let Some(cost) = report.cost_usd {
+        out.push_str(&format!("total cost ${cost:.4}\n"));
+    }
+    match report.attempts.iter().find(|a| a.cheapest_passing) {
+        Some(best) => out.push_str(&format!(
+            "* cheapest passing: attempt {} (codehands approve {})\n",
+            best.attempt,
+            best.session_id.short()
+        )),
+        None if report.settled => {
+            out.push_str("no attempt passes (none finished with passing tests)\n")
+        }
+        None => {}
+    }
+    out
+}
+
+/// One line per attempt while they run: number, agent and model, state, time, cost, diff.
+pub fn live_lines(report: &TaskReport) -> Vec<String> {
+    report
+        .attempts
+        .iter()
+        .map(|a| {
+            let r = row(a);
+            format!(
+                "{:>2} {} {:<20} {:<17} {:>6} {:>9} {}",
+                r[1],
+                r[2],
+                format!("{} {}", r[3], r[4]),
+                r[5],
+                r[6],
+                r[7],
+                r[9]
+            )
+        })
+        .collect()
+}
+
+fn row(a: &AttemptReport) -> Vec<String> {
+    let dash = || "-".to_owned();
+    let tests = if a.tests.is_empty() {
+        dash()
+    } else {
+        let passed = a.tests.iter().filter(|t| t.passed).count();
+        format!("{passed}/{} passed", a.tests.len())
+    };
+    vec![
+        if a.cheapest_passing { "*" } else { "" }.to_owned(),
+        a.attempt.to_string(),
+        a.session_id.short(),
+        a.agent.to_string(),
+        a.model.as_deref().map_or_else(
+            || "(default)".to_owned(),
+            |m| visible(m, false).into_owned(),
+        ),
+        a.state.to_string(),
+        a.duration_ms.map_or_else(dash, seconds),
+        a.cost_usd.map_or_else(dash, |c| format!("${c:.4}")),
+        a.tokens
+            .map_or_else(dash, |t| format!("{}/{}", t.input, t.output)),
+        a.diff_stat
+            .as_ref()
+            .map_or_else(dash, |s| format!("+{} -{}", s.insertions, s.deletions)),
+        a.files_changed.len().to_string(),
+        tests,
+        match a.verify {
+            Some(VerifyVerdict::Passed) => "passed".to_owned(),
+            Some(VerifyVerdict::Failed) => "failed".to_owned(),
+            Some(VerifyVerdict::CouldNotRun) => "could not run".to_owned(),
+            None => dash(),
+        },
+    ]
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+/// One line per task with an attempt among `listed` (`codehands sessions`): its state, how many
+/// attempts, and what they cost together (the sum of its sessions' costs and tokens).
+pub fn task_totals(tasks: &[TaskRecord], listed: &[&SessionRecord]) -> Vec<String> {
+    tasks
+        .iter()
+        .filter_map(|task| {
+            let mine: Vec<&SessionRecord> = listed
+                .iter()
+                .copied()
+                .filter(|r| task.attempt_of(&r.session_id).is_some())
+                .collect();
+            if mine.is_empty() {
+                return None;
+            }
+            let cost: f64 = mine.iter().filter_map(|r| r.cost_usd).sum();
+            let tokens = mine
+                .iter()
+                .filter_map(|r| r.tokens)
+                .fold(runner_core::TokenCounts::default(), |a, b| a + b);
+            Some(format!(
+                "task {} ({}): {} attempts, ${cost:.4}, {} in / {} out tokens",
+                task.task_id.short(),
+                task.state,
+                task.attempts.len(),
+                tokens.input,
+                tokens.output
+            ))
+        })
+        .collect()
+}
