@@ -4,7 +4,8 @@
 It calls no model: what a turn does is chosen by a word in the prompt.
 
 - "tour": every kind of session/update there is (and one that does not exist yet), a tool
-  call of every kind, and a change: it writes `acp.txt`.
+  call of every kind, and a change: it writes `acp.txt`. "slowly" in the prompt pauses a fifth
+  of a second after each update, so a client can leave while the turn surely goes on.
 - "ask": asks permission to run `touch allowed.txt`; allowed, it makes the file.
 - "malformed": prints a line that is not JSON-RPC in the middle of its turn, then goes on.
 - "wait": starts a long command and waits until the client cancels the turn.
@@ -17,10 +18,13 @@ Sessions are kept under $HOME/.acp-test-agent/ so that session/load can replay t
 import json
 import os
 import sys
+import time
 import uuid
 
 CWD = os.getcwd()
 STATE = os.path.join(os.environ.get("HOME", "/tmp"), ".acp-test-agent")
+# Seconds to pause after each update of the turn under way ("slowly").
+PAUSE = 0.0
 
 
 def send(message):
@@ -36,6 +40,8 @@ def update(session, which, **fields):
     fields["sessionUpdate"] = which
     send({"jsonrpc": "2.0", "method": "session/update",
           "params": {"sessionId": session, "update": fields}})
+    if PAUSE:
+        time.sleep(PAUSE)
 
 
 def text(words):
@@ -180,7 +186,9 @@ def fs(s):
 
 
 def prompt(s, params):
+    global PAUSE
     words = " ".join(b.get("text", "") for b in params.get("prompt", []))
+    PAUSE = 0.2 if "slowly" in words else 0.0
     stop = "end_turn"
     if "tour" in words:
         tour(s, words)
