@@ -40,6 +40,18 @@ async fn running_box(world: &World, id: &SessionId) -> (u32, serde_json::Value) 
     panic!("the box of {id} never ran");
 }
 
+/// Whether `pid` runs (a zombie waiting to be reaped has ended).
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
 fn cmdline(pid: u32) -> String {
     String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
         .replace('\0', " ")
@@ -102,17 +114,32 @@ async fn the_recorded_process_is_the_box_and_a_stop_ends_everything_in_it() {
 async fn recover_cleans_what_a_box_killed_with_its_outer_process_left() {
     let world = World::demo();
     let id = SessionId::new_random();
-    let (pid, plan) = {
-        let runner = world.fake_runner("sleep", 0);
-        let _events = runner.start(options(&world, id)).await.unwrap();
-        running_box(&world, &id).await
-        // The runner goes here: nobody supervises the run any more.
-    };
-    nix::sys::signal::kill(
+    // The runner lives on a runtime of its own, which goes with it: its supervising task goes
+    // too (dropping a runner alone leaves that task running, and it would end the turn and
+    // clean up itself), and nobody supervises the run any more.
+    let (pid, plan) = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let found = runtime.block_on(async {
+                    let runner = world.fake_runner("sleep", 0);
+                    let _events = runner.start(options(&world, id)).await.unwrap();
+                    running_box(&world, &id).await
+                });
+                runtime.shutdown_timeout(Duration::from_secs(10));
+                found
+            })
+            .join()
+            .unwrap()
+    });
+    // It may be gone already: the runtime's end may have killed its child.
+    let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    );
     let session = id.to_string();
     wait_until("the box died with its outer process", || {
         !process_running(&session)
@@ -123,6 +150,14 @@ async fn recover_cleans_what_a_box_killed_with_its_outer_process_left() {
         sockets.exists(),
         "a killed box cannot clean up after itself"
     );
+    // The box's last process gone, its output is whole once the relay carrying it ends: only
+    // then is the turn one that nobody runs (before, recover rightly adopts it).
+    let agent: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(world.home.run_dir(&id).join("agent.json")).unwrap())
+            .unwrap();
+    if let Some(relay) = agent["relay"]["pid"].as_u64() {
+        wait_until("the output relay ended", || !pid_alive(relay as u32)).await;
+    }
     let runner = world.fake_runner("sleep", 0);
     runner.recover().await.unwrap();
     assert!(!sockets.exists(), "recover removed the sockets");
