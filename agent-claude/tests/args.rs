@@ -23,6 +23,7 @@ fn request() -> AgentRequest {
             ("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9999".into()),
             ("ANTHROPIC_API_KEY".into(), "sk-secret".into()),
         ],
+        read_only: false,
     }
 }
 

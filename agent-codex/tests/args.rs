@@ -25,6 +25,7 @@ fn request() -> AgentRequest {
             ("OPENAI_BASE_URL".into(), "http://127.0.0.1:4000/v1".into()),
             ("OPENAI_API_KEY".into(), "sk-test".into()),
         ],
+        read_only: false,
     }
 }
 
