@@ -76,6 +76,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST|N",
           conflicts_with_all = ["session_id", "detach", "ask", "then"])]
     pub attempts: Option<String>,
+    /// Run the task as a workflow: phases (plan, implement, review …), each a turn of one
+    /// session with its own agent, model and permissions, and the review's findings back
+    /// to the implementer. A file (a path, or a name ending in `.toml`) or a name: the
+    /// built-in `plan-code-review`, or `$CODEHANDS_HOME/workflows/NAME.toml`. The agents
+    /// and models are the workflow's; `--budget-usd` is split evenly over the most turns it
+    /// can take.
+    #[arg(long, value_name = "FILE|NAME",
+          conflicts_with_all = ["agent", "model", "attempts", "engine", "detach", "ask", "verify"])]
+    pub workflow: Option<String>,
     #[command(flatten)]
     pub decide: DecideArgs,
 }
@@ -102,6 +111,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(wait) = codehands::timing::planted_slowdown() {
         // A regression planted on purpose: `cargo xtask bench check` must fail on it.
         std::thread::sleep(wait);
+    }
+    if let Some(workflow) = args.workflow.clone() {
+        return run_workflow(args, &workflow).await;
     }
     // Each step's span is timed by `CODEHANDS_TIMING` (codehands::timing).
     let step = tracing::trace_span!("run.setup");
@@ -138,6 +150,32 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     if args.detach {
         return detached(&runner, id, args.decide.json).await;
     }
+    watch_and_decide(&runner, id, events, &args.decide).await
+}
+
+/// `codehands run --workflow`: the workflow found and checked, every phase's agent known,
+/// then its phases streamed like one run's turns, and the change decided.
+async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
+    let home = codehands::Setup::from_env()?.home;
+    let workflow = codehands::workflow::find(name, &home)?;
+    let agents: Vec<AgentName> = workflow.phases.iter().map(|p| p.agent.clone()).collect();
+    let runner = super::runner_for_all(&agents)?;
+    let id = args.session_id.unwrap_or_else(SessionId::new_random);
+    let options = runner_core::WorkflowOptions {
+        session_id: id,
+        repo_path: args.repo,
+        prompt: args.prompt,
+        workflow,
+        budget_usd: args.budget_usd,
+        isolation: args.isolation,
+    };
+    let repo = options.repo_path.clone();
+    let events = runner.run_workflow(options).await?;
+    if let Ok(Some(note)) = tokio::task::spawn_blocking(move || dirty_note(&repo)).await {
+        eprintln!("{note}");
+    }
+    super::logging::log_run_to(runner.home(), &id);
+    tracing::info!(session = %id, workflow = name, "started");
     watch_and_decide(&runner, id, events, &args.decide).await
 }
 
