@@ -102,6 +102,7 @@ impl LocalRunner {
             workflow,
             texts: HashMap::new(),
             findings: Vec::new(),
+            conversations: HashMap::new(),
         };
         let prompt = driver.prompt_of(0, None).await;
         let stream = self
@@ -130,6 +131,10 @@ struct Driver {
     texts: HashMap<usize, String>,
     /// The last review's findings above its gate (for `{findings}`).
     findings: Vec<Finding>,
+    /// Each agent's conversation in this session, as its turns' `task.started` said it: a
+    /// later phase of the same agent continues it (an agent keys its conversation by the
+    /// session, so a second fresh one could clash with the first).
+    conversations: HashMap<crate::agent_name::AgentName, String>,
 }
 
 /// How a phase's turn ended.
@@ -138,6 +143,8 @@ struct TurnOutcome {
     turn: Option<u64>,
     /// The agent's final text and cost, when it finished.
     finished: Option<(String, Option<f64>)>,
+    /// The agent's id of the conversation, when its `task.started` said it.
+    conversation: Option<String>,
 }
 
 impl Driver {
@@ -147,6 +154,10 @@ impl Driver {
         let mut round = 1;
         loop {
             let outcome = forward(&mut stream, &tx).await;
+            if let Some(conversation) = outcome.conversation.clone() {
+                let agent = self.workflow.phases[index].agent.clone();
+                self.conversations.insert(agent, conversation);
+            }
             let Some((text, cost)) = outcome.finished else {
                 // Failed, stopped, or the stream ended early: the session says which.
                 return;
@@ -189,9 +200,19 @@ impl Driver {
                 Ok(_) | Err(_) => return,
             };
             let turn_phase = self.turn_phase(index, round);
+            // The same agent's conversation goes on, when it can continue one.
+            let resume_from = self
+                .conversations
+                .get(&phase.agent)
+                .filter(|_| {
+                    self.runner
+                        .agent(&phase.agent)
+                        .is_ok_and(|a| a.capabilities().resume)
+                })
+                .cloned();
             match self
                 .runner
-                .another_turn(&record, prompt, None, verify, Some(turn_phase), "phase")
+                .another_turn(&record, prompt, resume_from, verify, Some(turn_phase), "phase")
                 .await
             {
                 Ok(next) => stream = next,
@@ -380,10 +401,14 @@ async fn forward(stream: &mut EventStream, tx: &UnboundedSender<Event>) -> TurnO
     let mut outcome = TurnOutcome {
         turn: None,
         finished: None,
+        conversation: None,
     };
     while let Some(event) = stream.next().await {
         match &event.body {
             EventBody::PhaseStarted(_) => outcome.turn = Some(event.seq),
+            EventBody::TaskStarted(started) if started.agent_session_id.is_some() => {
+                outcome.conversation = started.agent_session_id.clone()
+            }
             EventBody::TaskFinished(done) => {
                 outcome.finished = Some((done.result.clone().unwrap_or_default(), done.cost_usd))
             }
