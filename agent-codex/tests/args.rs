@@ -259,8 +259,14 @@ fn a_read_only_request_runs_in_codexs_read_only_sandbox() {
     let args = argv(&read_only);
     let at = args.iter().position(|a| a == "--sandbox").unwrap();
     assert_eq!(args[at + 1], "read-only");
-    assert!(args.iter().any(|a| a == "sandbox_mode=\"read-only\""), "{args:?}");
-    assert!(!args.iter().any(|a| a.contains("workspace-write")), "{args:?}");
+    assert!(
+        args.iter().any(|a| a == "sandbox_mode=\"read-only\""),
+        "{args:?}"
+    );
+    assert!(
+        !args.iter().any(|a| a.contains("workspace-write")),
+        "{args:?}"
+    );
     // A resume has no `--sandbox`: the config key says it.
     let resumed = AgentRequest {
         resume: Some(ResumeFrom {
@@ -269,6 +275,13 @@ fn a_read_only_request_runs_in_codexs_read_only_sandbox() {
         ..read_only
     };
     let args = argv(&resumed);
-    assert!(args.iter().any(|a| a == "sandbox_mode=\"read-only\""), "{args:?}");
-    assert!(Codex::with_program("/opt/codex/bin/codex").capabilities().read_only);
+    assert!(
+        args.iter().any(|a| a == "sandbox_mode=\"read-only\""),
+        "{args:?}"
+    );
+    assert!(
+        Codex::with_program("/opt/codex/bin/codex")
+            .capabilities()
+            .read_only
+    );
 }

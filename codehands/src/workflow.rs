@@ -176,8 +176,16 @@ mod tests {
     fn a_name_is_a_built_in_or_a_file_in_the_home() {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::new(dir.path());
-        assert_eq!(find("plan-code-review", &home).unwrap().name, "plan-code-review");
-        assert!(find("mine", &home).unwrap_err().to_string().contains("no workflow"));
+        assert_eq!(
+            find("plan-code-review", &home).unwrap().name,
+            "plan-code-review"
+        );
+        assert!(
+            find("mine", &home)
+                .unwrap_err()
+                .to_string()
+                .contains("no workflow")
+        );
         assert!(find("../x", &home).is_err());
         std::fs::create_dir_all(home.workflows_dir()).unwrap();
         std::fs::write(home.workflows_dir().join("mine.toml"), PLAN_CODE_REVIEW).unwrap();

@@ -145,7 +145,10 @@ async fn claude_plans_and_implements_codex_reviews_and_the_finding_goes_back_onc
         .iter()
         .map(|r| r.to_string())
         .collect();
-    assert!(requests.iter().any(|r| r.contains(FINDING)), "the finding reached Claude");
+    assert!(
+        requests.iter().any(|r| r.contains(FINDING)),
+        "the finding reached Claude"
+    );
 
     // The session awaits approval; approve commits the fix and the comment on a new branch.
     let record = runner.session(&id).await.unwrap();
@@ -156,7 +159,10 @@ async fn claude_plans_and_implements_codex_reviews_and_the_finding_goes_back_onc
         &world.repo,
         &["show", &format!("{}:src/date.js", approved.commit)],
     );
-    assert!(fixed.contains(&format!("date.getMonth() + 1 /* {COMMENT} */")), "{fixed}");
+    assert!(
+        fixed.contains(&format!("date.getMonth() + 1 /* {COMMENT} */")),
+        "{fixed}"
+    );
     assert_eq!(
         runner.session(&id).await.unwrap().state,
         SessionState::Approved

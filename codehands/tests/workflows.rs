@@ -188,7 +188,15 @@ fn refusals_name_the_problem_and_start_nothing() {
     for (path, says) in cases {
         let out = cli_run(
             &world,
-            &["run", ".", "Add a line.", "--workflow", &path, "--isolation", "none"],
+            &[
+                "run",
+                ".",
+                "Add a line.",
+                "--workflow",
+                &path,
+                "--isolation",
+                "none",
+            ],
         );
         let stderr = support::text(&out.stderr);
         assert!(!out.status.success(), "{path}: {stderr}");
@@ -236,7 +244,10 @@ async fn a_read_only_phase_whose_agent_writes_fails_with_reason_phase() {
     assert!(failed.message.contains("planted.txt"), "{}", failed.message);
     let record = runner.session(&id).await.unwrap();
     assert_eq!(record.state, SessionState::Failed);
-    assert!(!record.worktree_path.exists(), "a failed session's worktree goes");
+    assert!(
+        !record.worktree_path.exists(),
+        "a failed session's worktree goes"
+    );
     // The implementer never ran.
     assert!(!world.dir.path().join("logs/coder-prompts.txt").exists());
     support::assert_contiguous(&events);
@@ -318,8 +329,7 @@ async fn a_finding_goes_back_once_then_a_clean_review_awaits_approval() {
         "approval is asked once, after the last phase"
     );
     // The second implement turn was given the finding and the plan.
-    let prompts =
-        std::fs::read_to_string(world.dir.path().join("logs/coder-prompts.txt")).unwrap();
+    let prompts = std::fs::read_to_string(world.dir.path().join("logs/coder-prompts.txt")).unwrap();
     let turns: Vec<&str> = prompts.split("=== end of prompt").collect();
     assert!(turns[0].contains("plan: add a line"), "{prompts}");
     assert!(turns[0].contains("(none)"), "no findings yet: {prompts}");
@@ -333,7 +343,10 @@ async fn a_finding_goes_back_once_then_a_clean_review_awaits_approval() {
     assert_eq!(record.state, SessionState::AwaitingApproval);
     assert_eq!(record.budget_usd, Some(0.2), "1.0 over 5 turns at most");
     let approved = runner.approve(&id, "Add the line").await.unwrap();
-    let content = support::git(&world.repo, &["show", &format!("{}:a.txt", approved.commit)]);
+    let content = support::git(
+        &world.repo,
+        &["show", &format!("{}:a.txt", approved.commit)],
+    );
     assert_eq!(content, "one\nfixed\nfixed\n");
     assert!(approved.branch.starts_with("codehands/"));
 }
@@ -394,5 +407,8 @@ fn the_command_line_prints_phases_and_its_json_is_the_schema() {
     );
     let text = support::ok(&human);
     assert!(text.contains("phase.started"), "{text}");
-    assert!(text.contains("review (review, reviewer, read-only)"), "{text}");
+    assert!(
+        text.contains("review (review, reviewer, read-only)"),
+        "{text}"
+    );
 }

@@ -162,7 +162,10 @@ impl Phase {
 
     fn check(&self, source: &str) -> Result<()> {
         if self.name.trim().is_empty() || self.name.len() > 64 {
-            return Err(refuse(source, "has a phase whose name is empty or over 64 bytes"));
+            return Err(refuse(
+                source,
+                "has a phase whose name is empty or over 64 bytes",
+            ));
         }
         if self.kind != PhaseKind::Implement && self.permissions == PhasePermissions::Edit {
             return Err(refuse(
@@ -176,7 +179,10 @@ impl Phase {
             ));
         }
         if self.prompt.is_empty() {
-            return Err(refuse(source, &format!("phase {:?} has no prompt", self.name)));
+            return Err(refuse(
+                source,
+                &format!("phase {:?} has no prompt", self.name),
+            ));
         }
         for element in &self.prompt {
             let whole = PLACEHOLDERS.contains(&element.as_str());
@@ -227,7 +233,10 @@ impl Workflow {
         let mut names: Vec<&str> = self.phases.iter().map(|p| p.name.as_str()).collect();
         names.sort_unstable();
         if names.windows(2).any(|w| w[0] == w[1]) {
-            return Err(refuse(source, "names two phases alike: give each its own name"));
+            return Err(refuse(
+                source,
+                "names two phases alike: give each its own name",
+            ));
         }
         for phase in &self.phases {
             phase.check(source)?;
@@ -478,7 +487,13 @@ mod tests {
             prompt: vec!["Task:".into(), "{task}".into()],
             gate: None,
         };
-        let text = phase.render(|p| if p == "{task}" { "do {diff}".into() } else { String::new() });
+        let text = phase.render(|p| {
+            if p == "{task}" {
+                "do {diff}".into()
+            } else {
+                String::new()
+            }
+        });
         assert_eq!(text, "Task:\n\ndo {diff}");
     }
 }

@@ -238,16 +238,28 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
             p.name,
             p.kind.as_str(),
             p.agent,
-            p.model.as_deref().map(|m| format!(":{m}")).unwrap_or_default(),
+            p.model
+                .as_deref()
+                .map(|m| format!(":{m}"))
+                .unwrap_or_default(),
             if p.read_only { ", read-only" } else { "" },
-            if p.round > 1 { format!(", round {}", p.round) } else { String::new() },
+            if p.round > 1 {
+                format!(", round {}", p.round)
+            } else {
+                String::new()
+            },
         ),
         EventBody::PhaseFinished(p) => match p.cost_usd {
             Some(cost) => format!("{} done (${cost:.4})", p.name),
             None => format!("{} done", p.name),
         },
         EventBody::ReviewFinding(f) => match f.line {
-            Some(line) => format!("[{}] {}:{line} {}", f.severity.as_str(), f.file, flat(&f.text)),
+            Some(line) => format!(
+                "[{}] {}:{line} {}",
+                f.severity.as_str(),
+                f.file,
+                flat(&f.text)
+            ),
             None => format!("[{}] {} {}", f.severity.as_str(), f.file, flat(&f.text)),
         },
     };

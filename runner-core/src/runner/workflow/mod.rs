@@ -162,7 +162,10 @@ impl Driver {
                 // Failed, stopped, or the stream ended early: the session says which.
                 return;
             };
-            match self.after_phase(index, round, outcome.turn, text, cost).await {
+            match self
+                .after_phase(index, round, outcome.turn, text, cost)
+                .await
+            {
                 Ok((events, next)) => {
                     send(&tx, events);
                     match next {
@@ -179,7 +182,11 @@ impl Driver {
                         }
                     }
                 }
-                Err(Broken::Rules { events, message, cost }) => {
+                Err(Broken::Rules {
+                    events,
+                    message,
+                    cost,
+                }) => {
                     send(&tx, events);
                     match phase::fail(&self.runner.shared, &self.id, message, cost).await {
                         Ok(events) => send(&tx, events),
@@ -212,7 +219,14 @@ impl Driver {
                 .cloned();
             match self
                 .runner
-                .another_turn(&record, prompt, resume_from, verify, Some(turn_phase), "phase")
+                .another_turn(
+                    &record,
+                    prompt,
+                    resume_from,
+                    verify,
+                    Some(turn_phase),
+                    "phase",
+                )
                 .await
             {
                 Ok(next) => stream = next,
@@ -275,7 +289,10 @@ impl Driver {
         if let Some(why) = broken {
             return Err(Broken::Rules {
                 events,
-                message: format!("phase {:?} ({}) broke its rules: {why}", phase.name, phase.agent),
+                message: format!(
+                    "phase {:?} ({}) broke its rules: {why}",
+                    phase.name, phase.agent
+                ),
                 cost,
             });
         }

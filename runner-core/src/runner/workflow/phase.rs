@@ -189,11 +189,7 @@ pub(crate) async fn keep_before(files: &RunFiles, worktree: &Path, turn: u64) ->
 
 /// Why read-only turn `turn` broke its rule, if it did: the worktree now differs from the
 /// fingerprint its supervisor kept before the agent ran (or there is none to compare).
-pub(crate) async fn wrote_anyway(
-    files: &RunFiles,
-    worktree: &Path,
-    turn: u64,
-) -> Option<String> {
+pub(crate) async fn wrote_anyway(files: &RunFiles, worktree: &Path, turn: u64) -> Option<String> {
     let bytes = crate::private::read_no_follow(&files.dir().join(BEFORE_FILE))
         .ok()
         .flatten();
@@ -222,7 +218,11 @@ pub(crate) async fn wrote_anyway(
     (!changed.is_empty()).then(|| {
         let names: Vec<String> = changed
             .iter()
-            .map(|k| k.trim_start_matches('/').replace("\"/\"", "/").replace('"', ""))
+            .map(|k| {
+                k.trim_start_matches('/')
+                    .replace("\"/\"", "/")
+                    .replace('"', "")
+            })
             .collect();
         format!(
             "the read-only phase changed the worktree ({}): its agent wrote anyway",
@@ -331,7 +331,11 @@ mod tests {
         std::fs::write(root.join(".git"), "gitdir: elsewhere").unwrap();
         let before = Fingerprint::of(root).unwrap();
         std::fs::write(root.join(".git"), "gitdir: moved").unwrap();
-        assert!(before.changes(&Fingerprint::of(root).unwrap(), 5).is_empty());
+        assert!(
+            before
+                .changes(&Fingerprint::of(root).unwrap(), 5)
+                .is_empty()
+        );
         std::fs::write(root.join("src/a.txt"), "b").unwrap();
         assert_eq!(before.changes(&Fingerprint::of(root).unwrap(), 5).len(), 1);
         std::fs::write(root.join("src/a.txt"), "a").unwrap();
