@@ -39,6 +39,14 @@ args = ["-c", "cat > /dev/null; echo planted > planted.txt; echo 'plan: done'"]
 parser = "text"
 "#;
 
+/// A planner that takes its time (Ctrl-C comes while it runs).
+const SLOW_PLANNER: &str = r#"
+name = "slow-planner"
+program = "/bin/sh"
+args = ["-c", "cat > /dev/null; echo planning; sleep 30; echo 'plan: late'"]
+parser = "text"
+"#;
+
 /// A reviewer: one major finding on its first review, none (in a ```json fence) after.
 const REVIEWER: &str = r#"
 name = "reviewer"
@@ -98,6 +106,7 @@ fn world() -> World {
         ("coder", CODER),
         ("planner", PLANNER),
         ("bad-planner", BAD_PLANNER),
+        ("slow-planner", SLOW_PLANNER),
         ("reviewer", REVIEWER),
         ("lazy-reviewer", LAZY_REVIEWER),
     ] {
@@ -411,4 +420,55 @@ fn the_command_line_prints_phases_and_its_json_is_the_schema() {
         text.contains("review (review, reviewer, read-only)"),
         "{text}"
     );
+}
+
+#[test]
+fn ctrl_c_stops_the_phase_under_way_and_no_later_phase_starts() {
+    use std::io::BufRead;
+    let world = world();
+    let path = world.dir.path().join("slow.toml");
+    std::fs::write(&path, workflow("slow-planner", "reviewer")).unwrap();
+    let mut child = world
+        .codehands()
+        .current_dir(&world.repo)
+        .args(["run", ".", "Add a line to a.txt.", "--workflow"])
+        .arg(&path)
+        .args(["--isolation", "none", "--json"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let planning = line.contains("\"planning\"");
+        seen.push(line);
+        if planning {
+            break;
+        }
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    seen.extend(lines.map(|l| l.unwrap()));
+    let status = child.wait().unwrap();
+    let types: Vec<String> = seen
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+        .collect();
+    assert_eq!(
+        types.iter().filter(|t| t.contains("phase.started")).count(),
+        1,
+        "{seen:#?}"
+    );
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("\"task.stopped\""),
+        "{seen:#?}"
+    );
+    assert!(status.success(), "{status:?}");
+    let sessions = support::run(world.codehands().args(["sessions", "--json"]));
+    let text = support::ok(&sessions);
+    assert!(text.contains("\"stopped\""), "{text}");
 }

@@ -153,6 +153,36 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     watch_and_decide(&runner, id, events, &args.decide).await
 }
 
+/// Stops session `id` on Ctrl-C. Between two phases of a workflow the session briefly awaits
+/// approval (no turn runs to stop): the stop is tried again until the next phase's turn runs,
+/// for a few seconds at most, unless the last event seen already closed the run.
+async fn stop_soon(runner: &dyn Runner, id: SessionId, last: Option<&Event>) {
+    let closed = last.is_some_and(|e| {
+        matches!(
+            e.body,
+            EventBody::ApprovalRequested(_) | EventBody::TaskFailed(_) | EventBody::TaskStopped(_)
+        )
+    });
+    for _ in 0..100 {
+        match runner.stop(&id).await {
+            Ok(()) => return,
+            Err(e) if e.kind() == runner_core::ErrorKind::IllegalMove && !closed => {
+                let state = runner.session(&id).await.map(|r| r.state);
+                if state.ok() != Some(runner_core::SessionState::AwaitingApproval) {
+                    eprintln!("codehands: {e}");
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => {
+                eprintln!("codehands: {e}");
+                return;
+            }
+        }
+    }
+    eprintln!("codehands: session {id} awaits approval: nothing runs to stop");
+}
+
 /// `codehands run --workflow`: the workflow found and checked, every phase's agent known,
 /// then its phases streamed like one run's turns, and the change decided.
 async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
@@ -374,9 +404,7 @@ async fn watch(
                 questions.stop();
                 view.clear_spinner();
                 eprintln!("stopping session {id} …");
-                if let Err(e) = runner.stop(&id).await {
-                    eprintln!("codehands: {e}");
-                }
+                stop_soon(runner, id, last.as_ref()).await;
             }
         }
     }
