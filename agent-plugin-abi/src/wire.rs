@@ -412,6 +412,20 @@ mod tests {
     }
 
     #[test]
+    fn read_only_is_false_unless_said() {
+        let plain = AgentRequest {
+            read_only: false,
+            ..request()
+        };
+        let json = serde_json::to_string(&RequestWire::try_from(&plain).unwrap()).unwrap();
+        assert!(!json.contains("readOnly"), "an older plugin reads it: {json}");
+        let back = AgentRequest::from(serde_json::from_str::<RequestWire>(&json).unwrap());
+        assert!(!back.read_only);
+        let json = serde_json::to_string(&RequestWire::try_from(&request()).unwrap()).unwrap();
+        assert!(json.contains(r#""readOnly":true"#), "{json}");
+    }
+
+    #[test]
     fn a_request_crosses_whole() {
         let json = serde_json::to_string(&RequestWire::try_from(&request()).unwrap()).unwrap();
         let back = AgentRequest::from(serde_json::from_str::<RequestWire>(&json).unwrap());

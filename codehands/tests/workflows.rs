@@ -472,3 +472,63 @@ fn ctrl_c_stops_the_phase_under_way_and_no_later_phase_starts() {
     let text = support::ok(&sessions);
     assert!(text.contains("\"stopped\""), "{text}");
 }
+
+/// A sandbox whose tests always fail.
+struct FailingSandbox;
+
+#[async_trait::async_trait]
+impl runner_core::Sandbox for FailingSandbox {
+    async fn available(&self) -> bool {
+        true
+    }
+
+    async fn run_tests(
+        &self,
+        _request: &runner_core::SandboxRequest,
+    ) -> runner_core::SandboxResult {
+        runner_core::SandboxResult {
+            n: 1,
+            command: "npm test".into(),
+            image: "codehands/sandbox-node:22".into(),
+            passed: false,
+            exit_code: Some(1),
+            timed_out: false,
+            out_of_memory: false,
+            output: "1 failing".into(),
+            duration_ms: 5,
+            error: None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_verify_gate_whose_tests_fail_fails_the_phase() {
+    let world = world();
+    let runner = runner(&world).with_sandbox(std::sync::Arc::new(FailingSandbox));
+    let text = workflow("planner", "reviewer").replace(
+        "agent = \"coder\"\npermissions = \"edit\"",
+        "agent = \"coder\"\npermissions = \"edit\"\ngate = { verify = true }",
+    );
+    let options = options(&world, &text);
+    let id = options.session_id;
+    let events = suite::collect(runner.run_workflow(options).await.unwrap()).await;
+    let failed = failure_of(&events);
+    assert_eq!(failed.reason, FailureKind::Phase, "{failed:?}");
+    assert!(
+        failed.message.contains("tests did not pass"),
+        "{}",
+        failed.message
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::TestResult(t) if t.sandboxed)),
+        "the sandbox ran after the implement phase"
+    );
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::Failed
+    );
+    // The reviewer never ran.
+    assert!(!world.dir.path().join("logs/reviews").exists());
+}
