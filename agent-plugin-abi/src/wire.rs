@@ -418,7 +418,10 @@ mod tests {
             ..request()
         };
         let json = serde_json::to_string(&RequestWire::try_from(&plain).unwrap()).unwrap();
-        assert!(!json.contains("readOnly"), "an older plugin reads it: {json}");
+        assert!(
+            !json.contains("readOnly"),
+            "an older plugin reads it: {json}"
+        );
         let back = AgentRequest::from(serde_json::from_str::<RequestWire>(&json).unwrap());
         assert!(!back.read_only);
         let json = serde_json::to_string(&RequestWire::try_from(&request()).unwrap()).unwrap();
