@@ -149,7 +149,27 @@ async fn claude_plans_and_implements_codex_reviews_and_the_finding_goes_back_onc
         requests.iter().any(|r| r.contains(FINDING)),
         "the finding reached Claude"
     );
+    // The plan turn ran in Claude Code's plan mode (`--permission-mode plan`): the pinned
+    // version tells its model so.
+    assert!(
+        requests[0].contains("Plan mode is active"),
+        "the plan phase is read-only"
+    );
 
+    // Both reviews ran in Codex's read-only sandbox (the second one resumed): Codex tells
+    // its model the mode.
+    let reviews: Vec<String> = openai
+        .requests()
+        .iter()
+        .filter_map(|r| r.json().map(|j| j.to_string()))
+        .collect();
+    assert!(reviews.len() >= 2, "two reviews: {}", reviews.len());
+    for review in &reviews {
+        assert!(
+            review.contains("`sandbox_mode` is `read-only`"),
+            "the review is read-only"
+        );
+    }
     // The session awaits approval; approve commits the fix and the comment on a new branch.
     let record = runner.session(&id).await.unwrap();
     assert_eq!(record.state, SessionState::AwaitingApproval);
