@@ -111,6 +111,7 @@ impl Agent for AcpAgent {
             steer: false,
             interrupt: true,
             ask_permission: true,
+            read_only: false,
         }
     }
 

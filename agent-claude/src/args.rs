@@ -13,6 +13,9 @@ use crate::input;
 /// test command, so any other command is refused and reported as denied.
 const ALLOWED_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
 
+/// The allow list of a read-only turn (`AgentRequest::read_only`): reading tools only.
+const READ_ONLY_TOOLS: [&str; 3] = ["Read", "Glob", "Grep"];
+
 /// Flags codehands sets itself (the stream-json format flags and the safety flags
 /// ARCHITECTURE.md's "Security" lists), or that would widen what the agent may do or take the run out of the
 /// process codehands supervises. A caller's argument naming one of them is refused.
@@ -109,7 +112,13 @@ pub(crate) fn build(
         "stream-json",
         "--replay-user-messages",
         "--permission-mode",
-        "acceptEdits",
+        // A read-only turn (a workflow's plan or review) runs in Claude Code's plan mode,
+        // which edits nothing, with only the reading tools allowed (below).
+        if request.read_only {
+            "plan"
+        } else {
+            "acceptEdits"
+        },
         "--strict-mcp-config",
     ]
     .map(OsString::from)
@@ -142,7 +151,11 @@ pub(crate) fn build(
         }
     }
     args.push("--allowedTools".into());
-    args.push(allowed_tools(request.test_command.as_deref())?.into());
+    if request.read_only {
+        args.push(READ_ONLY_TOOLS.join(",").into());
+    } else {
+        args.push(allowed_tools(request.test_command.as_deref())?.into());
+    }
     // `--flag=value` keeps a value that starts with `-` from being read as a flag.
     args.push(format!("--max-budget-usd={}", budget).into());
     if let Some(model) = &request.model {

@@ -114,6 +114,8 @@ impl Agent for ClaudeCode {
             steer: true,
             interrupt: true,
             ask_permission: true,
+            // Plan mode with the reading tools alone (args.rs).
+            read_only: true,
         }
     }
 

@@ -23,6 +23,7 @@ fn request() -> AgentRequest {
             ("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9999".into()),
             ("ANTHROPIC_API_KEY".into(), "sk-secret".into()),
         ],
+        read_only: false,
     }
 }
 
@@ -315,4 +316,25 @@ fn anthropic_models_are_taken_and_other_vendors_refused() {
         let err = agent.check_model(model).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{model:?}: {err}");
     }
+}
+
+#[test]
+fn a_read_only_request_runs_in_plan_mode_with_the_reading_tools_alone() {
+    let agent = ClaudeCode::with_program("/opt/claude");
+    let read_only = AgentRequest {
+        read_only: true,
+        ..request()
+    };
+    let args = args_of(&agent, &read_only);
+    let after = |flag: &str| {
+        let at = args.iter().position(|a| a == flag).unwrap();
+        args[at + 1].clone()
+    };
+    assert_eq!(after("--permission-mode"), "plan");
+    assert_eq!(after("--allowedTools"), "Read,Glob,Grep");
+    assert!(agent.capabilities().read_only);
+    // Without it, edits are accepted as before.
+    let args = args_of(&agent, &request());
+    let at = args.iter().position(|a| a == "--permission-mode").unwrap();
+    assert_eq!(args[at + 1], "acceptEdits");
 }

@@ -31,12 +31,19 @@ pub(crate) fn build(program: PathBuf, request: &AgentRequest) -> Result<Invocati
         None => None,
     };
     args.push("--json".into());
+    // A read-only turn (a workflow's plan or review) runs in Codex's read-only sandbox:
+    // its commands may read, and nothing writes the worktree.
+    let sandbox = if request.read_only {
+        "read-only"
+    } else {
+        "workspace-write"
+    };
     if thread.is_none() {
         // `exec resume` has no `--sandbox`; the config key below says the same there.
-        args.extend(["--sandbox", "workspace-write"].map(OsString::from));
+        args.extend(["--sandbox", sandbox].map(OsString::from));
     }
     let mut config: Vec<(String, String)> = vec![
-        ("sandbox_mode".into(), toml_string("workspace-write")),
+        ("sandbox_mode".into(), toml_string(sandbox)),
         // No one answers a prompt in a headless run: a command that needs more than
         // the sandbox allows fails instead of waiting.
         ("approval_policy".into(), toml_string("never")),

@@ -124,6 +124,8 @@ impl Agent for Codex {
             steer: false,
             interrupt: false,
             ask_permission: false,
+            // Its `read-only` sandbox (args.rs).
+            read_only: true,
         }
     }
 

@@ -25,6 +25,7 @@ fn request() -> AgentRequest {
             ("OPENAI_BASE_URL".into(), "http://127.0.0.1:4000/v1".into()),
             ("OPENAI_API_KEY".into(), "sk-test".into()),
         ],
+        read_only: false,
     }
 }
 
@@ -247,4 +248,40 @@ fn its_providers_models_are_taken_and_other_vendors_refused() {
         let err = agent.check_model(model).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{model:?}: {err}");
     }
+}
+
+#[test]
+fn a_read_only_request_runs_in_codexs_read_only_sandbox() {
+    let read_only = AgentRequest {
+        read_only: true,
+        ..request()
+    };
+    let args = argv(&read_only);
+    let at = args.iter().position(|a| a == "--sandbox").unwrap();
+    assert_eq!(args[at + 1], "read-only");
+    assert!(
+        args.iter().any(|a| a == "sandbox_mode=\"read-only\""),
+        "{args:?}"
+    );
+    assert!(
+        !args.iter().any(|a| a.contains("workspace-write")),
+        "{args:?}"
+    );
+    // A resume has no `--sandbox`: the config key says it.
+    let resumed = AgentRequest {
+        resume: Some(ResumeFrom {
+            agent_session_id: THREAD.into(),
+        }),
+        ..read_only
+    };
+    let args = argv(&resumed);
+    assert!(
+        args.iter().any(|a| a == "sandbox_mode=\"read-only\""),
+        "{args:?}"
+    );
+    assert!(
+        Codex::with_program("/opt/codex/bin/codex")
+            .capabilities()
+            .read_only
+    );
 }

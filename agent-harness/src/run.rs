@@ -144,6 +144,7 @@ impl<'a> Harness<'a> {
             test_command: scenario.test_command.map(str::to_owned),
             resume: None,
             provider_env: (self.provider_env)(&server),
+            read_only: false,
         };
         if !scenario.answers.is_empty() {
             request.permissions = runner_core::options::PermissionMode::Ask;

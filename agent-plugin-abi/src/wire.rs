@@ -170,6 +170,10 @@ pub struct RequestWire {
     /// Deny or ask, for tools outside the allow list (absent from an older host: deny).
     #[serde(default)]
     pub permissions: runner_contract::PermissionMode,
+    /// Read-only tools only (a workflow's plan or review phase; absent from an older host:
+    /// false). The runner checks the worktree after the turn whatever the plugin does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// [`StdinClose`] as JSON.
@@ -281,6 +285,7 @@ impl TryFrom<&AgentRequest> for RequestWire {
             resume: request.resume.as_ref().map(|r| r.agent_session_id.clone()),
             provider_env: request.provider_env.clone(),
             permissions: request.permissions,
+            read_only: request.read_only,
         })
     }
 }
@@ -301,6 +306,7 @@ impl From<RequestWire> for AgentRequest {
                 .map(|agent_session_id| ResumeFrom { agent_session_id }),
             provider_env: wire.provider_env,
             permissions: wire.permissions,
+            read_only: wire.read_only,
         }
     }
 }
@@ -401,7 +407,25 @@ mod tests {
                 agent_session_id: "thread-1".into(),
             }),
             provider_env: vec![("OPENAI_BASE_URL".into(), "http://127.0.0.1:1".into())],
+            read_only: true,
         }
+    }
+
+    #[test]
+    fn read_only_is_false_unless_said() {
+        let plain = AgentRequest {
+            read_only: false,
+            ..request()
+        };
+        let json = serde_json::to_string(&RequestWire::try_from(&plain).unwrap()).unwrap();
+        assert!(
+            !json.contains("readOnly"),
+            "an older plugin reads it: {json}"
+        );
+        let back = AgentRequest::from(serde_json::from_str::<RequestWire>(&json).unwrap());
+        assert!(!back.read_only);
+        let json = serde_json::to_string(&RequestWire::try_from(&request()).unwrap()).unwrap();
+        assert!(json.contains(r#""readOnly":true"#), "{json}");
     }
 
     #[test]

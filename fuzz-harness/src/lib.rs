@@ -110,6 +110,7 @@ fn acp_parser() -> Box<dyn AgentParser> {
         resume: None,
         permissions: Default::default(),
         provider_env: Vec::new(),
+        read_only: false,
     };
     agent.parser_for(&request)
 }

@@ -73,6 +73,15 @@ pub enum EventBody {
     /// How a permission request ended: allowed, denied, or denied for want of an answer.
     #[serde(rename = "permission.resolved")]
     PermissionResolved(PermissionResolved),
+    /// A phase of a workflow began: its turn's events follow (`LocalRunner::run_workflow`).
+    #[serde(rename = "phase.started")]
+    PhaseStarted(PhaseStarted),
+    /// A phase of a workflow ended, with what its turn cost.
+    #[serde(rename = "phase.finished")]
+    PhaseFinished(PhaseFinished),
+    /// One finding of a review phase, read from the reviewer's JSON answer.
+    #[serde(rename = "review.finding")]
+    ReviewFinding(crate::workflow::Finding),
 }
 
 impl EventBody {
@@ -93,6 +102,9 @@ impl EventBody {
             Self::ApprovalRequested(_) => "approval.requested",
             Self::PermissionRequested(_) => "permission.requested",
             Self::PermissionResolved(_) => "permission.resolved",
+            Self::PhaseStarted(_) => "phase.started",
+            Self::PhaseFinished(_) => "phase.finished",
+            Self::ReviewFinding(_) => "review.finding",
         }
     }
 
@@ -347,6 +359,9 @@ pub enum FailureKind {
     /// The disk holding the run's files or its worktree was full or read-only: free space,
     /// then run `codehands recover`.
     DiskFull,
+    /// A workflow's phase broke its rules: a read-only phase changed the worktree, a
+    /// reviewer's answer was not the JSON findings asked for, a gate's tests failed.
+    Phase,
     /// Anything else.
     Internal,
 }
@@ -434,4 +449,42 @@ pub struct PermissionResolved {
     /// The input the caller changed the tool's to, when it allowed with a change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_input: Option<serde_json::Value>,
+}
+
+/// Payload of `phase.started`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhaseStarted {
+    /// The phase's name in its workflow.
+    pub name: String,
+    /// What it does.
+    pub kind: crate::workflow::PhaseKind,
+    /// The agent that runs it.
+    pub agent: crate::agent_name::AgentName,
+    /// The model, when the workflow names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Whether the agent may only read.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Which review round this turn belongs to: 1, then 2 … after findings went back.
+    pub round: u32,
+}
+
+/// Payload of `phase.finished`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhaseFinished {
+    /// The phase's name in its workflow.
+    pub name: String,
+    /// The agent that ran it.
+    pub agent: crate::agent_name::AgentName,
+    /// The model, when the workflow names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// What the phase's turn cost in US dollars, as its agent reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Which review round this turn belonged to.
+    pub round: u32,
 }

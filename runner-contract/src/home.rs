@@ -63,6 +63,11 @@ impl Home {
         self.root.join("agents")
     }
 
+    /// `workflows/`: workflow files (`<name>.toml`), found by name with `--workflow NAME`.
+    pub fn workflows_dir(&self) -> PathBuf {
+        self.root.join("workflows")
+    }
+
     /// `plugins/`: agent plugin libraries (`*.so`).
     pub fn plugins_dir(&self) -> PathBuf {
         self.root.join("plugins")

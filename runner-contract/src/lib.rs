@@ -17,6 +17,8 @@
 //!   the user, never reached through a link.
 //! - [`present`]: an agent's text made safe for a terminal, and the lines of reports;
 //!   [`bypass`]: the one list of arguments that turn off an agent's permission checks.
+//! - [`workflow`]: workflows as data (phases with their agents, permissions and gates), a
+//!   reviewer's findings.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 
 pub mod agent_name;
@@ -40,6 +42,7 @@ pub mod task;
 pub mod testrun;
 pub mod text_lines;
 pub mod traits;
+pub mod workflow;
 
 pub use agent_name::AgentName;
 pub use error::{Error, ErrorKind, Result};
@@ -69,6 +72,9 @@ pub use traits::sandbox::{
     BoxLimits, Sandbox, SandboxError, SandboxErrorKind, SandboxRequest, SandboxResult,
 };
 pub use traits::vcs::{PreparedCommit, Signature, ToolWorktree, Vcs, WorktreeSpec};
+pub use workflow::{
+    Finding, Gate, Phase, PhaseKind, PhasePermissions, Severity, Workflow, WorkflowOptions,
+};
 
 /// The current time as RFC 3339 with milliseconds, UTC: the format of every `ts`.
 pub fn now_rfc3339() -> String {

@@ -180,6 +180,7 @@ mod tests {
         (Running, AwaitingApproval),
         (Running, Stopped),
         (Running, Failed),
+        (AwaitingApproval, Failed),
         (Stopped, Running),
         (AwaitingApproval, Running),
         (Stopped, Rejecting),

@@ -50,7 +50,9 @@ impl SessionState {
     /// `queued → running → awaiting_approval → approved | rejected`,
     /// `running → stopped → running`, `awaiting_approval → running` (a follow-up turn of the
     /// same conversation, `Runner::send`), `stopped → rejected` (a stopped session thrown away
-    /// without paying for the rest of its run), and `queued | running → failed`; approve and reject
+    /// without paying for the rest of its run), `queued | running → failed`, and
+    /// `awaiting_approval → failed` (a workflow's phase that broke its rules once its turn
+    /// ended: a read-only phase that wrote, a reviewer's malformed answer); approve and reject
     /// are journaled: `awaiting_approval → approving → approved` (or back to
     /// `awaiting_approval` when the commit never reached the branch) and
     /// `awaiting_approval | stopped → rejecting → rejected`. A runner without a repository (the fake
@@ -64,6 +66,7 @@ impl SessionState {
                 | (Running, AwaitingApproval)
                 | (Running, Stopped)
                 | (Running, Failed)
+                | (AwaitingApproval, Failed)
                 | (Stopped, Running)
                 | (AwaitingApproval, Running)
                 | (Stopped, Rejecting)

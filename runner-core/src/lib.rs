@@ -27,7 +27,7 @@ pub mod store;
 // The contract, under the paths it had before it became a crate of its own.
 pub use runner_contract::{
     agent_name, bypass, error, event, home, ids, json_lines, present, private, repo_key, schema,
-    sequence, session, task, testrun, text_lines, traits,
+    sequence, session, task, testrun, text_lines, traits, workflow,
 };
 
 /// What callers pass in and get back: the contract's `options`, and [`Sent`], which
@@ -75,5 +75,6 @@ pub use traits::sandbox::{
     BoxLimits, Sandbox, SandboxError, SandboxErrorKind, SandboxRequest, SandboxResult,
 };
 pub use traits::vcs::{PreparedCommit, Signature, ToolWorktree, Vcs, WorktreeSpec};
+pub use workflow::{Finding, Workflow, WorkflowOptions};
 
 pub use runner_contract::now_rfc3339;

@@ -100,7 +100,10 @@ pub fn build(input: ReportInput<'_>) -> RunReport {
             EventBody::CommandStarted(_)
             | EventBody::ProviderStatus(_)
             | EventBody::TaskFailed(_)
-            | EventBody::TaskStopped(_) => {}
+            | EventBody::TaskStopped(_)
+            | EventBody::PhaseStarted(_)
+            | EventBody::PhaseFinished(_)
+            | EventBody::ReviewFinding(_) => {}
             EventBody::PermissionRequested(p) => {
                 asked.insert(&p.request_id, &p.tool);
             }

@@ -331,6 +331,7 @@ fn same_flags(
         test_command: Some("npm test".into()),
         resume: None,
         provider_env: Vec::new(),
+        read_only: false,
     };
     let invocation = agent_claude::ClaudeCode::with_program(claude)
         .invocation(&request)

@@ -100,6 +100,7 @@ fn request() -> String {
         test_command: None,
         resume: None,
         provider_env: Vec::new(),
+        read_only: false,
     };
     serde_json::to_string(&RequestWire::try_from(&request).unwrap()).unwrap()
 }

@@ -265,6 +265,17 @@ fn runner_for(agent: &runner_core::AgentName) -> Result<runner_core::LocalRunner
     codehands::RunnerBuilder::runner(setup, registry)
 }
 
+/// The runner, once every agent in `agents` is known to it (a workflow's phases).
+fn runner_for_all(agents: &[runner_core::AgentName]) -> Result<runner_core::LocalRunner> {
+    let mut setup = codehands::Setup::from_env()?;
+    setup.settings.supervisor = Some(supervisor_command()?);
+    let (registry, problems) = builder_with_sources(setup.clone())?.agents()?;
+    if let Some(agent) = agents.iter().find(|a| !registry.contains(a)) {
+        return Err(codehands::unknown_agent(&registry, &problems, agent));
+    }
+    codehands::RunnerBuilder::runner(setup, registry)
+}
+
 /// Parses `--isolation box|none` (clap value parser).
 fn isolation(text: &str) -> std::result::Result<runner_core::Isolation, String> {
     match text {

@@ -76,6 +76,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST|N",
           conflicts_with_all = ["session_id", "detach", "ask", "then"])]
     pub attempts: Option<String>,
+    /// Run the task as a workflow: phases (plan, implement, review …), each a turn of one
+    /// session with its own agent, model and permissions, and the review's findings back
+    /// to the implementer. A file (a path, or a name ending in `.toml`) or a name: the
+    /// built-in `plan-code-review`, or `$CODEHANDS_HOME/workflows/NAME.toml`. The agents
+    /// and models are the workflow's; `--budget-usd` is split evenly over the most turns it
+    /// can take.
+    #[arg(long, value_name = "FILE|NAME",
+          conflicts_with_all = ["agent", "model", "attempts", "engine", "detach", "ask", "verify"])]
+    pub workflow: Option<String>,
     #[command(flatten)]
     pub decide: DecideArgs,
 }
@@ -102,6 +111,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(wait) = codehands::timing::planted_slowdown() {
         // A regression planted on purpose: `cargo xtask bench check` must fail on it.
         std::thread::sleep(wait);
+    }
+    if let Some(workflow) = args.workflow.clone() {
+        return run_workflow(args, &workflow).await;
     }
     // Each step's span is timed by `CODEHANDS_TIMING` (codehands::timing).
     let step = tracing::trace_span!("run.setup");
@@ -138,6 +150,62 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     if args.detach {
         return detached(&runner, id, args.decide.json).await;
     }
+    watch_and_decide(&runner, id, events, &args.decide).await
+}
+
+/// Stops session `id` on Ctrl-C. Between two phases of a workflow the session briefly awaits
+/// approval (no turn runs to stop): the stop is tried again until the next phase's turn runs,
+/// for a few seconds at most, unless the last event seen already closed the run.
+async fn stop_soon(runner: &dyn Runner, id: SessionId, last: Option<&Event>) {
+    let closed = last.is_some_and(|e| {
+        matches!(
+            e.body,
+            EventBody::ApprovalRequested(_) | EventBody::TaskFailed(_) | EventBody::TaskStopped(_)
+        )
+    });
+    for _ in 0..100 {
+        match runner.stop(&id).await {
+            Ok(()) => return,
+            Err(e) if e.kind() == runner_core::ErrorKind::IllegalMove && !closed => {
+                let state = runner.session(&id).await.map(|r| r.state);
+                if state.ok() != Some(runner_core::SessionState::AwaitingApproval) {
+                    eprintln!("codehands: {e}");
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => {
+                eprintln!("codehands: {e}");
+                return;
+            }
+        }
+    }
+    eprintln!("codehands: session {id} awaits approval: nothing runs to stop");
+}
+
+/// `codehands run --workflow`: the workflow found and checked, every phase's agent known,
+/// then its phases streamed like one run's turns, and the change decided.
+async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
+    let home = codehands::Setup::from_env()?.home;
+    let workflow = codehands::workflow::find(name, &home)?;
+    let agents: Vec<AgentName> = workflow.phases.iter().map(|p| p.agent.clone()).collect();
+    let runner = super::runner_for_all(&agents)?;
+    let id = args.session_id.unwrap_or_else(SessionId::new_random);
+    let options = runner_core::WorkflowOptions {
+        session_id: id,
+        repo_path: args.repo,
+        prompt: args.prompt,
+        workflow,
+        budget_usd: args.budget_usd,
+        isolation: args.isolation,
+    };
+    let repo = options.repo_path.clone();
+    let events = runner.run_workflow(options).await?;
+    if let Ok(Some(note)) = tokio::task::spawn_blocking(move || dirty_note(&repo)).await {
+        eprintln!("{note}");
+    }
+    super::logging::log_run_to(runner.home(), &id);
+    tracing::info!(session = %id, workflow = name, "started");
     watch_and_decide(&runner, id, events, &args.decide).await
 }
 
@@ -336,9 +404,7 @@ async fn watch(
                 questions.stop();
                 view.clear_spinner();
                 eprintln!("stopping session {id} …");
-                if let Err(e) = runner.stop(&id).await {
-                    eprintln!("codehands: {e}");
-                }
+                stop_soon(runner, id, last.as_ref()).await;
             }
         }
     }

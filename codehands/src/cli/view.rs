@@ -233,6 +233,35 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
             .clone()
             .unwrap_or_else(|| "stopped; resume it with `codehands resume`".into()),
         EventBody::ApprovalRequested(a) => format!("waiting for approval on {}", a.branch),
+        EventBody::PhaseStarted(p) => format!(
+            "{} ({}, {}{}{}){}",
+            p.name,
+            p.kind.as_str(),
+            p.agent,
+            p.model
+                .as_deref()
+                .map(|m| format!(":{m}"))
+                .unwrap_or_default(),
+            if p.read_only { ", read-only" } else { "" },
+            if p.round > 1 {
+                format!(", round {}", p.round)
+            } else {
+                String::new()
+            },
+        ),
+        EventBody::PhaseFinished(p) => match p.cost_usd {
+            Some(cost) => format!("{} done (${cost:.4})", p.name),
+            None => format!("{} done", p.name),
+        },
+        EventBody::ReviewFinding(f) => match f.line {
+            Some(line) => format!(
+                "[{}] {}:{line} {}",
+                f.severity.as_str(),
+                f.file,
+                flat(&f.text)
+            ),
+            None => format!("[{}] {} {}", f.severity.as_str(), f.file, flat(&f.text)),
+        },
     };
     // Everything above may hold the agent's text: it is shown, never obeyed.
     (body.type_name(), visible(&text, false).into_owned())

@@ -38,6 +38,11 @@ pub struct AgentCapabilities {
     /// (`permission.requested`), instead of refusing it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ask_permission: bool,
+    /// The agent can be held to read-only tools by its own program when a request says
+    /// [`AgentRequest::read_only`] (a workflow's plan or review phase). The runner checks
+    /// the worktree after such a turn whatever this says.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// How to ask an agent's program for its version (`codehands agents`, `doctor`).
@@ -103,6 +108,10 @@ pub struct AgentRequest {
     /// (for example its provider's base URL): only names the agent asked for in
     /// [`Agent::provider_env`], already filtered by the runner.
     pub provider_env: Vec<(String, String)>,
+    /// Read-only tools only (a workflow's plan or review phase): an agent whose
+    /// capabilities say [`AgentCapabilities::read_only`] asks its program for that mode.
+    /// The runner fails the turn if the worktree changed anyway.
+    pub read_only: bool,
 }
 
 /// What a resume tells the agent when the caller gives no new prompt.

@@ -280,6 +280,30 @@ pub struct TurnPlan {
     pub verify: bool,
     /// The log's last seq when the turn was planned: every event of the turn comes after.
     pub seq_start: u64,
+    /// The workflow phase this turn runs, when it is one (`LocalRunner::run_workflow`): its
+    /// agent and model stand for the session's, and its turn requests no approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<TurnPhase>,
+}
+
+/// The phase of a workflow a turn runs, as `turn.json` records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TurnPhase {
+    /// The phase's name in its workflow.
+    pub name: String,
+    /// What it does.
+    pub kind: crate::workflow::PhaseKind,
+    /// The agent that runs this turn (it may differ from the session's first).
+    pub agent: crate::agent_name::AgentName,
+    /// Its model, when the workflow names one.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Read-only tools only.
+    #[serde(default)]
+    pub read_only: bool,
+    /// The review round the turn belongs to (1, 2 …).
+    pub round: u32,
 }
 
 /// The agent process of a turn.

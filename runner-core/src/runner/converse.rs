@@ -77,7 +77,6 @@ impl LocalRunner {
         verify: bool,
         what: &str,
     ) -> Result<crate::EventStream> {
-        let shared = &self.shared;
         let id = record.session_id;
         let agent = self.agent(&record.agent)?;
         if !agent.capabilities().resume {
@@ -90,6 +89,29 @@ impl LocalRunner {
                 ),
             ));
         }
+        let resume_from = record
+            .agent_session_id
+            .clone()
+            .unwrap_or_else(|| id.to_string());
+        self.another_turn(record, prompt, Some(resume_from), verify, None, what)
+            .await
+    }
+
+    /// Plans another turn of `record` in the same worktree (continuing the agent's
+    /// conversation `resume_from`, or a fresh one) and hands it to a supervisor; `phase`
+    /// names a workflow's phase the turn runs. The session goes back to the state it was
+    /// in when the turn cannot be planned.
+    pub(super) async fn another_turn(
+        &self,
+        record: &SessionRecord,
+        prompt: String,
+        resume_from: Option<String>,
+        verify: bool,
+        phase: Option<super::TurnPhase>,
+        what: &str,
+    ) -> Result<crate::EventStream> {
+        let shared = &self.shared;
+        let id = record.session_id;
         if !record.worktree_path.exists() {
             return Err(Error::not_found(format!(
                 "the worktree of session {id} is gone: it takes no {what}"
@@ -129,11 +151,7 @@ impl LocalRunner {
             .inspect_err(|_| {
                 files.release_reserve();
             })?;
-        let resume_from = record
-            .agent_session_id
-            .clone()
-            .unwrap_or_else(|| id.to_string());
-        self.begin_turn(&record, prompt, Some(resume_from), verify)
+        self.begin_turn(&record, prompt, resume_from, verify, phase)
             .inspect_err(|_| {
                 // Nothing runs: back to where it was.
                 files.release_reserve();
@@ -320,11 +338,17 @@ impl LocalRunner {
         can: impl Fn(&crate::AgentCapabilities) -> bool,
         what: &str,
     ) -> Result<std::sync::Arc<dyn Agent>> {
-        let agent = self.agent(&record.agent)?;
+        // A workflow's turn may run another agent than the session's first.
+        let files = RunFiles::in_home(&self.shared.home, &record.session_id);
+        let name = match files.turn() {
+            Some(plan) => super::agent_of(record, &plan).clone(),
+            None => record.agent.clone(),
+        };
+        let agent = self.agent(&name)?;
         if !can(&agent.capabilities()) {
             return Err(Error::new(
                 ErrorKind::Unsupported,
-                format!("the {} agent cannot {what}", record.agent),
+                format!("the {name} agent cannot {what}"),
             ));
         }
         Ok(agent)

@@ -25,11 +25,16 @@ pub(super) struct TurnEnd {
     pub failed: Option<String>,
     /// The agent's own id of the conversation, when the turn printed one.
     pub agent_session_id: Option<String>,
+    /// Whether a `task.finished` is followed by `approval.requested` (not for a workflow's
+    /// phase: its driver asks once the last phase passed).
+    owes_approval: bool,
 }
 
 impl TurnEnd {
     pub(super) fn new(record: &SessionRecord, plan: &TurnPlan) -> Self {
-        Self::after(record, plan.seq_start, plan.turn)
+        let mut ending = Self::after(record, plan.seq_start, plan.turn);
+        ending.owes_approval = plan.phase.is_none();
+        ending
     }
 
     /// The end of turn `turn`, whose events come after seq `seq_start`.
@@ -40,6 +45,7 @@ impl TurnEnd {
             turn,
             failed: None,
             agent_session_id: None,
+            owes_approval: true,
         }
     }
 
@@ -95,6 +101,9 @@ impl TurnEnd {
             Some(EventBody::TaskFailed(_)) => SessionState::Failed,
             Some(EventBody::TaskStopped(_)) => SessionState::Stopped,
             Some(EventBody::ApprovalRequested(_)) => SessionState::AwaitingApproval,
+            Some(EventBody::TaskFinished(_)) if !self.owes_approval => {
+                SessionState::AwaitingApproval
+            }
             Some(EventBody::TaskFinished(finished)) => {
                 // Cut short between the two: the approval it owed follows from the result.
                 let mut seq = EventSequence::continuing(self.session_id, last_seq);

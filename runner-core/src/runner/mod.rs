@@ -26,6 +26,7 @@ mod run;
 mod task;
 mod verify;
 mod watched;
+mod workflow;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -53,7 +54,7 @@ use crate::traits::runner::{EventStream, Runner};
 use crate::traits::sandbox::Sandbox;
 use crate::traits::vcs::{Vcs, WorktreeSpec};
 
-pub use control::{RunFiles, TurnPlan};
+pub use control::{RunFiles, TurnPhase, TurnPlan};
 pub use gc::{GcOptions, GcReport, RepoDisk};
 pub use task::{PickOptions, StartedTask};
 
@@ -142,6 +143,9 @@ struct Shared {
 /// The real runner: agents in private worktrees, records under `$CODEHANDS_HOME`.
 pub struct LocalRunner {
     shared: Arc<Shared>,
+    /// Whether dropping this runner ends its supervisor tasks: false for the handle a
+    /// workflow's driver keeps (`workflow/`), which is not the runner the caller holds.
+    owns_tasks: bool,
 }
 
 impl LocalRunner {
@@ -155,6 +159,7 @@ impl LocalRunner {
     ) -> Self {
         let store = SessionStore::in_home(&home);
         Self {
+            owns_tasks: true,
             shared: Arc::new(Shared {
                 home,
                 store,
@@ -352,6 +357,7 @@ impl LocalRunner {
         prompt: String,
         resume_from: Option<String>,
         verify: bool,
+        phase: Option<TurnPhase>,
     ) -> Result<EventStream> {
         let shared = &self.shared;
         let id = record.session_id;
@@ -365,6 +371,7 @@ impl LocalRunner {
             resume_from,
             verify,
             seq_start,
+            phase,
         };
         files.clear_stop();
         files.set_turn(&plan)?;
@@ -447,6 +454,9 @@ impl Drop for LocalRunner {
     /// A runner that goes away takes its supervisor tasks with it, as a process that ends
     /// would; the agents go on, and the next runner adopts them.
     fn drop(&mut self) {
+        if !self.owns_tasks {
+            return;
+        }
         for task in self
             .shared
             .tasks
@@ -465,7 +475,10 @@ pub(super) fn request_for(record: &SessionRecord, plan: &TurnPlan) -> AgentReque
         session_id: record.session_id,
         worktree: record.worktree_path.clone(),
         prompt: plan.prompt.clone(),
-        model: record.model.clone(),
+        model: match &plan.phase {
+            Some(phase) => phase.model.clone(),
+            None => record.model.clone(),
+        },
         budget_usd: record.budget_usd.unwrap_or(DEFAULT_BUDGET_USD),
         notes: None,
         notes_file: None,
@@ -476,7 +489,13 @@ pub(super) fn request_for(record: &SessionRecord, plan: &TurnPlan) -> AgentReque
             .clone()
             .map(|agent_session_id| ResumeFrom { agent_session_id }),
         provider_env: Vec::new(),
+        read_only: plan.phase.as_ref().is_some_and(|p| p.read_only),
     }
+}
+
+/// The agent that runs a turn: its phase's, else the session's.
+pub(super) fn agent_of<'a>(record: &'a SessionRecord, plan: &'a TurnPlan) -> &'a AgentName {
+    plan.phase.as_ref().map_or(&record.agent, |p| &p.agent)
 }
 
 impl LocalRunner {
@@ -486,6 +505,17 @@ impl LocalRunner {
         &self,
         options: StartOptions,
         base: Option<String>,
+    ) -> Result<EventStream> {
+        self.start_session_with(options, base, None).await
+    }
+
+    /// [`LocalRunner::start_session`], whose first turn runs `first` (its prompt and
+    /// phase: a workflow's first phase) instead of the options' prompt.
+    async fn start_session_with(
+        &self,
+        options: StartOptions,
+        base: Option<String>,
+        first: Option<(String, TurnPhase)>,
     ) -> Result<EventStream> {
         // Each step's span is timed by `CODEHANDS_TIMING` (codehands::timing; ARCHITECTURE.md,
         // "Speed"): a span closes when it is dropped.
@@ -574,7 +604,11 @@ impl LocalRunner {
         };
         drop(step);
         let _step = tracing::trace_span!("start.launch");
-        match self.begin_turn(&record, options.prompt, None, options.verify) {
+        let (prompt, phase) = match first {
+            Some((prompt, phase)) => (prompt, Some(phase)),
+            None => (options.prompt, None),
+        };
+        match self.begin_turn(&record, prompt, None, options.verify, phase) {
             Ok(stream) => Ok(stream),
             Err(e) if run_files.turn().is_none() => {
                 // No turn was planned, so nothing runs or will: take it all back.

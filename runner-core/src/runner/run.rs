@@ -95,7 +95,7 @@ async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
         let mut ending = TurnEnd::from_log(&record, &plan, &scan.kept);
         return ending.settle(&shared, &files, &mut log).await.map(drop);
     }
-    let agent = match shared.agents.get(&record.agent) {
+    let agent = match shared.agents.get(super::agent_of(&record, &plan)) {
         Ok(agent) => agent,
         Err(e) => {
             let mut seq = EventSequence::continuing(id, last_seq);
@@ -314,6 +314,26 @@ impl Supervisor {
     /// Reads the repo's notes and profile into the request, and opens the transcript; a
     /// memory error never fails a run: it becomes a note.
     async fn prepare(&mut self) {
+        if let Some(phase) = self.plan.phase.clone() {
+            // The turn's first event says which phase it runs (`workflow/`).
+            let started = EventBody::PhaseStarted(crate::event::PhaseStarted {
+                name: phase.name,
+                kind: phase.kind,
+                agent: phase.agent,
+                model: phase.model,
+                read_only: phase.read_only,
+                round: phase.round,
+            });
+            self.emit_own(started, None);
+            if phase.read_only {
+                // What the worktree holds before the agent runs: the workflow's driver
+                // compares it once the turn ends (`workflow/phase.rs`).
+                let (worktree, turn) = (self.record.worktree_path.clone(), self.plan.turn);
+                if let Err(e) = super::workflow::keep_before(&self.files, &worktree, turn).await {
+                    self.note(format!("cannot keep the worktree's fingerprint: {e}"));
+                }
+            }
+        }
         for note in self.prepare_request().await {
             self.note(note);
         }
@@ -976,13 +996,17 @@ impl Supervisor {
         drop(step);
         finished.diff_stat = Some(diff.stat.clone());
         self.emit(EventBody::TaskFinished(finished), raw);
-        self.emit(
-            EventBody::ApprovalRequested(ApprovalRequested {
-                branch: self.record.branch.clone(),
-                diff_stat: diff.stat,
-            }),
-            None,
-        );
+        // A workflow's phase asks for no approval: its driver does, once the last phase
+        // passed (`workflow/`).
+        if self.plan.phase.is_none() {
+            self.emit(
+                EventBody::ApprovalRequested(ApprovalRequested {
+                    branch: self.record.branch.clone(),
+                    diff_stat: diff.stat,
+                }),
+                None,
+            );
+        }
         self.end(None).await;
     }
 

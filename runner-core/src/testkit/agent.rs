@@ -51,6 +51,7 @@ pub fn sample_request(worktree: &Path) -> AgentRequest {
             "PROVIDER_SECRET_FOR_TESTS".to_owned(),
             CANARY_SECRET.to_owned(),
         )],
+        read_only: false,
     }
 }
 

@@ -33,6 +33,7 @@ fn request(worktree: &Path) -> AgentRequest {
             ("OPENAI_BASE_URL".into(), "http://127.0.0.1:9/v1".into()),
             ("OPENAI_API_KEY".into(), "sk-secret".into()),
         ],
+        read_only: false,
     }
 }
 

@@ -1,0 +1,534 @@
+//! Workflows through the library and the command line, with small agents of our own (shell
+//! scripts as agent profiles in the home): refusals that make nothing, a read-only phase
+//! whose agent writes anyway, a reviewer's malformed answer, a finding that goes back to the
+//! implementer once before a clean review, and the `--json` events against the schemas.
+
+mod support;
+
+use std::path::Path;
+
+use runner_core::event::FailureKind;
+use runner_core::testkit::runner as suite;
+use runner_core::workflow::Severity;
+use runner_core::{
+    EventBody, Isolation, LocalRunner, Runner, SessionId, SessionState, WorkflowOptions,
+};
+use support::World;
+
+/// A coder: notes each prompt it is given (outside the worktree), adds a line to `a.txt`.
+const CODER: &str = r#"
+name = "coder"
+program = "/bin/sh"
+args = ["-c", "cat >> \"$0/coder-prompts.txt\"; echo '=== end of prompt' >> \"$0/coder-prompts.txt\"; echo fixed >> a.txt; echo implemented", "LOGDIR"]
+parser = "text"
+"#;
+
+/// A planner that only reads.
+const PLANNER: &str = r#"
+name = "planner"
+program = "/bin/sh"
+args = ["-c", "cat > /dev/null; ls > /dev/null; echo 'plan: add a line to a.txt'"]
+parser = "text"
+"#;
+
+/// A planner that writes although its phase is read-only.
+const BAD_PLANNER: &str = r#"
+name = "bad-planner"
+program = "/bin/sh"
+args = ["-c", "cat > /dev/null; echo planted > planted.txt; echo 'plan: done'"]
+parser = "text"
+"#;
+
+/// A planner that takes its time (Ctrl-C comes while it runs).
+const SLOW_PLANNER: &str = r#"
+name = "slow-planner"
+program = "/bin/sh"
+args = ["-c", "cat > /dev/null; echo planning; sleep 30; echo 'plan: late'"]
+parser = "text"
+"#;
+
+/// A reviewer: one major finding on its first review, none (in a ```json fence) after.
+const REVIEWER: &str = r#"
+name = "reviewer"
+program = "/bin/sh"
+args = ["-c", "cat > /dev/null; n=$(cat \"$0/reviews\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0/reviews\"; if [ $n -eq 1 ]; then echo '{\"findings\": [{\"file\": \"a.txt\", \"line\": 2, \"severity\": \"major\", \"text\": \"the second line says fixed twice\"}]}'; else echo 'Looks right now.'; echo '```json'; echo '{\"findings\": []}'; echo '```'; fi", "LOGDIR"]
+parser = "text"
+"#;
+
+/// A reviewer that answers prose instead of the JSON asked for.
+const LAZY_REVIEWER: &str = r#"
+name = "lazy-reviewer"
+program = "/bin/sh"
+args = ["-c", "cat > /dev/null; echo 'Looks good to me!'"]
+parser = "text"
+"#;
+
+/// A workflow of `planner`, `coder` and `reviewer` (names replaceable).
+fn workflow(planner: &str, reviewer: &str) -> String {
+    format!(
+        r#"
+name = "test-flow"
+rounds = 2
+
+[[phase]]
+name = "plan"
+kind = "plan"
+agent = "{planner}"
+permissions = "read-only"
+prompt = ["Plan:", "{{task}}"]
+
+[[phase]]
+name = "implement"
+kind = "implement"
+agent = "coder"
+permissions = "edit"
+prompt = ["Do:", "{{task}}", "Plan:", "{{previous}}", "Findings:", "{{findings}}"]
+
+[[phase]]
+name = "review"
+kind = "review"
+agent = "{reviewer}"
+permissions = "read-only"
+gate = {{ max-severity = "minor" }}
+prompt = ["Review as JSON:", "{{task}}", "{{diff}}"]
+"#
+    )
+}
+
+/// A world whose home holds the test agents' profiles; their logs go to `logs/`.
+fn world() -> World {
+    let world = World::new(&[("a.txt", "one\n")]);
+    let logs = world.dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let agents = world.home.agents_dir();
+    std::fs::create_dir_all(&agents).unwrap();
+    for (name, text) in [
+        ("coder", CODER),
+        ("planner", PLANNER),
+        ("bad-planner", BAD_PLANNER),
+        ("slow-planner", SLOW_PLANNER),
+        ("reviewer", REVIEWER),
+        ("lazy-reviewer", LAZY_REVIEWER),
+    ] {
+        let text = text.replace("LOGDIR", logs.to_str().unwrap());
+        std::fs::write(agents.join(format!("{name}.toml")), text).unwrap();
+    }
+    world
+}
+
+fn runner(world: &World) -> LocalRunner {
+    world.runner_with(world.settings(), |_| {})
+}
+
+fn options(world: &World, text: &str) -> WorkflowOptions {
+    WorkflowOptions {
+        session_id: SessionId::new_random(),
+        repo_path: world.repo.clone(),
+        prompt: "Add a line to a.txt.".into(),
+        workflow: codehands::workflow::parse(text, "test-flow.toml").unwrap(),
+        budget_usd: Some(1.0),
+        isolation: Isolation::None,
+    }
+}
+
+/// Nothing of a session was made: no record, no worktree, no branch but main.
+fn nothing_made(world: &World) {
+    let sessions = std::fs::read_dir(world.home.sessions_dir())
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(sessions, 0, "no session record");
+    assert!(world.worktree_dirs().is_empty(), "no worktree");
+    assert_eq!(world.branches(), vec!["main".to_owned()], "no branch");
+}
+
+fn failure_of(events: &[runner_core::Event]) -> &runner_core::event::TaskFailed {
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::TaskFailed(f) => Some(f),
+            _ => None,
+        })
+        .expect("a task.failed")
+}
+
+fn cli_run(world: &World, args: &[&str]) -> std::process::Output {
+    support::run(
+        world
+            .codehands()
+            .current_dir(&world.repo)
+            .env("NO_COLOR", "1")
+            .args(args),
+    )
+}
+
+#[test]
+fn refusals_name_the_problem_and_start_nothing() {
+    let world = world();
+    let dir = world.dir.path();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let good = workflow("planner", "reviewer");
+    let cases = [
+        (
+            file("unknown-key.toml", &format!("colour = \"red\"\n{good}")),
+            "colour",
+        ),
+        (
+            file(
+                "unknown-agent.toml",
+                &good.replace("agent = \"planner\"", "agent = \"nobody\""),
+            ),
+            "nobody",
+        ),
+        (
+            file(
+                "writing-review.toml",
+                &good.replace(
+                    "agent = \"reviewer\"\npermissions = \"read-only\"",
+                    "agent = \"reviewer\"\npermissions = \"edit\"",
+                ),
+            ),
+            "write tools",
+        ),
+    ];
+    for (path, says) in cases {
+        let out = cli_run(
+            &world,
+            &[
+                "run",
+                ".",
+                "Add a line.",
+                "--workflow",
+                &path,
+                "--isolation",
+                "none",
+            ],
+        );
+        let stderr = support::text(&out.stderr);
+        assert!(!out.status.success(), "{path}: {stderr}");
+        assert!(stderr.contains(says), "{path}: {stderr}");
+        nothing_made(&world);
+    }
+    // A workflow together with one agent, attempts or an engine is refused by the parser.
+    for clash in [
+        vec!["--agent", "coder"],
+        vec!["--attempts", "2"],
+        vec!["--engine", "docker"],
+    ] {
+        let mut args = vec!["run", ".", "x", "--workflow", "plan-code-review"];
+        args.extend(clash.iter().copied());
+        let out = cli_run(&world, &args);
+        let stderr = support::text(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains("cannot be used with"), "{stderr}");
+    }
+    nothing_made(&world);
+}
+
+#[tokio::test]
+async fn an_unknown_agent_in_a_phase_is_refused_by_the_library_too() {
+    let world = world();
+    let runner = runner(&world);
+    let text = workflow("planner", "reviewer").replace("agent = \"coder\"", "agent = \"nobody\"");
+    let error = match runner.run_workflow(options(&world, &text)).await {
+        Ok(_) => panic!("a phase of an unknown agent starts nothing"),
+        Err(e) => e,
+    };
+    assert!(error.to_string().contains("nobody"), "{error}");
+    nothing_made(&world);
+}
+
+#[tokio::test]
+async fn a_read_only_phase_whose_agent_writes_fails_with_reason_phase() {
+    let world = world();
+    let runner = runner(&world);
+    let options = options(&world, &workflow("bad-planner", "reviewer"));
+    let id = options.session_id;
+    let events = suite::collect(runner.run_workflow(options).await.unwrap()).await;
+    let failed = failure_of(&events);
+    assert_eq!(failed.reason, FailureKind::Phase, "{failed:?}");
+    assert!(failed.message.contains("planted.txt"), "{}", failed.message);
+    let record = runner.session(&id).await.unwrap();
+    assert_eq!(record.state, SessionState::Failed);
+    assert!(
+        !record.worktree_path.exists(),
+        "a failed session's worktree goes"
+    );
+    // The implementer never ran.
+    assert!(!world.dir.path().join("logs/coder-prompts.txt").exists());
+    support::assert_contiguous(&events);
+}
+
+#[tokio::test]
+async fn a_malformed_review_fails_with_reason_phase_never_a_pass() {
+    let world = world();
+    let runner = runner(&world);
+    let options = options(&world, &workflow("planner", "lazy-reviewer"));
+    let id = options.session_id;
+    let events = suite::collect(runner.run_workflow(options).await.unwrap()).await;
+    let failed = failure_of(&events);
+    assert_eq!(failed.reason, FailureKind::Phase, "{failed:?}");
+    assert!(failed.message.contains("review"), "{}", failed.message);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.body, EventBody::ApprovalRequested(_))),
+        "no approval after a malformed review"
+    );
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::Failed
+    );
+}
+
+#[tokio::test]
+async fn a_finding_goes_back_once_then_a_clean_review_awaits_approval() {
+    let world = world();
+    let runner = runner(&world);
+    let options = options(&world, &workflow("planner", "reviewer"));
+    let id = options.session_id;
+    let events = suite::collect(runner.run_workflow(options).await.unwrap()).await;
+    support::assert_contiguous(&events);
+    let started: Vec<(String, u32)> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::PhaseStarted(p) => Some((p.name.clone(), p.round)),
+            _ => None,
+        })
+        .collect();
+    let expected: Vec<(String, u32)> = [
+        ("plan", 1),
+        ("implement", 1),
+        ("review", 1),
+        ("implement", 2),
+        ("review", 2),
+    ]
+    .iter()
+    .map(|(n, r)| ((*n).to_owned(), *r))
+    .collect();
+    assert_eq!(started, expected);
+    let finished = events
+        .iter()
+        .filter(|e| matches!(e.body, EventBody::PhaseFinished(_)))
+        .count();
+    assert_eq!(finished, 5, "a phase.finished per phase.started");
+    let findings: Vec<&runner_core::workflow::Finding> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ReviewFinding(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].severity, Severity::Major);
+    assert_eq!(findings[0].line, Some(2));
+    assert!(matches!(
+        events.last().map(|e| &e.body),
+        Some(EventBody::ApprovalRequested(_))
+    ));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e.body, EventBody::ApprovalRequested(_)))
+            .count(),
+        1,
+        "approval is asked once, after the last phase"
+    );
+    // The second implement turn was given the finding and the plan.
+    let prompts = std::fs::read_to_string(world.dir.path().join("logs/coder-prompts.txt")).unwrap();
+    let turns: Vec<&str> = prompts.split("=== end of prompt").collect();
+    assert!(turns[0].contains("plan: add a line"), "{prompts}");
+    assert!(turns[0].contains("(none)"), "no findings yet: {prompts}");
+    assert!(
+        turns[1].contains("- a.txt:2 [major] the second line says fixed twice"),
+        "{prompts}"
+    );
+    // Each turn's plan recorded its phase; the session awaits approval, whose commit holds
+    // both implement turns' lines.
+    let record = runner.session(&id).await.unwrap();
+    assert_eq!(record.state, SessionState::AwaitingApproval);
+    assert_eq!(record.budget_usd, Some(0.2), "1.0 over 5 turns at most");
+    let approved = runner.approve(&id, "Add the line").await.unwrap();
+    let content = support::git(
+        &world.repo,
+        &["show", &format!("{}:a.txt", approved.commit)],
+    );
+    assert_eq!(content, "one\nfixed\nfixed\n");
+    assert!(approved.branch.starts_with("codehands/"));
+}
+
+#[test]
+fn the_command_line_prints_phases_and_its_json_is_the_schema() {
+    let world = world();
+    let path = world.dir.path().join("flow.toml");
+    std::fs::write(&path, workflow("planner", "reviewer")).unwrap();
+    let out = cli_run(
+        &world,
+        &[
+            "run",
+            ".",
+            "Add a line to a.txt.",
+            "--workflow",
+            path.to_str().unwrap(),
+            "--isolation",
+            "none",
+            "--json",
+        ],
+    );
+    support::ok(&out);
+    let lines = support::json_lines(&out);
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas/event.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for line in &lines {
+        assert!(validator.is_valid(line), "{line}");
+    }
+    let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    for kind in ["phase.started", "phase.finished", "review.finding"] {
+        assert!(types.contains(&kind), "{kind} in {types:?}");
+    }
+    assert_eq!(types.last(), Some(&"approval.requested"));
+    // A session of one branch, kept for a decision (stdin is no terminal).
+    assert_eq!(world.worktree_dirs().len(), 1);
+
+    // The human view names each phase as it goes.
+    let human = cli_run(
+        &world,
+        &[
+            "run",
+            ".",
+            "Add a line to a.txt.",
+            "--workflow",
+            path.to_str().unwrap(),
+            "--isolation",
+            "none",
+            "--then",
+            "reject",
+        ],
+    );
+    let text = support::ok(&human);
+    assert!(text.contains("phase.started"), "{text}");
+    assert!(
+        text.contains("review (review, reviewer, read-only)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_phase_under_way_and_no_later_phase_starts() {
+    use std::io::BufRead;
+    let world = world();
+    let path = world.dir.path().join("slow.toml");
+    std::fs::write(&path, workflow("slow-planner", "reviewer")).unwrap();
+    let mut child = world
+        .codehands()
+        .current_dir(&world.repo)
+        .args(["run", ".", "Add a line to a.txt.", "--workflow"])
+        .arg(&path)
+        .args(["--isolation", "none", "--json"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let planning = line.contains("\"planning\"");
+        seen.push(line);
+        if planning {
+            break;
+        }
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    seen.extend(lines.map(|l| l.unwrap()));
+    let status = child.wait().unwrap();
+    let types: Vec<String> = seen
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+        .collect();
+    assert_eq!(
+        types.iter().filter(|t| t.contains("phase.started")).count(),
+        1,
+        "{seen:#?}"
+    );
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("\"task.stopped\""),
+        "{seen:#?}"
+    );
+    assert!(status.success(), "{status:?}");
+    let sessions = support::run(world.codehands().args(["sessions", "--json"]));
+    let text = support::ok(&sessions);
+    assert!(text.contains("\"stopped\""), "{text}");
+}
+
+/// A sandbox whose tests always fail.
+struct FailingSandbox;
+
+#[async_trait::async_trait]
+impl runner_core::Sandbox for FailingSandbox {
+    async fn available(&self) -> bool {
+        true
+    }
+
+    async fn run_tests(
+        &self,
+        _request: &runner_core::SandboxRequest,
+    ) -> runner_core::SandboxResult {
+        runner_core::SandboxResult {
+            n: 1,
+            command: "npm test".into(),
+            image: "codehands/sandbox-node:22".into(),
+            passed: false,
+            exit_code: Some(1),
+            timed_out: false,
+            out_of_memory: false,
+            output: "1 failing".into(),
+            duration_ms: 5,
+            error: None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_verify_gate_whose_tests_fail_fails_the_phase() {
+    let world = world();
+    let runner = runner(&world).with_sandbox(std::sync::Arc::new(FailingSandbox));
+    let text = workflow("planner", "reviewer").replace(
+        "agent = \"coder\"\npermissions = \"edit\"",
+        "agent = \"coder\"\npermissions = \"edit\"\ngate = { verify = true }",
+    );
+    let options = options(&world, &text);
+    let id = options.session_id;
+    let events = suite::collect(runner.run_workflow(options).await.unwrap()).await;
+    let failed = failure_of(&events);
+    assert_eq!(failed.reason, FailureKind::Phase, "{failed:?}");
+    assert!(
+        failed.message.contains("tests did not pass"),
+        "{}",
+        failed.message
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::TestResult(t) if t.sandboxed)),
+        "the sandbox ran after the implement phase"
+    );
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::Failed
+    );
+    // The reviewer never ran.
+    assert!(!world.dir.path().join("logs/reviews").exists());
+}

@@ -1,0 +1,444 @@
+//! Workflows: phases (plan, implement, review …) as turns of ONE session on ONE worktree,
+//! each turn with its phase's agent and model (`turn.json` records the phase), so approve,
+//! reject, stop, recover and the event log work on a workflow as on any session.
+//!
+//! `LocalRunner::run_workflow` checks everything before anything is made (every phase's
+//! agent known and its program found, its model, the budget, the isolation), starts the
+//! session with the first phase's turn, and hands the rest to a driver in this process: after
+//! each turn it checks the phase's rules (a read-only phase changed nothing, a review
+//! answered the JSON findings it was asked for, a `verify` gate's tests passed), adds
+//! `phase.finished` and each `review.finding` to the log, and plans the next phase's turn;
+//! findings above a review's gate go back to the implement phase before it, then the review
+//! runs again, at most `rounds` rounds. Then `approval.requested`, as after any run. A phase
+//! that broke its rules fails the session (`task.failed`, reason `phase`).
+//!
+//! The driver lives in the process that started the workflow: a turn outlives it like any
+//! turn, but the phases after it are not planned once that process is gone (the session
+//! then awaits approval after the last phase that ran, or is stopped).
+
+mod phase;
+
+pub(crate) use phase::keep_before;
+
+use std::collections::HashMap;
+
+use futures::StreamExt;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::{LocalRunner, MAX_PROMPT_BYTES, TurnPhase, preflight};
+use crate::error::{Error, Result};
+use crate::event::{ApprovalRequested, Event, EventBody, PhaseFinished};
+use crate::ids::SessionId;
+use crate::options::{DEFAULT_BUDGET_USD, Permissions, StartOptions};
+use crate::session::SessionState;
+use crate::traits::agent::AgentRequest;
+use crate::traits::runner::EventStream;
+use crate::workflow::{Finding, PhaseKind, Workflow, WorkflowOptions, findings_text};
+
+/// The most of the diff a prompt's `{diff}` holds, in bytes.
+const MAX_DIFF_BYTES: usize = 1 << 20;
+
+impl LocalRunner {
+    /// Runs `options.workflow` on `options.repo_path` as one session: refuses, with nothing
+    /// made, a workflow that breaks a rule, a phase whose agent is unknown or cannot run
+    /// here, a model an agent cannot take, a blank prompt or a bad budget; then starts the
+    /// first phase and returns the events of every phase as they come (the session's own
+    /// events, with `phase.started`, `phase.finished` and `review.finding`), ending after
+    /// `approval.requested`, `task.failed` or `task.stopped`.
+    pub async fn run_workflow(&self, options: WorkflowOptions) -> Result<EventStream> {
+        let workflow = options.workflow.clone();
+        workflow.check(&format!("{:?}", workflow.name))?;
+        AgentRequest::check_prompt(&options.prompt)?;
+        if options.prompt.len() > MAX_PROMPT_BYTES {
+            return Err(Error::invalid_input(format!(
+                "the prompt is {} bytes, over the limit of {MAX_PROMPT_BYTES}: shorten it",
+                options.prompt.len()
+            )));
+        }
+        let turns = workflow.max_turns();
+        let budget = match options.budget_usd {
+            Some(total) => {
+                AgentRequest::check_budget(total)?;
+                total / f64::from(turns)
+            }
+            None => DEFAULT_BUDGET_USD,
+        };
+        for phase in &workflow.phases {
+            let agent = self.agent(&phase.agent).map_err(|e| {
+                Error::new(
+                    e.kind(),
+                    format!("the workflow's phase {:?}: {}", phase.name, e.message()),
+                )
+            })?;
+            if let Some(model) = &phase.model {
+                agent.check_model(model)?;
+            }
+            if phase.gate.is_some_and(|g| g.verify) && self.shared.sandbox.is_none() {
+                return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
+            }
+            preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
+        }
+        preflight::isolation(&self.shared, options.isolation)?;
+
+        let first = &workflow.phases[0];
+        let mut start = StartOptions::new(
+            options.session_id,
+            options.repo_path.clone(),
+            options.prompt.clone(),
+            first.agent.clone(),
+        );
+        start.model = first.model.clone();
+        start.budget_usd = Some(budget);
+        start.verify = first.gate.is_some_and(|g| g.verify);
+        start.permissions = Permissions::default();
+        start.isolation = options.isolation;
+        let driver = Driver {
+            runner: LocalRunner {
+                shared: self.shared.clone(),
+                owns_tasks: false,
+            },
+            id: options.session_id,
+            task: options.prompt,
+            workflow,
+            texts: HashMap::new(),
+            findings: Vec::new(),
+            conversations: HashMap::new(),
+        };
+        let prompt = driver.prompt_of(0, None).await;
+        let stream = self
+            .start_session_with(start, None, Some((prompt, driver.turn_phase(0, 1))))
+            .await?;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let task = tokio::spawn(async move { driver.drive(stream, tx).await });
+        {
+            let mut tasks = self.shared.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            tasks.retain(|t| !t.is_finished());
+            tasks.push(task.abort_handle());
+        }
+        Ok(Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|event| (event, rx))
+        })))
+    }
+}
+
+/// Runs the phases after the first, in the process that started the workflow.
+struct Driver {
+    runner: LocalRunner,
+    id: SessionId,
+    task: String,
+    workflow: Workflow,
+    /// The final text of each phase's last run, by index.
+    texts: HashMap<usize, String>,
+    /// The last review's findings above its gate (for `{findings}`).
+    findings: Vec<Finding>,
+    /// Each agent's conversation in this session, as its turns' `task.started` said it: a
+    /// later phase of the same agent continues it (an agent keys its conversation by the
+    /// session, so a second fresh one could clash with the first).
+    conversations: HashMap<crate::agent_name::AgentName, String>,
+}
+
+/// How a phase's turn ended.
+struct TurnOutcome {
+    /// The turn's number (the seq of its `phase.started`).
+    turn: Option<u64>,
+    /// The agent's final text and cost, when it finished.
+    finished: Option<(String, Option<f64>)>,
+    /// The agent's id of the conversation, when its `task.started` said it.
+    conversation: Option<String>,
+}
+
+impl Driver {
+    async fn drive(mut self, first: EventStream, tx: UnboundedSender<Event>) {
+        let mut stream = first;
+        let mut index = 0;
+        let mut round = 1;
+        loop {
+            let outcome = forward(&mut stream, &tx).await;
+            if let Some(conversation) = outcome.conversation.clone() {
+                let agent = self.workflow.phases[index].agent.clone();
+                self.conversations.insert(agent, conversation);
+            }
+            let Some((text, cost)) = outcome.finished else {
+                // Failed, stopped, or the stream ended early: the session says which.
+                return;
+            };
+            match self
+                .after_phase(index, round, outcome.turn, text, cost)
+                .await
+            {
+                Ok((events, next)) => {
+                    send(&tx, events);
+                    match next {
+                        Next::Phase(i, r) => {
+                            index = i;
+                            round = r;
+                        }
+                        Next::Approval => {
+                            match self.request_approval().await {
+                                Ok(events) => send(&tx, events),
+                                Err(e) => tracing::warn!(session = %self.id, "{e}"),
+                            }
+                            return;
+                        }
+                    }
+                }
+                Err(Broken::Rules {
+                    events,
+                    message,
+                    cost,
+                }) => {
+                    send(&tx, events);
+                    match phase::fail(&self.runner.shared, &self.id, message, cost).await {
+                        Ok(events) => send(&tx, events),
+                        Err(e) => tracing::warn!(session = %self.id, "cannot fail the phase: {e}"),
+                    }
+                    return;
+                }
+                Err(Broken::Stop(e)) => {
+                    tracing::warn!(session = %self.id, "the workflow cannot go on: {e}");
+                    return;
+                }
+            }
+            let prompt = self.prompt_of(index, Some(round)).await;
+            let phase = &self.workflow.phases[index];
+            let verify = phase.gate.is_some_and(|g| g.verify);
+            let record = match self.runner.shared.store.get(&self.id) {
+                Ok(record) if record.state == SessionState::AwaitingApproval => record,
+                Ok(_) | Err(_) => return,
+            };
+            let turn_phase = self.turn_phase(index, round);
+            // The same agent's conversation goes on, when it can continue one.
+            let resume_from = self
+                .conversations
+                .get(&phase.agent)
+                .filter(|_| {
+                    self.runner
+                        .agent(&phase.agent)
+                        .is_ok_and(|a| a.capabilities().resume)
+                })
+                .cloned();
+            match self
+                .runner
+                .another_turn(
+                    &record,
+                    prompt,
+                    resume_from,
+                    verify,
+                    Some(turn_phase),
+                    "phase",
+                )
+                .await
+            {
+                Ok(next) => stream = next,
+                Err(e) => {
+                    tracing::warn!(session = %self.id, "cannot start phase {:?}: {e}", phase.name);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Checks the phase that just ran, and says what comes next.
+    async fn after_phase(
+        &mut self,
+        index: usize,
+        round: u32,
+        turn: Option<u64>,
+        text: String,
+        cost: Option<f64>,
+    ) -> std::result::Result<(Vec<Event>, Next), Broken> {
+        let shared = &self.runner.shared;
+        let phase = self.workflow.phases[index].clone();
+        let record = shared.store.get(&self.id).map_err(Broken::Stop)?;
+        let files = super::RunFiles::in_home(&shared.home, &self.id);
+        let mut broken = None;
+        if phase.read_only() {
+            broken = match turn {
+                Some(turn) => phase::wrote_anyway(&files, &record.worktree_path, turn).await,
+                None => Some("the read-only phase's turn has no phase.started to check".into()),
+            };
+        }
+        let mut bodies = Vec::new();
+        let mut findings = Vec::new();
+        if broken.is_none() && phase.kind == PhaseKind::Review {
+            match crate::workflow::parse_findings(&text) {
+                Ok(found) => findings = found,
+                Err(e) => broken = Some(format!("{}: ask it again or fix its prompt", e.message())),
+            }
+            bodies.extend(findings.iter().cloned().map(EventBody::ReviewFinding));
+        }
+        if broken.is_none()
+            && phase.gate.is_some_and(|g| g.verify)
+            && let Some(verdict) = super::verify::Verdict::load(&shared.home, &self.id)
+                .ok()
+                .flatten()
+            && verdict.outcome != super::verify::Outcome::Passed
+        {
+            broken = Some(format!("its gate's tests did not pass: {}", verdict.reason));
+        }
+        bodies.push(EventBody::PhaseFinished(PhaseFinished {
+            name: phase.name.clone(),
+            agent: phase.agent.clone(),
+            model: phase.model.clone(),
+            cost_usd: cost,
+            round,
+        }));
+        let events = phase::append_between(shared, &self.id, bodies)
+            .await
+            .map_err(Broken::Stop)?;
+        if let Some(why) = broken {
+            return Err(Broken::Rules {
+                events,
+                message: format!(
+                    "phase {:?} ({}) broke its rules: {why}",
+                    phase.name, phase.agent
+                ),
+                cost,
+            });
+        }
+        self.texts.insert(index, text);
+        let gate = phase.gate.and_then(|g| g.max_severity);
+        if phase.kind == PhaseKind::Review {
+            let above: Vec<Finding> = findings
+                .into_iter()
+                .filter(|f| gate.is_some_and(|max| f.severity > max))
+                .collect();
+            let back = self.workflow.implement_before(index);
+            if !above.is_empty()
+                && round < self.workflow.rounds
+                && let Some(back) = back
+            {
+                self.findings = above;
+                return Ok((events, Next::Phase(back, round + 1)));
+            }
+            self.findings = above;
+        }
+        if index + 1 < self.workflow.phases.len() {
+            Ok((events, Next::Phase(index + 1, round)))
+        } else {
+            Ok((events, Next::Approval))
+        }
+    }
+
+    /// `approval.requested` for the change the phases made.
+    async fn request_approval(&self) -> Result<Vec<Event>> {
+        let shared = &self.runner.shared;
+        let record = shared.store.get(&self.id)?;
+        let diff = shared.vcs.diff(&record.worktree_spec()).await?;
+        phase::append_between(
+            shared,
+            &self.id,
+            vec![EventBody::ApprovalRequested(ApprovalRequested {
+                branch: record.branch.clone(),
+                diff_stat: diff.stat,
+            })],
+        )
+        .await
+    }
+
+    /// The prompt of phase `index`: its template with `{task}`, `{previous}` (the final
+    /// text of the phase before it, in its last run), `{diff}` (the worktree against the
+    /// base; left empty before the session exists) and `{findings}`.
+    async fn prompt_of(&self, index: usize, _round: Option<u32>) -> String {
+        let phase = &self.workflow.phases[index];
+        let diff = if phase.prompt.iter().any(|p| p == "{diff}") {
+            self.diff_text().await
+        } else {
+            String::new()
+        };
+        let previous = index
+            .checked_sub(1)
+            .and_then(|i| self.texts.get(&i))
+            .cloned()
+            .unwrap_or_else(|| "(none)".into());
+        let findings = findings_text(&self.findings);
+        phase.render(|placeholder| match placeholder {
+            "{task}" => self.task.clone(),
+            "{previous}" => previous.clone(),
+            "{diff}" => diff.clone(),
+            "{findings}" => findings.clone(),
+            _ => String::new(),
+        })
+    }
+
+    async fn diff_text(&self) -> String {
+        let shared = &self.runner.shared;
+        let Ok(record) = shared.store.get(&self.id) else {
+            return "(no change yet)".into();
+        };
+        match shared.vcs.diff(&record.worktree_spec()).await {
+            Ok(diff) if diff.patch.is_empty() => "(no change)".into(),
+            Ok(diff) if diff.patch.len() > MAX_DIFF_BYTES => {
+                let mut end = MAX_DIFF_BYTES;
+                while !diff.patch.is_char_boundary(end) {
+                    end -= 1;
+                }
+                format!("{}\n… (the diff is cut here)", &diff.patch[..end])
+            }
+            Ok(diff) => diff.patch,
+            Err(e) => format!("(the diff cannot be read: {e})"),
+        }
+    }
+
+    fn turn_phase(&self, index: usize, round: u32) -> TurnPhase {
+        let phase = &self.workflow.phases[index];
+        TurnPhase {
+            name: phase.name.clone(),
+            kind: phase.kind,
+            agent: phase.agent.clone(),
+            model: phase.model.clone(),
+            read_only: phase.read_only(),
+            round,
+        }
+    }
+}
+
+/// What follows a phase.
+enum Next {
+    /// Phase `index` in round `round`.
+    Phase(usize, u32),
+    /// Nothing: the change awaits approval.
+    Approval,
+}
+
+/// Why the workflow ends before approval.
+enum Broken {
+    /// A phase broke its rules: the session fails (after `events`, already in the log).
+    Rules {
+        events: Vec<Event>,
+        message: String,
+        cost: Option<f64>,
+    },
+    /// The session cannot go on (decided by another command, its log unreadable …).
+    Stop(Error),
+}
+
+/// Passes a turn's events on until its stream ends; how it ended.
+async fn forward(stream: &mut EventStream, tx: &UnboundedSender<Event>) -> TurnOutcome {
+    let mut outcome = TurnOutcome {
+        turn: None,
+        finished: None,
+        conversation: None,
+    };
+    while let Some(event) = stream.next().await {
+        match &event.body {
+            EventBody::PhaseStarted(_) => outcome.turn = Some(event.seq),
+            EventBody::TaskStarted(started) if started.agent_session_id.is_some() => {
+                outcome.conversation = started.agent_session_id.clone()
+            }
+            EventBody::TaskFinished(done) => {
+                outcome.finished = Some((done.result.clone().unwrap_or_default(), done.cost_usd))
+            }
+            EventBody::TaskFailed(_) | EventBody::TaskStopped(_) => outcome.finished = None,
+            _ => {}
+        }
+        let _ = tx.send(event);
+    }
+    outcome
+}
+
+fn send(tx: &UnboundedSender<Event>, events: Vec<Event>) {
+    for event in events {
+        let _ = tx.send(event);
+    }
+}
