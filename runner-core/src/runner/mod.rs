@@ -13,6 +13,7 @@ mod conversation;
 mod converse;
 mod disk;
 mod ending;
+mod fingerprint;
 mod follow;
 mod gc;
 mod heal;

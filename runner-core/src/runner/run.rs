@@ -327,9 +327,10 @@ impl Supervisor {
             self.emit_own(started, None);
             if phase.read_only {
                 // What the worktree holds before the agent runs: the workflow's driver
-                // compares it once the turn ends (`workflow/phase.rs`).
+                // compares it once the turn ends (`fingerprint.rs`).
                 let (worktree, turn) = (self.record.worktree_path.clone(), self.plan.turn);
-                if let Err(e) = super::workflow::keep_before(&self.files, &worktree, turn).await {
+                if let Err(e) = super::fingerprint::keep_before(&self.files, &worktree, turn).await
+                {
                     self.note(format!("cannot keep the worktree's fingerprint: {e}"));
                 }
             }

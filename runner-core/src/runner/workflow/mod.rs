@@ -18,8 +18,6 @@
 
 mod phase;
 
-pub(crate) use phase::keep_before;
-
 use std::collections::HashMap;
 
 use futures::StreamExt;
@@ -254,7 +252,9 @@ impl Driver {
         let mut broken = None;
         if phase.read_only() {
             broken = match turn {
-                Some(turn) => phase::wrote_anyway(&files, &record.worktree_path, turn).await,
+                Some(turn) => {
+                    super::fingerprint::wrote_anyway(&files, &record.worktree_path, turn).await
+                }
                 None => Some("the read-only phase's turn has no phase.started to check".into()),
             };
         }
