@@ -532,3 +532,134 @@ async fn a_verify_gate_whose_tests_fail_fails_the_phase() {
     // The reviewer never ran.
     assert!(!world.dir.path().join("logs/reviews").exists());
 }
+
+/// The session's record on disk, as JSON.
+fn record_of(world: &World, id: &str) -> serde_json::Value {
+    let path = world.home.sessions_dir().join(format!("{id}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_workflow_whose_driver_is_killed_goes_on_with_recover_and_only_then_is_approved() {
+    use std::io::BufRead;
+    let world = world();
+    let path = world.dir.path().join("flow.toml");
+    std::fs::write(&path, workflow("planner", "reviewer")).unwrap();
+    let id = SessionId::new_random().to_string();
+    let mut child = world
+        .codehands()
+        .current_dir(&world.repo)
+        .args(["run", ".", "Add a line to a.txt.", "--workflow"])
+        .arg(&path)
+        .args(["--isolation", "none", "--json", "--session-id", &id])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed the moment the first phase's turn has started.
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("\"phase.started\"") {
+            break;
+        }
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    drop(lines);
+
+    // The plan's turn goes on without it, and ends awaiting approval after the plan alone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while record_of(&world, &id)["state"] != "awaiting_approval" {
+        assert!(std::time::Instant::now() < deadline, "the plan never ended");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let approve = || {
+        support::run(world.codehands().current_dir(&world.repo).args([
+            "approve",
+            &id,
+            "-m",
+            "The workflow's change",
+        ]))
+    };
+    let refused = approve();
+    assert!(
+        !refused.status.success(),
+        "an unreviewed change was approved"
+    );
+    let said = support::text(&refused.stderr);
+    assert!(
+        said.contains("has not finished")
+            && said.contains("phase \"plan\" (round 1) is under way or next")
+            && said.contains("codehands recover"),
+        "{said}"
+    );
+    assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
+
+    // recover drives the rest: implement, review (a finding), implement, review.
+    let out = support::run(world.codehands().args(["recover", "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&support::ok(&out)).unwrap();
+    assert_eq!(
+        report["resumedWorkflows"],
+        serde_json::json!([id]),
+        "{report}"
+    );
+    assert_eq!(report["cleanupErrors"], serde_json::json!([]), "{report}");
+    assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
+
+    let log = std::fs::read_to_string(
+        world
+            .home
+            .run_dir(&id.parse().unwrap())
+            .join("events.jsonl"),
+    )
+    .unwrap();
+    let events: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    let phases = |kind: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind)
+            .map(|e| format!("{} {}", e["payload"]["name"], e["payload"]["round"]))
+            .collect()
+    };
+    let expected = [
+        "\"plan\" 1",
+        "\"implement\" 1",
+        "\"review\" 1",
+        "\"implement\" 2",
+        "\"review\" 2",
+    ];
+    assert_eq!(phases("phase.started"), expected, "{log}");
+    assert_eq!(phases("phase.finished"), expected, "{log}");
+    let asked = events
+        .iter()
+        .filter(|e| e["type"] == "approval.requested")
+        .count();
+    assert_eq!(asked, 1, "{log}");
+    assert_eq!(events.last().unwrap()["type"], "approval.requested");
+
+    // A second recover finds nothing more to drive.
+    let out = support::run(world.codehands().args(["recover", "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&support::ok(&out)).unwrap();
+    assert_eq!(
+        report["resumedWorkflows"],
+        serde_json::json!([]),
+        "{report}"
+    );
+
+    let approved = approve();
+    support::ok(&approved);
+    assert_eq!(record_of(&world, &id)["state"], "approved");
+    let branch = record_of(&world, &id)["branch"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = world.git(&["show", &format!("{branch}:a.txt")]);
+    assert_eq!(shown, "one\nfixed\nfixed\n");
+}
