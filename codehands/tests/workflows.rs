@@ -541,6 +541,22 @@ fn record_of(world: &World, id: &str) -> serde_json::Value {
 
 #[test]
 fn a_workflow_whose_driver_is_killed_goes_on_with_recover_and_only_then_is_approved() {
+    driver_killed_after(
+        "\"phase.started\"",
+        "phase \"plan\" (round 1) is under way or next",
+    );
+}
+
+#[test]
+fn a_workflow_whose_driver_is_killed_after_a_phase_ended_goes_on_with_recover() {
+    // Killed once the plan's phase.finished is out: the implement turn may or may not have
+    // been planned, its phase.finished never repeats.
+    driver_killed_after("\"phase.finished\"", "is under way or next");
+}
+
+/// `codehands run --workflow` killed with SIGKILL once it has printed a line holding
+/// `marker`; approve is refused (saying `refusal`) until `recover` has driven the rest.
+fn driver_killed_after(marker: &str, refusal: &str) {
     use std::io::BufRead;
     let world = world();
     let path = world.dir.path().join("flow.toml");
@@ -560,7 +576,7 @@ fn a_workflow_whose_driver_is_killed_goes_on_with_recover_and_only_then_is_appro
     // Killed the moment the first phase's turn has started.
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     for line in lines.by_ref() {
-        if line.unwrap().contains("\"phase.started\"") {
+        if line.unwrap().contains(marker) {
             break;
         }
     }
@@ -591,7 +607,7 @@ fn a_workflow_whose_driver_is_killed_goes_on_with_recover_and_only_then_is_appro
     let said = support::text(&refused.stderr);
     assert!(
         said.contains("has not finished")
-            && said.contains("phase \"plan\" (round 1) is under way or next")
+            && said.contains(refusal)
             && said.contains("codehands recover"),
         "{said}"
     );

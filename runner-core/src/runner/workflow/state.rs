@@ -90,18 +90,34 @@ impl WorkflowState {
     }
 }
 
-/// Refuses the approve of a session whose workflow has not finished (or whose state
-/// cannot be read): a change no review has seen must not be committed.
-pub(crate) fn check_finished(files: &RunFiles, id: &crate::ids::SessionId) -> Result<()> {
+/// Refuses the approve of session `id` (now `state`) whose workflow has not finished, or
+/// whose workflow state cannot be read: a change no review has seen must not be committed.
+pub(crate) fn check_finished(
+    files: &RunFiles,
+    id: &crate::ids::SessionId,
+    state: crate::session::SessionState,
+) -> Result<()> {
     match WorkflowState::load(files)? {
-        Some(state) if !state.done => Err(Error::new(
+        Some(flow) if !flow.done && state == crate::session::SessionState::Stopped => {
+            Err(Error::new(
+                ErrorKind::IllegalMove,
+                format!(
+                    "the workflow {:?} of session {id} was stopped before it finished (phase \
+                     {:?}, round {}): its change is not approved; reject it",
+                    flow.workflow.name,
+                    flow.next_phase(),
+                    flow.round
+                ),
+            ))
+        }
+        Some(flow) if !flow.done => Err(Error::new(
             ErrorKind::IllegalMove,
             format!(
                 "the workflow {:?} of session {id} has not finished: phase {:?} (round {}) is \
                  under way or next; run `codehands recover` to go on, or reject it",
-                state.workflow.name,
-                state.next_phase(),
-                state.round
+                flow.workflow.name,
+                flow.next_phase(),
+                flow.round
             ),
         )),
         _ => Ok(()),
@@ -141,6 +157,7 @@ impl DriverLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::SessionState;
     use crate::workflow::PhaseKind;
 
     fn files() -> (tempfile::TempDir, RunFiles) {
@@ -211,22 +228,27 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::CorruptRecord);
         assert!(e.message().contains(&path.display().to_string()), "{e}");
         let id = crate::ids::SessionId::new_random();
-        assert!(check_finished(&files, &id).is_err());
+        assert!(check_finished(&files, &id, SessionState::AwaitingApproval).is_err());
     }
 
     #[test]
     fn approve_waits_for_the_workflow_to_finish() {
         let (_dir, files) = files();
         let id = crate::ids::SessionId::new_random();
-        check_finished(&files, &id).unwrap();
+        check_finished(&files, &id, SessionState::AwaitingApproval).unwrap();
         let mut state = state();
         state.save(&files).unwrap();
-        let e = check_finished(&files, &id).unwrap_err();
+        let e = check_finished(&files, &id, SessionState::AwaitingApproval).unwrap_err();
         assert!(e.message().contains("phase \"plan\""), "{e}");
         assert!(e.message().contains("codehands recover"), "{e}");
+        let e = check_finished(&files, &id, SessionState::Stopped).unwrap_err();
+        assert!(
+            e.message().contains("stopped") && e.message().contains("reject it"),
+            "{e}"
+        );
         state.done = true;
         state.save(&files).unwrap();
-        check_finished(&files, &id).unwrap();
+        check_finished(&files, &id, SessionState::AwaitingApproval).unwrap();
     }
 
     #[test]
