@@ -31,6 +31,14 @@ args = ["-c", "cat > /dev/null; ls > /dev/null; echo 'plan: add a line to a.txt'
 parser = "text"
 "#;
 
+/// A planner that takes a second (its driver is killed while it runs).
+const SLEEPY_PLANNER: &str = r#"
+name = "sleepy-planner"
+program = "/bin/sh"
+args = ["-c", "cat > /dev/null; sleep 1; echo 'plan: add a line to a.txt'"]
+parser = "text"
+"#;
+
 /// A planner that writes although its phase is read-only.
 const BAD_PLANNER: &str = r#"
 name = "bad-planner"
@@ -107,6 +115,7 @@ fn world() -> World {
         ("planner", PLANNER),
         ("bad-planner", BAD_PLANNER),
         ("slow-planner", SLOW_PLANNER),
+        ("sleepy-planner", SLEEPY_PLANNER),
         ("reviewer", REVIEWER),
         ("lazy-reviewer", LAZY_REVIEWER),
     ] {
@@ -542,8 +551,22 @@ fn record_of(world: &World, id: &str) -> serde_json::Value {
 #[test]
 fn a_workflow_whose_driver_is_killed_goes_on_with_recover_and_only_then_is_approved() {
     driver_killed_after(
+        "sleepy-planner",
         "\"phase.started\"",
         "phase \"plan\" (round 1) is under way or next",
+        false,
+    );
+}
+
+#[test]
+fn a_phase_finished_that_the_dead_driver_logged_is_not_logged_again() {
+    // The driver died right after it logged the plan's phase.finished, before it saved the
+    // next phase: the next driver checks the plan again but does not log it twice.
+    driver_killed_after(
+        "sleepy-planner",
+        "\"phase.started\"",
+        "phase \"plan\" (round 1) is under way or next",
+        true,
     );
 }
 
@@ -551,16 +574,23 @@ fn a_workflow_whose_driver_is_killed_goes_on_with_recover_and_only_then_is_appro
 fn a_workflow_whose_driver_is_killed_after_a_phase_ended_goes_on_with_recover() {
     // Killed once the plan's phase.finished is out: the implement turn may or may not have
     // been planned, its phase.finished never repeats.
-    driver_killed_after("\"phase.finished\"", "is under way or next");
+    driver_killed_after(
+        "planner",
+        "\"phase.finished\"",
+        "is under way or next",
+        false,
+    );
 }
 
-/// `codehands run --workflow` killed with SIGKILL once it has printed a line holding
-/// `marker`; approve is refused (saying `refusal`) until `recover` has driven the rest.
-fn driver_killed_after(marker: &str, refusal: &str) {
+/// `codehands run --workflow` (planning with `planner`) killed with SIGKILL once it has
+/// printed a line holding `marker`; approve is refused (saying `refusal`) until `recover`
+/// has driven the rest. `plan_logged`: the log then gets the plan's `phase.finished`, as a
+/// driver that died right after writing it leaves it.
+fn driver_killed_after(planner: &str, marker: &str, refusal: &str, plan_logged: bool) {
     use std::io::BufRead;
     let world = world();
     let path = world.dir.path().join("flow.toml");
-    std::fs::write(&path, workflow("planner", "reviewer")).unwrap();
+    std::fs::write(&path, workflow(planner, "reviewer")).unwrap();
     let id = SessionId::new_random().to_string();
     let mut child = world
         .codehands()
@@ -612,6 +642,27 @@ fn driver_killed_after(marker: &str, refusal: &str) {
         "{said}"
     );
     assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
+    let log_path = world
+        .home
+        .run_dir(&id.parse().unwrap())
+        .join("events.jsonl");
+    if plan_logged {
+        let log = std::fs::read_to_string(&log_path).unwrap();
+        let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+        assert_eq!(last["type"], "task.finished", "{log}");
+        let finished = serde_json::json!({
+            "sessionId": id,
+            "seq": last["seq"].as_u64().unwrap() + 1,
+            "ts": last["ts"],
+            "type": "phase.finished",
+            "payload": {"name": "plan", "agent": planner, "round": 1},
+        });
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log_path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, format!("{finished}\n").as_bytes()).unwrap();
+    }
 
     // recover drives the rest: implement, review (a finding), implement, review.
     let out = support::run(world.codehands().args(["recover", "--json"]));
@@ -624,13 +675,7 @@ fn driver_killed_after(marker: &str, refusal: &str) {
     assert_eq!(report["cleanupErrors"], serde_json::json!([]), "{report}");
     assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
 
-    let log = std::fs::read_to_string(
-        world
-            .home
-            .run_dir(&id.parse().unwrap())
-            .join("events.jsonl"),
-    )
-    .unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
     let events: Vec<serde_json::Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
