@@ -134,6 +134,7 @@ impl LocalRunner {
                 conversations: BTreeMap::new(),
                 done: false,
             },
+            trouble: None,
         };
         driver.state.save(&driver.files)?;
         let prompt = driver.prompt_of(0).await;
@@ -150,7 +151,9 @@ impl LocalRunner {
             }
         };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let task = tokio::spawn(async move { driver.drive(stream, tx).await });
+        let task = tokio::spawn(async move {
+            driver.drive(stream, tx).await;
+        });
         {
             let mut tasks = self.shared.tasks.lock().unwrap_or_else(|e| e.into_inner());
             tasks.retain(|t| !t.is_finished());
@@ -174,6 +177,8 @@ struct Driver {
     /// agent continues it: an agent keys its conversation by the session, so a second fresh
     /// one could clash with the first).
     state: WorkflowState,
+    /// Why it stopped short of its end, if it did for a cause of its own.
+    trouble: Option<String>,
 }
 
 /// How a phase's turn ended.
@@ -188,13 +193,14 @@ struct TurnOutcome {
 }
 
 impl Driver {
-    async fn drive(mut self, first: EventStream, tx: UnboundedSender<Event>) {
+    /// Drives the phases from the turn of `first` on; why it stopped short, if it did.
+    async fn drive(mut self, first: EventStream, tx: UnboundedSender<Event>) -> Option<String> {
         let mut stream = first;
         loop {
             let outcome = forward(&mut stream, &tx).await;
             match self.after_turn(outcome, false, &tx).await {
                 Some(next) => stream = next,
-                None => return,
+                None => return self.trouble,
             }
         }
     }
@@ -234,7 +240,7 @@ impl Driver {
                         self.finish();
                         send(tx, events);
                     }
-                    Err(e) => tracing::warn!(session = %self.id, "{e}"),
+                    Err(e) => self.trouble(format!("cannot ask for approval: {e}")),
                 }
                 return None;
             }
@@ -249,12 +255,17 @@ impl Driver {
                         self.finish();
                         send(tx, events);
                     }
-                    Err(e) => tracing::warn!(session = %self.id, "cannot fail the phase: {e}"),
+                    Err(e) => self.trouble(format!("cannot fail the phase: {e}")),
                 }
                 return None;
             }
-            Err(Broken::Stop(e)) => {
+            Err(Broken::Stop(e)) if e.kind() == crate::error::ErrorKind::IllegalMove => {
+                // Decided or changed by another command: nothing of its own went wrong.
                 tracing::warn!(session = %self.id, "the workflow cannot go on: {e}");
+                return None;
+            }
+            Err(Broken::Stop(e)) => {
+                self.trouble(format!("the workflow cannot go on: {e}"));
                 return None;
             }
         }
@@ -271,13 +282,13 @@ impl Driver {
         let logged = match log::scan(&self.files.events(), u64::MAX, |_| false) {
             Ok(scan) => scan.last_seq.max(record.last_seq),
             Err(e) => {
-                tracing::warn!(session = %self.id, "the workflow cannot go on: {e}");
+                self.trouble(format!("the workflow cannot go on: {e}"));
                 return None;
             }
         };
         self.state.logged_before = logged;
         if let Err(e) = self.state.save(&self.files) {
-            tracing::warn!(session = %self.id, "the workflow cannot go on: {e}");
+            self.trouble(format!("the workflow cannot go on: {e}"));
             return None;
         }
         let prompt = self.prompt_of(index).await;
@@ -309,17 +320,25 @@ impl Driver {
         {
             Ok(next) => Some(next),
             Err(e) => {
-                tracing::warn!(session = %self.id, "cannot start phase {:?}: {e}", phase.name);
+                let message = format!("cannot start phase {:?}: {e}", phase.name);
+                self.trouble(message);
                 None
             }
         }
+    }
+
+    /// Says why the workflow stops short of its end (in the log of this process, and to
+    /// whoever resumed it).
+    fn trouble(&mut self, message: String) {
+        tracing::warn!(session = %self.id, "{message}");
+        self.trouble = Some(message);
     }
 
     /// Records that the workflow has ended.
     fn finish(&mut self) {
         self.state.done = true;
         if let Err(e) = self.state.save(&self.files) {
-            tracing::warn!(session = %self.id, "cannot record the workflow's end: {e}");
+            self.trouble(format!("cannot record the workflow's end: {e}"));
         }
     }
 
@@ -537,7 +556,9 @@ impl TurnOutcome {
 /// awaits approval, its `workflow.json` says not done, nobody drives it (the driver lock is
 /// free) and no turn is under way. The turn that ended is checked as the live driver would
 /// have (`Driver::after_turn`), or the phase planned next is started, and the rest is driven
-/// to its end here. Whether it was resumed.
+/// to its end here. Whether it was resumed; an error when it could not go on for a cause of
+/// its own (a phase's agent that cannot start …), not when the session was decided, failed
+/// or stopped meanwhile.
 pub(super) async fn resume(shared: &Arc<Shared>, record: &SessionRecord) -> Result<bool> {
     if record.state != SessionState::AwaitingApproval {
         return Ok(false);
@@ -571,6 +592,7 @@ pub(super) async fn resume(shared: &Arc<Shared>, record: &SessionRecord) -> Resu
         files,
         _lock: lock,
         state,
+        trouble: None,
     };
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let started = events.iter().position(|e| {
@@ -612,10 +634,17 @@ pub(super) async fn resume(shared: &Arc<Shared>, record: &SessionRecord) -> Resu
             driver.after_turn(outcome, logged, &tx).await
         }
     };
-    if let Some(stream) = next {
-        driver.drive(stream, tx).await;
+    let trouble = match next {
+        Some(stream) => driver.drive(stream, tx).await,
+        None => driver.trouble,
+    };
+    match trouble {
+        Some(why) => Err(Error::internal(format!(
+            "the workflow of session {id} stopped short of its end: {why}; `codehands recover` \
+             tries again"
+        ))),
+        None => Ok(true),
     }
-    Ok(true)
 }
 
 fn send(tx: &UnboundedSender<Event>, events: Vec<Event>) {
