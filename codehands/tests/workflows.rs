@@ -148,6 +148,26 @@ fn nothing_made(world: &World) {
     assert_eq!(sessions, 0, "no session record");
     assert!(world.worktree_dirs().is_empty(), "no worktree");
     assert_eq!(world.branches(), vec!["main".to_owned()], "no branch");
+    let runs = world
+        .home
+        .run_dir(&SessionId::new_random())
+        .parent()
+        .unwrap()
+        .to_owned();
+    let runs = std::fs::read_dir(runs).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(runs, 0, "no run folder (no workflow state, no driver lock)");
+}
+
+#[tokio::test]
+async fn a_start_refused_after_the_checks_leaves_no_workflow_state() {
+    let world = world();
+    let runner = runner(&world);
+    let mut options = options(&world, &workflow("planner", "reviewer"));
+    let plain = world.dir.path().join("not-a-repo");
+    std::fs::create_dir_all(&plain).unwrap();
+    options.repo_path = plain;
+    assert!(runner.run_workflow(options).await.is_err());
+    nothing_made(&world);
 }
 
 fn failure_of(events: &[runner_core::Event]) -> &runner_core::event::TaskFailed {

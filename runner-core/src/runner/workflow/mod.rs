@@ -144,8 +144,9 @@ impl LocalRunner {
         {
             Ok(stream) => stream,
             Err(e) => {
+                // No session: nothing of the workflow stays either.
                 if self.shared.store.get(&id).is_err() {
-                    let _ = std::fs::remove_file(WorkflowState::path(&driver.files));
+                    state::forget(&driver.files);
                 }
                 return Err(e);
             }

@@ -90,6 +90,14 @@ impl WorkflowState {
     }
 }
 
+/// Removes the state and the lock of a workflow whose session was never made, and the run
+/// folder when nothing else is in it.
+pub(crate) fn forget(files: &RunFiles) {
+    let _ = std::fs::remove_file(WorkflowState::path(files));
+    let _ = std::fs::remove_file(files.dir().join(LOCK_FILE));
+    let _ = std::fs::remove_dir(files.dir());
+}
+
 /// Refuses the approve of session `id` (now `state`) whose workflow has not finished, or
 /// whose workflow state cannot be read: a change no review has seen must not be committed.
 pub(crate) fn check_finished(
