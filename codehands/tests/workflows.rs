@@ -602,13 +602,11 @@ fn a_workflow_whose_driver_is_killed_after_a_phase_ended_goes_on_with_recover() 
     );
 }
 
-/// `codehands run --workflow` (planning with `planner`) killed with SIGKILL once it has
-/// printed a line holding `marker`; approve is refused (saying `refusal`) until `recover`
-/// has driven the rest. `plan_logged`: the log then gets the plan's `phase.finished`, as a
-/// driver that died right after writing it leaves it.
-fn driver_killed_after(planner: &str, marker: &str, refusal: &str, plan_logged: bool) {
+/// Starts `codehands run --workflow` (planning with `planner`), kills it with SIGKILL once
+/// it has printed a line holding `marker`, and waits for the turn under way to end without
+/// it; the session's id.
+fn kill_driver_after(world: &World, planner: &str, marker: &str) -> String {
     use std::io::BufRead;
-    let world = world();
     let path = world.dir.path().join("flow.toml");
     std::fs::write(&path, workflow(planner, "reviewer")).unwrap();
     let id = SessionId::new_random().to_string();
@@ -623,7 +621,6 @@ fn driver_killed_after(planner: &str, marker: &str, refusal: &str, plan_logged: 
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Killed the moment the first phase's turn has started.
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     for line in lines.by_ref() {
         if line.unwrap().contains(marker) {
@@ -634,13 +631,43 @@ fn driver_killed_after(planner: &str, marker: &str, refusal: &str, plan_logged: 
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
     child.wait().unwrap();
     drop(lines);
-
-    // The plan's turn goes on without it, and ends awaiting approval after the plan alone.
+    // The turn goes on without it, and ends awaiting approval.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while record_of(&world, &id)["state"] != "awaiting_approval" {
-        assert!(std::time::Instant::now() < deadline, "the plan never ended");
+    while record_of(world, &id)["state"] != "awaiting_approval" {
+        assert!(std::time::Instant::now() < deadline, "the turn never ended");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    id
+}
+
+#[test]
+fn a_workflow_whose_driver_died_can_still_be_rejected_and_is_not_resumed_then() {
+    let world = world();
+    let id = kill_driver_after(&world, "sleepy-planner", "\"phase.started\"");
+    support::ok(&support::run(
+        world
+            .codehands()
+            .current_dir(&world.repo)
+            .args(["reject", &id]),
+    ));
+    assert_eq!(record_of(&world, &id)["state"], "rejected");
+    let out = support::run(world.codehands().args(["recover", "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&support::ok(&out)).unwrap();
+    assert_eq!(
+        report["resumedWorkflows"],
+        serde_json::json!([]),
+        "{report}"
+    );
+    assert_eq!(world.branches(), vec!["main".to_owned()]);
+}
+
+/// `codehands run --workflow` (planning with `planner`) killed with SIGKILL once it has
+/// printed a line holding `marker`; approve is refused (saying `refusal`) until `recover`
+/// has driven the rest. `plan_logged`: the log then gets the plan's `phase.finished`, as a
+/// driver that died right after writing it leaves it.
+fn driver_killed_after(planner: &str, marker: &str, refusal: &str, plan_logged: bool) {
+    let world = world();
+    let id = kill_driver_after(&world, planner, marker);
     let approve = || {
         support::run(world.codehands().current_dir(&world.repo).args([
             "approve",
