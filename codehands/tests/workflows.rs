@@ -31,6 +31,14 @@ args = ["-c", "cat > /dev/null; ls > /dev/null; echo 'plan: add a line to a.txt'
 parser = "text"
 "#;
 
+/// A planner that takes a second (its driver is killed while it runs).
+const SLEEPY_PLANNER: &str = r#"
+name = "sleepy-planner"
+program = "/bin/sh"
+args = ["-c", "cat > /dev/null; sleep 1; echo 'plan: add a line to a.txt'"]
+parser = "text"
+"#;
+
 /// A planner that writes although its phase is read-only.
 const BAD_PLANNER: &str = r#"
 name = "bad-planner"
@@ -107,6 +115,7 @@ fn world() -> World {
         ("planner", PLANNER),
         ("bad-planner", BAD_PLANNER),
         ("slow-planner", SLOW_PLANNER),
+        ("sleepy-planner", SLEEPY_PLANNER),
         ("reviewer", REVIEWER),
         ("lazy-reviewer", LAZY_REVIEWER),
     ] {
@@ -139,6 +148,26 @@ fn nothing_made(world: &World) {
     assert_eq!(sessions, 0, "no session record");
     assert!(world.worktree_dirs().is_empty(), "no worktree");
     assert_eq!(world.branches(), vec!["main".to_owned()], "no branch");
+    let runs = world
+        .home
+        .run_dir(&SessionId::new_random())
+        .parent()
+        .unwrap()
+        .to_owned();
+    let runs = std::fs::read_dir(runs).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(runs, 0, "no run folder (no workflow state, no driver lock)");
+}
+
+#[tokio::test]
+async fn a_start_refused_after_the_checks_leaves_no_workflow_state() {
+    let world = world();
+    let runner = runner(&world);
+    let mut options = options(&world, &workflow("planner", "reviewer"));
+    let plain = world.dir.path().join("not-a-repo");
+    std::fs::create_dir_all(&plain).unwrap();
+    options.repo_path = plain;
+    assert!(runner.run_workflow(options).await.is_err());
+    nothing_made(&world);
 }
 
 fn failure_of(events: &[runner_core::Event]) -> &runner_core::event::TaskFailed {
@@ -531,4 +560,214 @@ async fn a_verify_gate_whose_tests_fail_fails_the_phase() {
     );
     // The reviewer never ran.
     assert!(!world.dir.path().join("logs/reviews").exists());
+}
+
+/// The session's record on disk, as JSON.
+fn record_of(world: &World, id: &str) -> serde_json::Value {
+    let path = world.home.sessions_dir().join(format!("{id}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_workflow_whose_driver_is_killed_goes_on_with_recover_and_only_then_is_approved() {
+    driver_killed_after(
+        "sleepy-planner",
+        "\"phase.started\"",
+        "phase \"plan\" (round 1) is under way or next",
+        false,
+    );
+}
+
+#[test]
+fn a_phase_finished_that_the_dead_driver_logged_is_not_logged_again() {
+    // The driver died right after it logged the plan's phase.finished, before it saved the
+    // next phase: the next driver checks the plan again but does not log it twice.
+    driver_killed_after(
+        "sleepy-planner",
+        "\"phase.started\"",
+        "phase \"plan\" (round 1) is under way or next",
+        true,
+    );
+}
+
+#[test]
+fn a_workflow_whose_driver_is_killed_after_a_phase_ended_goes_on_with_recover() {
+    // Killed once the plan's phase.finished is out: the implement turn may or may not have
+    // been planned, its phase.finished never repeats.
+    driver_killed_after(
+        "planner",
+        "\"phase.finished\"",
+        "is under way or next",
+        false,
+    );
+}
+
+/// Starts `codehands run --workflow` (planning with `planner`), kills it with SIGKILL once
+/// it has printed a line holding `marker`, and waits for the turn under way to end without
+/// it; the session's id.
+fn kill_driver_after(world: &World, planner: &str, marker: &str) -> String {
+    use std::io::BufRead;
+    let path = world.dir.path().join("flow.toml");
+    std::fs::write(&path, workflow(planner, "reviewer")).unwrap();
+    let id = SessionId::new_random().to_string();
+    let mut child = world
+        .codehands()
+        .current_dir(&world.repo)
+        .args(["run", ".", "Add a line to a.txt.", "--workflow"])
+        .arg(&path)
+        .args(["--isolation", "none", "--json", "--session-id", &id])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains(marker) {
+            break;
+        }
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    drop(lines);
+    // The turn goes on without it, and ends awaiting approval.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while record_of(world, &id)["state"] != "awaiting_approval" {
+        assert!(std::time::Instant::now() < deadline, "the turn never ended");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    id
+}
+
+#[test]
+fn a_workflow_whose_driver_died_can_still_be_rejected_and_is_not_resumed_then() {
+    let world = world();
+    let id = kill_driver_after(&world, "sleepy-planner", "\"phase.started\"");
+    support::ok(&support::run(
+        world
+            .codehands()
+            .current_dir(&world.repo)
+            .args(["reject", &id]),
+    ));
+    assert_eq!(record_of(&world, &id)["state"], "rejected");
+    let out = support::run(world.codehands().args(["recover", "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&support::ok(&out)).unwrap();
+    assert_eq!(
+        report["resumedWorkflows"],
+        serde_json::json!([]),
+        "{report}"
+    );
+    assert_eq!(world.branches(), vec!["main".to_owned()]);
+}
+
+/// `codehands run --workflow` (planning with `planner`) killed with SIGKILL once it has
+/// printed a line holding `marker`; approve is refused (saying `refusal`) until `recover`
+/// has driven the rest. `plan_logged`: the log then gets the plan's `phase.finished`, as a
+/// driver that died right after writing it leaves it.
+fn driver_killed_after(planner: &str, marker: &str, refusal: &str, plan_logged: bool) {
+    let world = world();
+    let id = kill_driver_after(&world, planner, marker);
+    let approve = || {
+        support::run(world.codehands().current_dir(&world.repo).args([
+            "approve",
+            &id,
+            "-m",
+            "The workflow's change",
+        ]))
+    };
+    let refused = approve();
+    assert!(
+        !refused.status.success(),
+        "an unreviewed change was approved"
+    );
+    let said = support::text(&refused.stderr);
+    assert!(
+        said.contains("has not finished")
+            && said.contains(refusal)
+            && said.contains("codehands recover"),
+        "{said}"
+    );
+    assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
+    let log_path = world
+        .home
+        .run_dir(&id.parse().unwrap())
+        .join("events.jsonl");
+    if plan_logged {
+        let log = std::fs::read_to_string(&log_path).unwrap();
+        let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+        assert_eq!(last["type"], "task.finished", "{log}");
+        let finished = serde_json::json!({
+            "sessionId": id,
+            "seq": last["seq"].as_u64().unwrap() + 1,
+            "ts": last["ts"],
+            "type": "phase.finished",
+            "payload": {"name": "plan", "agent": planner, "round": 1},
+        });
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log_path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, format!("{finished}\n").as_bytes()).unwrap();
+    }
+
+    // recover drives the rest: implement, review (a finding), implement, review.
+    let out = support::run(world.codehands().args(["recover", "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&support::ok(&out)).unwrap();
+    assert_eq!(
+        report["resumedWorkflows"],
+        serde_json::json!([id]),
+        "{report}"
+    );
+    assert_eq!(report["cleanupErrors"], serde_json::json!([]), "{report}");
+    assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
+
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let events: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    let phases = |kind: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["type"] == kind)
+            .map(|e| format!("{} {}", e["payload"]["name"], e["payload"]["round"]))
+            .collect()
+    };
+    let expected = [
+        "\"plan\" 1",
+        "\"implement\" 1",
+        "\"review\" 1",
+        "\"implement\" 2",
+        "\"review\" 2",
+    ];
+    assert_eq!(phases("phase.started"), expected, "{log}");
+    assert_eq!(phases("phase.finished"), expected, "{log}");
+    let asked = events
+        .iter()
+        .filter(|e| e["type"] == "approval.requested")
+        .count();
+    assert_eq!(asked, 1, "{log}");
+    assert_eq!(events.last().unwrap()["type"], "approval.requested");
+
+    // A second recover finds nothing more to drive.
+    let out = support::run(world.codehands().args(["recover", "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&support::ok(&out)).unwrap();
+    assert_eq!(
+        report["resumedWorkflows"],
+        serde_json::json!([]),
+        "{report}"
+    );
+
+    let approved = approve();
+    support::ok(&approved);
+    assert_eq!(record_of(&world, &id)["state"], "approved");
+    let branch = record_of(&world, &id)["branch"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = world.git(&["show", &format!("{branch}:a.txt")]);
+    assert_eq!(shown, "one\nfixed\nfixed\n");
 }

@@ -351,4 +351,7 @@ pub struct RecoveryReport {
     /// Tasks whose pick or reject was cut short, now finished or taken back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settled_tasks: Vec<crate::ids::TaskId>,
+    /// Workflows whose driver had died between two phases, driven on to their end.
+    #[serde(default)]
+    pub resumed_workflows: Vec<SessionId>,
 }

@@ -238,6 +238,11 @@ pub async fn recover(args: JsonArgs) -> Result<ExitCode> {
             "  finished {id} from its agent's output: it ended while nothing watched"
         ))?;
     }
+    for id in &report.resumed_workflows {
+        output::line(&format!(
+            "  drove the workflow of {id} on to its end: its driver had died between two phases"
+        ))?;
+    }
     for e in report.cleanup_errors.iter().chain(&report.unreadable) {
         output::line(&format!(
             "  could not clean {}: {}",

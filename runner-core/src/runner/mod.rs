@@ -237,6 +237,12 @@ impl LocalRunner {
         record
             .state
             .check_move(SessionState::Approving, SessionState::Approved, "approve")?;
+        // A workflow's change is approved only once its last phase has run.
+        workflow::check_finished(
+            &RunFiles::in_home(&shared.home, session_id),
+            session_id,
+            record.state,
+        )?;
         verify::gate(&shared.home, session_id, options.force)?;
         let message = if message.trim().is_empty() {
             default_message(&record.prompt)

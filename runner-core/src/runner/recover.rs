@@ -5,7 +5,9 @@
 //!   its output, and only a start cut short before its turn was planned fails (its
 //!   worktree removed, its branch deleted unless the agent committed to it).
 //! - `awaiting_approval` and `stopped` sessions, and runs a live supervisor holds, are left
-//!   alone.
+//!   alone, but for a workflow whose driver died between two phases (`workflow.json` not
+//!   done, its driver lock free, no turn under way): it is driven on to its end
+//!   (`workflow::resume`).
 //! - `approving` and `rejecting` sessions (an approve or reject cut short) are settled, as the
 //!   next approve or reject would settle them (`journal.rs`), unless another process is at it.
 //! - Worktree folders under `worktrees/` that belong to no live session are removed, except
@@ -97,6 +99,27 @@ pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
         } else if record.state == SessionState::Failed && record.worktree_path.exists() {
             // An earlier cleanup failed: try again.
             clean_failed(shared, record, &mut report).await;
+        }
+    }
+    // After the turns were healed: a workflow whose driver died goes on.
+    for record in &shared.store.list()?.records {
+        match super::workflow::resume(shared, record).await {
+            Ok(true) => report.resumed_workflows.push(record.session_id),
+            Ok(false) => {}
+            Err(e) if e.kind() == ErrorKind::CorruptRecord => {
+                report.unreadable.push(CleanupError {
+                    session_id: Some(record.session_id),
+                    path: RunFiles::in_home(&shared.home, &record.session_id)
+                        .dir()
+                        .to_owned(),
+                    message: format!("{e}; its workflow is left where it was"),
+                })
+            }
+            Err(e) => report.cleanup_errors.push(CleanupError {
+                session_id: Some(record.session_id),
+                path: record.worktree_path.clone(),
+                message: e.to_string(),
+            }),
         }
     }
     let records = shared.store.list()?.records;

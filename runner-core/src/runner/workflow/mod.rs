@@ -12,26 +12,35 @@
 //! runs again, at most `rounds` rounds. Then `approval.requested`, as after any run. A phase
 //! that broke its rules fails the session (`task.failed`, reason `phase`).
 //!
-//! The driver lives in the process that started the workflow: a turn outlives it like any
-//! turn, but the phases after it are not planned once that process is gone (the session
-//! then awaits approval after the last phase that ran, or is stopped).
+//! The driver runs in the process that started the workflow, holding the run's driver lock
+//! (`state.rs`), and keeps where it is in `runs/<id>/workflow.json` (written before each
+//! phase's turn is planned and when the workflow ends). If that process dies, the turn under
+//! way goes on like any turn, and `recover` ([`resume`]) takes the lock and goes on from the
+//! state: the ended turn is checked by the same [`Driver::after_turn`] as a live one (its
+//! `phase.finished` not written twice), then the next phases run. Until the state says done,
+//! approve is refused ([`check_finished`]).
 
 mod phase;
+mod state;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{LocalRunner, MAX_PROMPT_BYTES, TurnPhase, preflight};
+use super::control::{RunFiles, SupervisorLock};
+use super::{LocalRunner, MAX_PROMPT_BYTES, Shared, TurnPhase, log, preflight};
 use crate::error::{Error, Result};
 use crate::event::{ApprovalRequested, Event, EventBody, PhaseFinished};
 use crate::ids::SessionId;
 use crate::options::{DEFAULT_BUDGET_USD, Permissions, StartOptions};
-use crate::session::SessionState;
+use crate::session::{SessionRecord, SessionState};
 use crate::traits::agent::AgentRequest;
 use crate::traits::runner::EventStream;
-use crate::workflow::{Finding, PhaseKind, Workflow, WorkflowOptions, findings_text};
+use crate::workflow::{Finding, PhaseKind, WorkflowOptions, findings_text};
+pub(super) use state::check_finished;
+use state::{DriverLock, WorkflowState};
 
 /// The most of the diff a prompt's `{diff}` holds, in bytes.
 const MAX_DIFF_BYTES: usize = 1 << 20;
@@ -90,24 +99,62 @@ impl LocalRunner {
         start.verify = first.gate.is_some_and(|g| g.verify);
         start.permissions = Permissions::default();
         start.isolation = options.isolation;
+        let id = options.session_id;
+        if self.shared.store.get(&id).is_ok() {
+            return Err(Error::invalid_input(format!(
+                "session {id} already exists: pick a new session id"
+            )));
+        }
+        // The driver's state and lock exist before the session does: a session of this
+        // workflow is never without them.
+        let files = RunFiles::in_home(&self.shared.home, &id);
+        files.prepare()?;
+        let lock = DriverLock::try_acquire(&files)?.ok_or_else(|| {
+            Error::new(
+                crate::error::ErrorKind::Locked,
+                format!("another process drives the workflow of session {id}"),
+            )
+        })?;
         let driver = Driver {
             runner: LocalRunner {
                 shared: self.shared.clone(),
                 owns_tasks: false,
             },
-            id: options.session_id,
-            task: options.prompt,
-            workflow,
-            texts: HashMap::new(),
-            findings: Vec::new(),
-            conversations: HashMap::new(),
+            id,
+            files,
+            _lock: lock,
+            state: WorkflowState {
+                workflow,
+                task: options.prompt,
+                index: 0,
+                round: 1,
+                logged_before: 0,
+                texts: BTreeMap::new(),
+                findings: Vec::new(),
+                conversations: BTreeMap::new(),
+                done: false,
+            },
+            trouble: None,
         };
-        let prompt = driver.prompt_of(0, None).await;
-        let stream = self
+        driver.state.save(&driver.files)?;
+        let prompt = driver.prompt_of(0).await;
+        let stream = match self
             .start_session_with(start, None, Some((prompt, driver.turn_phase(0, 1))))
-            .await?;
+            .await
+        {
+            Ok(stream) => stream,
+            Err(e) => {
+                // No session: nothing of the workflow stays either.
+                if self.shared.store.get(&id).is_err() {
+                    state::forget(&driver.files);
+                }
+                return Err(e);
+            }
+        };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let task = tokio::spawn(async move { driver.drive(stream, tx).await });
+        let task = tokio::spawn(async move {
+            driver.drive(stream, tx).await;
+        });
         {
             let mut tasks = self.shared.tasks.lock().unwrap_or_else(|e| e.into_inner());
             tasks.retain(|t| !t.is_finished());
@@ -119,23 +166,24 @@ impl LocalRunner {
     }
 }
 
-/// Runs the phases after the first, in the process that started the workflow.
+/// Runs the phases after the first: in the process that started the workflow, or in the
+/// one that resumed it ([`resume`]). It holds the driver lock while it lives.
 struct Driver {
     runner: LocalRunner,
     id: SessionId,
-    task: String,
-    workflow: Workflow,
-    /// The final text of each phase's last run, by index.
-    texts: HashMap<usize, String>,
-    /// The last review's findings above its gate (for `{findings}`).
-    findings: Vec<Finding>,
-    /// Each agent's conversation in this session, as its turns' `task.started` said it: a
-    /// later phase of the same agent continues it (an agent keys its conversation by the
-    /// session, so a second fresh one could clash with the first).
-    conversations: HashMap<crate::agent_name::AgentName, String>,
+    files: RunFiles,
+    _lock: DriverLock,
+    /// Where it is (`workflow.json`): the phase under way, each phase's final text, the
+    /// findings, and each agent's conversation in this session (a later phase of the same
+    /// agent continues it: an agent keys its conversation by the session, so a second fresh
+    /// one could clash with the first).
+    state: WorkflowState,
+    /// Why it stopped short of its end, if it did for a cause of its own.
+    trouble: Option<String>,
 }
 
 /// How a phase's turn ended.
+#[derive(Default)]
 struct TurnOutcome {
     /// The turn's number (the seq of its `phase.started`).
     turn: Option<u64>,
@@ -146,97 +194,157 @@ struct TurnOutcome {
 }
 
 impl Driver {
-    async fn drive(mut self, first: EventStream, tx: UnboundedSender<Event>) {
+    /// Drives the phases from the turn of `first` on; why it stopped short, if it did.
+    async fn drive(mut self, first: EventStream, tx: UnboundedSender<Event>) -> Option<String> {
         let mut stream = first;
-        let mut index = 0;
-        let mut round = 1;
         loop {
             let outcome = forward(&mut stream, &tx).await;
-            if let Some(conversation) = outcome.conversation.clone() {
-                let agent = self.workflow.phases[index].agent.clone();
-                self.conversations.insert(agent, conversation);
-            }
-            let Some((text, cost)) = outcome.finished else {
-                // Failed, stopped, or the stream ended early: the session says which.
-                return;
-            };
-            match self
-                .after_phase(index, round, outcome.turn, text, cost)
-                .await
-            {
-                Ok((events, next)) => {
-                    send(&tx, events);
-                    match next {
-                        Next::Phase(i, r) => {
-                            index = i;
-                            round = r;
-                        }
-                        Next::Approval => {
-                            match self.request_approval().await {
-                                Ok(events) => send(&tx, events),
-                                Err(e) => tracing::warn!(session = %self.id, "{e}"),
-                            }
-                            return;
-                        }
-                    }
-                }
-                Err(Broken::Rules {
-                    events,
-                    message,
-                    cost,
-                }) => {
-                    send(&tx, events);
-                    match phase::fail(&self.runner.shared, &self.id, message, cost).await {
-                        Ok(events) => send(&tx, events),
-                        Err(e) => tracing::warn!(session = %self.id, "cannot fail the phase: {e}"),
-                    }
-                    return;
-                }
-                Err(Broken::Stop(e)) => {
-                    tracing::warn!(session = %self.id, "the workflow cannot go on: {e}");
-                    return;
-                }
-            }
-            let prompt = self.prompt_of(index, Some(round)).await;
-            let phase = &self.workflow.phases[index];
-            let verify = phase.gate.is_some_and(|g| g.verify);
-            let record = match self.runner.shared.store.get(&self.id) {
-                Ok(record) if record.state == SessionState::AwaitingApproval => record,
-                Ok(_) | Err(_) => return,
-            };
-            let turn_phase = self.turn_phase(index, round);
-            // The same agent's conversation goes on, when it can continue one.
-            let resume_from = self
-                .conversations
-                .get(&phase.agent)
-                .filter(|_| {
-                    self.runner
-                        .agent(&phase.agent)
-                        .is_ok_and(|a| a.capabilities().resume)
-                })
-                .cloned();
-            match self
-                .runner
-                .another_turn(
-                    &record,
-                    prompt,
-                    resume_from,
-                    verify,
-                    Some(turn_phase),
-                    "phase",
-                )
-                .await
-            {
-                Ok(next) => stream = next,
-                Err(e) => {
-                    tracing::warn!(session = %self.id, "cannot start phase {:?}: {e}", phase.name);
-                    return;
-                }
+            match self.after_turn(outcome, false, &tx).await {
+                Some(next) => stream = next,
+                None => return self.trouble,
             }
         }
     }
 
-    /// Checks the phase that just ran, and says what comes next.
+    /// After the turn of the phase under way ended with `outcome` (`logged`: a driver
+    /// before this one already wrote its `phase.finished`): checks the phase's rules, and
+    /// starts the next phase's turn (its stream), or asks for approval, or fails the
+    /// session; `None` once the workflow has ended or cannot go on.
+    async fn after_turn(
+        &mut self,
+        outcome: TurnOutcome,
+        logged: bool,
+        tx: &UnboundedSender<Event>,
+    ) -> Option<EventStream> {
+        let (index, round) = (self.state.index, self.state.round);
+        if let Some(conversation) = outcome.conversation.clone() {
+            let agent = self.state.workflow.phases[index].agent.clone();
+            self.state.conversations.insert(agent, conversation);
+        }
+        let Some((text, cost)) = outcome.finished else {
+            // Failed, stopped, or the stream ended early: the session says which.
+            return None;
+        };
+        match self
+            .after_phase(index, round, outcome.turn, text, cost, logged)
+            .await
+        {
+            Ok((events, Next::Phase(i, r))) => {
+                send(tx, events);
+                self.state.index = i;
+                self.state.round = r;
+            }
+            Ok((events, Next::Approval)) => {
+                send(tx, events);
+                match self.request_approval().await {
+                    Ok(events) => {
+                        self.finish();
+                        send(tx, events);
+                    }
+                    Err(e) => self.trouble(format!("cannot ask for approval: {e}")),
+                }
+                return None;
+            }
+            Err(Broken::Rules {
+                events,
+                message,
+                cost,
+            }) => {
+                send(tx, events);
+                match phase::fail(&self.runner.shared, &self.id, message, cost).await {
+                    Ok(events) => {
+                        self.finish();
+                        send(tx, events);
+                    }
+                    Err(e) => self.trouble(format!("cannot fail the phase: {e}")),
+                }
+                return None;
+            }
+            Err(Broken::Stop(e)) if e.kind() == crate::error::ErrorKind::IllegalMove => {
+                // Decided or changed by another command: nothing of its own went wrong.
+                tracing::warn!(session = %self.id, "the workflow cannot go on: {e}");
+                return None;
+            }
+            Err(Broken::Stop(e)) => {
+                self.trouble(format!("the workflow cannot go on: {e}"));
+                return None;
+            }
+        }
+        self.plan_next().await
+    }
+
+    /// Saves the state, then plans the turn of the phase it names next.
+    async fn plan_next(&mut self) -> Option<EventStream> {
+        let (index, round) = (self.state.index, self.state.round);
+        let record = match self.runner.shared.store.get(&self.id) {
+            Ok(record) if record.state == SessionState::AwaitingApproval => record,
+            Ok(_) | Err(_) => return None,
+        };
+        let logged = match log::scan(&self.files.events(), u64::MAX, |_| false) {
+            Ok(scan) => scan.last_seq.max(record.last_seq),
+            Err(e) => {
+                self.trouble(format!("the workflow cannot go on: {e}"));
+                return None;
+            }
+        };
+        self.state.logged_before = logged;
+        if let Err(e) = self.state.save(&self.files) {
+            self.trouble(format!("the workflow cannot go on: {e}"));
+            return None;
+        }
+        let prompt = self.prompt_of(index).await;
+        let phase = &self.state.workflow.phases[index];
+        let verify = phase.gate.is_some_and(|g| g.verify);
+        let turn_phase = self.turn_phase(index, round);
+        // The same agent's conversation goes on, when it can continue one.
+        let resume_from = self
+            .state
+            .conversations
+            .get(&phase.agent)
+            .filter(|_| {
+                self.runner
+                    .agent(&phase.agent)
+                    .is_ok_and(|a| a.capabilities().resume)
+            })
+            .cloned();
+        match self
+            .runner
+            .another_turn(
+                &record,
+                prompt,
+                resume_from,
+                verify,
+                Some(turn_phase),
+                "phase",
+            )
+            .await
+        {
+            Ok(next) => Some(next),
+            Err(e) => {
+                let message = format!("cannot start phase {:?}: {e}", phase.name);
+                self.trouble(message);
+                None
+            }
+        }
+    }
+
+    /// Says why the workflow stops short of its end (in the log of this process, and to
+    /// whoever resumed it).
+    fn trouble(&mut self, message: String) {
+        tracing::warn!(session = %self.id, "{message}");
+        self.trouble = Some(message);
+    }
+
+    /// Records that the workflow has ended.
+    fn finish(&mut self) {
+        self.state.done = true;
+        if let Err(e) = self.state.save(&self.files) {
+            self.trouble(format!("cannot record the workflow's end: {e}"));
+        }
+    }
+
+    /// Checks the phase that just ran, and says what comes next (`logged`: its events are
+    /// in the log already, from a driver before this one).
     async fn after_phase(
         &mut self,
         index: usize,
@@ -244,9 +352,10 @@ impl Driver {
         turn: Option<u64>,
         text: String,
         cost: Option<f64>,
+        logged: bool,
     ) -> std::result::Result<(Vec<Event>, Next), Broken> {
         let shared = &self.runner.shared;
-        let phase = self.workflow.phases[index].clone();
+        let phase = self.state.workflow.phases[index].clone();
         let record = shared.store.get(&self.id).map_err(Broken::Stop)?;
         let files = super::RunFiles::in_home(&shared.home, &self.id);
         let mut broken = None;
@@ -283,9 +392,13 @@ impl Driver {
             cost_usd: cost,
             round,
         }));
-        let events = phase::append_between(shared, &self.id, bodies)
-            .await
-            .map_err(Broken::Stop)?;
+        let events = if logged {
+            Vec::new()
+        } else {
+            phase::append_between(shared, &self.id, bodies)
+                .await
+                .map_err(Broken::Stop)?
+        };
         if let Some(why) = broken {
             return Err(Broken::Rules {
                 events,
@@ -296,24 +409,24 @@ impl Driver {
                 cost,
             });
         }
-        self.texts.insert(index, text);
+        self.state.texts.insert(index, text);
         let gate = phase.gate.and_then(|g| g.max_severity);
         if phase.kind == PhaseKind::Review {
             let above: Vec<Finding> = findings
                 .into_iter()
                 .filter(|f| gate.is_some_and(|max| f.severity > max))
                 .collect();
-            let back = self.workflow.implement_before(index);
+            let back = self.state.workflow.implement_before(index);
             if !above.is_empty()
-                && round < self.workflow.rounds
+                && round < self.state.workflow.rounds
                 && let Some(back) = back
             {
-                self.findings = above;
+                self.state.findings = above;
                 return Ok((events, Next::Phase(back, round + 1)));
             }
-            self.findings = above;
+            self.state.findings = above;
         }
-        if index + 1 < self.workflow.phases.len() {
+        if index + 1 < self.state.workflow.phases.len() {
             Ok((events, Next::Phase(index + 1, round)))
         } else {
             Ok((events, Next::Approval))
@@ -339,8 +452,8 @@ impl Driver {
     /// The prompt of phase `index`: its template with `{task}`, `{previous}` (the final
     /// text of the phase before it, in its last run), `{diff}` (the worktree against the
     /// base; left empty before the session exists) and `{findings}`.
-    async fn prompt_of(&self, index: usize, _round: Option<u32>) -> String {
-        let phase = &self.workflow.phases[index];
+    async fn prompt_of(&self, index: usize) -> String {
+        let phase = &self.state.workflow.phases[index];
         let diff = if phase.prompt.iter().any(|p| p == "{diff}") {
             self.diff_text().await
         } else {
@@ -348,12 +461,12 @@ impl Driver {
         };
         let previous = index
             .checked_sub(1)
-            .and_then(|i| self.texts.get(&i))
+            .and_then(|i| self.state.texts.get(&i))
             .cloned()
             .unwrap_or_else(|| "(none)".into());
-        let findings = findings_text(&self.findings);
+        let findings = findings_text(&self.state.findings);
         phase.render(|placeholder| match placeholder {
-            "{task}" => self.task.clone(),
+            "{task}" => self.state.task.clone(),
             "{previous}" => previous.clone(),
             "{diff}" => diff.clone(),
             "{findings}" => findings.clone(),
@@ -381,7 +494,7 @@ impl Driver {
     }
 
     fn turn_phase(&self, index: usize, round: u32) -> TurnPhase {
-        let phase = &self.workflow.phases[index];
+        let phase = &self.state.workflow.phases[index];
         TurnPhase {
             name: phase.name.clone(),
             kind: phase.kind,
@@ -415,26 +528,124 @@ enum Broken {
 
 /// Passes a turn's events on until its stream ends; how it ended.
 async fn forward(stream: &mut EventStream, tx: &UnboundedSender<Event>) -> TurnOutcome {
-    let mut outcome = TurnOutcome {
-        turn: None,
-        finished: None,
-        conversation: None,
-    };
+    let mut outcome = TurnOutcome::default();
     while let Some(event) = stream.next().await {
-        match &event.body {
-            EventBody::PhaseStarted(_) => outcome.turn = Some(event.seq),
-            EventBody::TaskStarted(started) if started.agent_session_id.is_some() => {
-                outcome.conversation = started.agent_session_id.clone()
-            }
-            EventBody::TaskFinished(done) => {
-                outcome.finished = Some((done.result.clone().unwrap_or_default(), done.cost_usd))
-            }
-            EventBody::TaskFailed(_) | EventBody::TaskStopped(_) => outcome.finished = None,
-            _ => {}
-        }
+        outcome.note(&event);
         let _ = tx.send(event);
     }
     outcome
+}
+
+impl TurnOutcome {
+    /// Takes in one event of the turn (live, or read back from the log).
+    fn note(&mut self, event: &Event) {
+        match &event.body {
+            EventBody::PhaseStarted(_) => self.turn = Some(event.seq),
+            EventBody::TaskStarted(started) if started.agent_session_id.is_some() => {
+                self.conversation = started.agent_session_id.clone()
+            }
+            EventBody::TaskFinished(done) => {
+                self.finished = Some((done.result.clone().unwrap_or_default(), done.cost_usd))
+            }
+            EventBody::TaskFailed(_) | EventBody::TaskStopped(_) => self.finished = None,
+            _ => {}
+        }
+    }
+}
+
+/// Goes on with the workflow of session `record`, whose driver died: when the session
+/// awaits approval, its `workflow.json` says not done, nobody drives it (the driver lock is
+/// free) and no turn is under way. The turn that ended is checked as the live driver would
+/// have (`Driver::after_turn`), or the phase planned next is started, and the rest is driven
+/// to its end here. Whether it was resumed; an error when it could not go on for a cause of
+/// its own (a phase's agent that cannot start …), not when the session was decided, failed
+/// or stopped meanwhile.
+pub(super) async fn resume(shared: &Arc<Shared>, record: &SessionRecord) -> Result<bool> {
+    if record.state != SessionState::AwaitingApproval {
+        return Ok(false);
+    }
+    let id = record.session_id;
+    let files = RunFiles::in_home(&shared.home, &id);
+    match WorkflowState::load(&files)? {
+        Some(state) if !state.done => {}
+        _ => return Ok(false),
+    }
+    let Some(lock) = DriverLock::try_acquire(&files)? else {
+        return Ok(false);
+    };
+    if SupervisorLock::is_held(&files) || files.turn().is_some() {
+        return Ok(false);
+    }
+    // Read again under the lock: a driver may have gone on meanwhile.
+    let Some(state) = WorkflowState::load(&files)?.filter(|s| !s.done) else {
+        return Ok(false);
+    };
+    if shared.store.get(&id)?.state != SessionState::AwaitingApproval {
+        return Ok(false);
+    }
+    let events = log::read_all(&files.events())?;
+    let mut driver = Driver {
+        runner: LocalRunner {
+            shared: shared.clone(),
+            owns_tasks: false,
+        },
+        id,
+        files,
+        _lock: lock,
+        state,
+        trouble: None,
+    };
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let started = events.iter().position(|e| {
+        e.seq > driver.state.logged_before && matches!(e.body, EventBody::PhaseStarted(_))
+    });
+    let next = match started {
+        // The phase planned next never started: start it.
+        None => driver.plan_next().await,
+        Some(at) => {
+            if let EventBody::PhaseStarted(p) = &events[at].body
+                && (p.name != driver.state.next_phase() || p.round != driver.state.round)
+            {
+                return Err(Error::new(
+                    crate::error::ErrorKind::CorruptRecord,
+                    format!(
+                        "session {id}'s log started phase {:?} (round {}) where its workflow                          state says {:?} (round {})",
+                        p.name,
+                        p.round,
+                        driver.state.next_phase(),
+                        driver.state.round
+                    ),
+                ));
+            }
+            let mut outcome = TurnOutcome::default();
+            let (mut logged, mut asked) = (false, false);
+            for event in &events[at..] {
+                outcome.note(event);
+                match event.body {
+                    EventBody::PhaseFinished(_) => logged = true,
+                    EventBody::ApprovalRequested(_) => asked = true,
+                    _ => {}
+                }
+            }
+            if asked {
+                // Approval was asked for: only the end was not recorded.
+                driver.finish();
+                return Ok(true);
+            }
+            driver.after_turn(outcome, logged, &tx).await
+        }
+    };
+    let trouble = match next {
+        Some(stream) => driver.drive(stream, tx).await,
+        None => driver.trouble,
+    };
+    match trouble {
+        Some(why) => Err(Error::internal(format!(
+            "the workflow of session {id} stopped short of its end: {why}; `codehands recover` \
+             tries again"
+        ))),
+        None => Ok(true),
+    }
 }
 
 fn send(tx: &UnboundedSender<Event>, events: Vec<Event>) {
