@@ -49,6 +49,12 @@ fn alive(pid: u32) -> bool {
     })
 }
 
+/// Whether some process holds the lock file at `path`.
+fn lock_held(path: &std::path::Path) -> bool {
+    std::fs::File::open(path)
+        .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
+}
+
 async fn wait_gone(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while alive(pid) && Instant::now() < deadline {
@@ -206,6 +212,23 @@ async fn run_unwatched(world: &World, mode: &str) -> SessionId {
     }
     tokio::time::sleep(Duration::from_millis(20)).await;
     wait_gone(agent_pid(world, &id).await).await;
+    // Nobody runs it any more only once the relay carrying its output has ended too (before,
+    // a runner rightly adopts it) and the dropped runner's aborted task has let go of the
+    // supervisor lock (a loaded machine runs it a moment later).
+    let run = world.home.run_dir(&id);
+    let agent: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("agent.json")).unwrap()).unwrap();
+    if let Some(relay) = agent["relay"]["pid"].as_u64() {
+        wait_gone(relay as u32).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lock_held(&run.join("supervisor.lock")) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        !lock_held(&run.join("supervisor.lock")),
+        "nobody supervises it"
+    );
     let record: serde_json::Value = serde_json::from_slice(
         &std::fs::read(world.home.sessions_dir().join(format!("{id}.json"))).unwrap(),
     )
