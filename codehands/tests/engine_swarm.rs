@@ -59,12 +59,13 @@ fn new_id() -> String {
     runner_core::SessionId::new_random().to_string()
 }
 
-/// The services and secrets on the swarm that name session `id`.
+/// The services, secrets and networks on the swarm that name session `id`.
 fn left_on_swarm(id: &str) -> String {
     let filter = format!("label=codehands.session={id}");
     let services = docker(&["service", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
     let secrets = docker(&["secret", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
-    format!("{services}{secrets}").trim().to_owned()
+    let networks = docker(&["network", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
+    format!("{services}{secrets}{networks}").trim().to_owned()
 }
 
 #[test]
@@ -185,6 +186,194 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
     wait_until("the job is gone from the swarm", || {
         left_on_swarm(&id).is_empty()
     });
+
+    a_real_agent_reaches_its_provider_and_nothing_else(&world);
+    a_hostile_agent_reaches_its_allow_list_and_nothing_else(&world, &image);
+}
+
+/// The egress of `docker_gwbridge`'s gateway: the address of this machine a swarm's
+/// containers with a way out reach.
+fn gateway() -> std::net::IpAddr {
+    docker(&[
+        "network",
+        "inspect",
+        "docker_gwbridge",
+        "--format",
+        "{{(index .IPAM.Config 0).Gateway}}",
+    ])
+    .expect("the swarm's docker_gwbridge network (made by the jobs above)")
+    .trim()
+    .parse()
+    .expect("a gateway address")
+}
+
+/// A shell as the agent (a profile whose `[network] allow` names one port of this machine):
+/// through its listener the allowed port answers; the same machine's other port has no
+/// route, and the egress proxy refuses to tunnel to it.
+fn a_hostile_agent_reaches_its_allow_list_and_nothing_else(world: &World, base: &TestImage) {
+    use std::io::{Read, Write};
+    let image = base.with_busybox();
+    let gateway = gateway();
+    let listen = |_| std::net::TcpListener::bind((gateway, 0)).unwrap();
+    let (allowed, other) = (listen(()), listen(()));
+    let (allowed_port, other_port) = (
+        allowed.local_addr().unwrap().port(),
+        other.local_addr().unwrap().port(),
+    );
+    for (listener, answer) in [(allowed, "reached-allowed"), (other, "reached-other")] {
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let mut request = [0u8; 256];
+                let _ = conn.read(&mut request);
+                let _ = conn.write_all(answer.as_bytes());
+            }
+        });
+    }
+    let bin = world.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let stand_in = bin.join("busybox");
+    std::fs::write(&stand_in, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(
+        &stand_in,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let script = format!(
+        "echo hi | nc -w 5 127.0.0.2 {allowed_port}; echo; \
+         echo hi | nc -w 3 {gateway} {other_port} || echo no-route-to-other; \
+         (printf 'CONNECT {gateway}:{other_port} HTTP/1.1\\r\\n\\r\\n'; sleep 1) | nc -w 3 codehands-egress 3128 | head -1; \
+         echo done"
+    );
+    let profile = world.dir.path().join("prober.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"prober\"\ndescription = \"tries every way out\"\nprogram = \"busybox\"\n\
+             args = [\"sh\", \"-c\", {script:?}]\nparser = \"text\"\n\n[network]\n\
+             allow = [\"{gateway}:{allowed_port}\"]\n"
+        ),
+    )
+    .unwrap();
+    let id = new_id();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(codehands(world, "replay", 0, None, &image.tag)
+        .env("PATH", path)
+        .args(["run", ".", "Get out.", "--json", "--engine", "swarm"])
+        .args(["--then", "reject"])
+        .arg("--agent-file")
+        .arg(&profile)
+        .args(["--agent", "prober", "--session-id", &id]));
+    let said = support::json_lines(&out)
+        .iter()
+        .map(|e| e["payload"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(said.contains("done"), "{said}\n{}", text(&out.stderr));
+    assert!(
+        said.contains("reached-allowed"),
+        "the allowed port answers through the box's listener: {said}"
+    );
+    assert!(
+        !said.contains("reached-other") && said.contains("no-route-to-other"),
+        "the machine's other port is out of reach: {said}"
+    );
+    assert!(
+        said.contains("HTTP/1.1 403"),
+        "the egress proxy refuses a target off the allow list: {said}"
+    );
+    wait_until("the prober's job, proxy and networks are gone", || {
+        left_on_swarm(&id).is_empty()
+    });
+}
+
+/// The real Claude Code as a job: its box reaches the scripted model server through the
+/// box's egress proxy only (the server listens on the address of this machine that the
+/// swarm's containers reach, the gateway of `docker_gwbridge`: on a real cluster that would be
+/// the provider's host), fixes the demo, and the change comes back and is approved.
+fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let image = TestImage::build_with(&[&claude]);
+    let gateway = gateway();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let id = runner_core::SessionId::new_random();
+    let worktree = runtime.block_on(support::worktree_for(world, &id));
+    let server = runtime
+        .block_on(runner_fake::model_server::ModelServer::start_on(
+            gateway,
+            runner_fake::demo_repo::script(&worktree),
+        ))
+        .expect("the scripted model server on the gateway");
+    let id = id.to_string();
+    let claude_cmd = || {
+        let mut cmd = world.codehands();
+        cmd.env("CLAUDE_BIN", &claude)
+            .env("ANTHROPIC_BASE_URL", server.base_url())
+            .env("ANTHROPIC_API_KEY", support::CLAUDE_TEST_KEY)
+            .env("CODEHANDS_REMOTE_IMAGE", &image.tag)
+            .env("NO_COLOR", "1")
+            .current_dir(&world.repo);
+        cmd
+    };
+    let out = run(claude_cmd().args([
+        "run",
+        ".",
+        "Fix the failing test.",
+        "--agent",
+        "claude-code",
+        "--engine",
+        "swarm",
+        "--then",
+        "keep",
+        "--json",
+        "--session-id",
+        &id,
+    ]));
+    let events = support::json_lines(&out);
+    let kinds = types(&events);
+    assert!(
+        out.status.success()
+            && kinds.iter().any(|k| k == "task.finished")
+            && kinds.last().map(String::as_str) == Some("approval.requested"),
+        "{kinds:?}\n{}\n{}",
+        text(&out.stderr),
+        events
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        kinds.iter().any(|k| k == "file.changed"),
+        "the edit is an event: {kinds:?}"
+    );
+    assert!(
+        server.message_requests().len() >= 5,
+        "every model call reached the server through the egress proxy: {}",
+        server.message_requests().len()
+    );
+    let all = events.iter().map(|e| e.to_string()).collect::<String>();
+    assert!(
+        !all.contains(support::CLAUDE_TEST_KEY),
+        "the key is in no event"
+    );
+    let diff = text(&run(claude_cmd().args(["diff", &id])).stdout);
+    assert!(diff.contains("getMonth() + 1"), "{diff}");
+    wait_until("the job, its proxy and their networks are gone", || {
+        left_on_swarm(&id).is_empty()
+    });
+    let commit = approve(&mut claude_cmd(), &id);
+    let fixed = world.git(&["show", &format!("{commit}:src/date.js")]);
+    assert!(fixed.contains("getMonth() + 1"), "{fixed}");
 }
 
 /// The box id in the run's plan.

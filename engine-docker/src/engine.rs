@@ -92,15 +92,15 @@ impl Confinement for DockerEngine {
         }
         let helper = self.helper()?;
         let invocation = request.invocation;
-        if invocation.close_stdin != StdinClose::AfterWrite {
-            // Its input would have to reach the box while it runs: an engine's attach could,
-            // a swarm's task has no stdin at all.
-            return Err(unsupported(format!(
-                "the {} engine runs agents whose input is the prompt alone; this agent converses \
-                 while it runs (or waits for more input): use --engine local for it",
-                request.engine
-            )));
-        }
+        // A conversing agent's first lines are its turn's input; what the runner writes later
+        // (steering, answers) cannot reach a box elsewhere: a swarm's task has no stdin at
+        // all. The command line refuses that input for remote sessions (README.md, "Where
+        // runs run").
+        let stdin_lines = match invocation.close_stdin {
+            StdinClose::AfterWrite => None,
+            StdinClose::AfterResult | StdinClose::Conversation => Some(invocation.stdin.len()),
+        };
+        let egress = crate::egress::plan(request.needs, request.env, request.engine)?;
         let program = invocation
             .program
             .file_name()
@@ -112,10 +112,34 @@ impl Confinement for DockerEngine {
                 ))
             })?
             .to_owned();
+        // The run's files are not on the box's machine: each goes in with the inputs, and an
+        // argument that names one names its copy in the box.
+        let files: Vec<(std::path::PathBuf, String)> = request
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, file)| {
+                let name = file
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .filter(|n| crate::frame::is_file_name(n))
+                    .unwrap_or("file");
+                (file.clone(), format!("{i}-{name}"))
+            })
+            .collect();
         let args = invocation
             .args
             .iter()
-            .map(|a| a.to_str().map(str::to_owned))
+            .map(|a| {
+                a.to_str().map(|text| {
+                    files.iter().fold(text.to_owned(), |text, (file, name)| {
+                        text.replace(
+                            &file.display().to_string(),
+                            &format!("{}/{name}", crate::plan::BOX_FILES),
+                        )
+                    })
+                })
+            })
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| {
                 unsupported(
@@ -134,6 +158,9 @@ impl Confinement for DockerEngine {
             args,
             limits: self.limits,
             constraints: self.constraints.clone(),
+            egress,
+            stdin_lines,
+            files,
         };
         let file = RemotePlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);

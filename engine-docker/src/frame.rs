@@ -24,7 +24,12 @@ const LINE_CHARS: usize = 8000;
 pub const NONCE_VAR: &str = "CODEHANDS_REMOTE_NONCE";
 
 /// The inputs tar of a box.
-pub fn inputs_tar(env: &[(String, String)], stdin: &[u8], base: &[u8]) -> Vec<u8> {
+pub fn inputs_tar(
+    env: &[(String, String)],
+    stdin: &[u8],
+    base: &[u8],
+    files: &[(String, Vec<u8>)],
+) -> Vec<u8> {
     let mut env_bytes = Vec::new();
     for (name, value) in env {
         env_bytes.extend_from_slice(name.as_bytes());
@@ -33,17 +38,23 @@ pub fn inputs_tar(env: &[(String, String)], stdin: &[u8], base: &[u8]) -> Vec<u8
         env_bytes.push(0);
     }
     let mut builder = tar::Builder::new(Vec::new());
+    let files = files
+        .iter()
+        .map(|(name, data)| (format!("files/{name}"), &data[..], 0o400));
     for (name, data, mode) in [
-        ("env", &env_bytes[..], 0o400),
-        ("stdin", stdin, 0o400),
-        ("base.tar", base, 0o400),
-    ] {
+        ("env".to_owned(), &env_bytes[..], 0o400),
+        ("stdin".to_owned(), stdin, 0o400),
+        ("base.tar".to_owned(), base, 0o400),
+    ]
+    .into_iter()
+    .chain(files)
+    {
         let mut header = tar::Header::new_gnu();
         header.set_size(data.len() as u64);
         header.set_mode(mode);
         header.set_entry_type(tar::EntryType::Regular);
         header.set_mtime(0);
-        let _ = builder.append_data(&mut header, name, data);
+        let _ = builder.append_data(&mut header, &name, data);
     }
     builder.into_inner().unwrap_or_default()
 }
@@ -57,6 +68,8 @@ pub struct Inputs {
     pub stdin: Vec<u8>,
     /// The base tree, a tar.
     pub base: Vec<u8>,
+    /// The run's files for the agent (its notes), by name.
+    pub files: Vec<(String, Vec<u8>)>,
 }
 
 /// The three parts of an inputs tar.
@@ -64,6 +77,7 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
     use std::io::Read;
     let mut archive = tar::Archive::new(bytes);
     let (mut env, mut stdin, mut base) = (Vec::new(), Vec::new(), Vec::new());
+    let mut files = Vec::new();
     let entries = archive
         .entries()
         .map_err(|e| format!("the box's inputs are unreadable: {e}"))?;
@@ -77,7 +91,13 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
             "env" => &mut env,
             "stdin" => &mut stdin,
             "base.tar" => &mut base,
-            _ => continue,
+            other => match other.strip_prefix("files/") {
+                Some(file) if is_file_name(file) => {
+                    files.push((file.to_owned(), Vec::new()));
+                    &mut files.last_mut().expect("just pushed").1
+                }
+                _ => continue,
+            },
         };
         entry
             .read_to_end(target)
@@ -92,7 +112,21 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
         })
         .collect();
-    Ok(Inputs { env, stdin, base })
+    Ok(Inputs {
+        env,
+        stdin,
+        base,
+        files,
+    })
+}
+
+/// A name a run's file may have in the box: letters, digits, `.`, `-`, `_`, not only dots.
+pub fn is_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().any(|c| c != '.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
 /// The result lines of `tar` for `nonce`, the last one saying how many bytes there are.
@@ -188,15 +222,20 @@ mod tests {
     #[test]
     fn inputs_and_results_round_trip() {
         let env = vec![("KEY".to_owned(), "a=b c".to_owned())];
-        let tar = inputs_tar(&env, b"prompt\n", b"base");
+        let files = vec![("0-notes.md".to_owned(), b"notes".to_vec())];
+        let mut tar = inputs_tar(&env, b"prompt\n", b"base", &files);
         assert_eq!(
             read_inputs(&tar).unwrap(),
             Inputs {
-                env,
+                env: env.clone(),
                 stdin: b"prompt\n".to_vec(),
-                base: b"base".to_vec()
+                base: b"base".to_vec(),
+                files,
             }
         );
+        // A file whose name would leave the box's folder is not taken.
+        tar = inputs_tar(&env, b"", b"", &[("../x".to_owned(), b"x".to_vec())]);
+        assert!(read_inputs(&tar).unwrap().files.is_empty());
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
         let mut collector = ResultCollector::new("n1", 1 << 20);
         assert!(!collector.take("an ordinary line"));

@@ -1,5 +1,7 @@
-//! The remote box's image: `FROM scratch` with `codehands` (the box's init and the fake agent),
-//! the C libraries it links, and the folders a read-only root needs. No registry is needed:
+//! The remote box's image: `FROM scratch` with `codehands` (the box's init, its egress proxy
+//! and the fake agent), the agent programs given (Claude Code), the C libraries each links, the
+//! system's CA certificates (an agent's TLS to its provider) and the folders a read-only root
+//! needs. No registry is needed:
 //! `docker build -` takes [`context_tar`] on stdin (`cargo xtask images`, and the tests, which
 //! add the binary under test on top).
 
@@ -9,9 +11,13 @@ use std::process::Command;
 /// The Dockerfile of the context.
 const DOCKERFILE: &str = "FROM scratch\nCOPY root/ /\nENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nENTRYPOINT []\n";
 
-/// A build context (a tar with `Dockerfile` and `root/`) for an image holding `codehands` at
-/// `/usr/local/bin/codehands` and every shared library `ldd` names for it at its own path.
-pub fn context_tar(codehands: &Path) -> Result<Vec<u8>, String> {
+/// Where the CA certificates are, on Debian and in the image.
+const CA_CERTIFICATES: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// A build context (a tar with `Dockerfile` and `root/`) for an image holding `codehands` and
+/// each of `programs` under `/usr/local/bin/` by their names, and every shared library `ldd`
+/// names for them at its own path.
+pub fn context_tar(codehands: &Path, programs: &[&Path]) -> Result<Vec<u8>, String> {
     let mut builder = tar::Builder::new(Vec::new());
     append(
         &mut builder,
@@ -23,20 +29,37 @@ pub fn context_tar(codehands: &Path) -> Result<Vec<u8>, String> {
     let read = |path: &Path| {
         std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
-    append(
-        &mut builder,
-        "root/usr/local/bin/codehands",
-        &read(codehands)?,
-        0o755,
-        tar::EntryType::Regular,
-    )?;
-    for library in libraries(codehands)? {
+    let mut libraries_needed = std::collections::BTreeSet::new();
+    for program in std::iter::once(&codehands).chain(programs) {
+        let name = program
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| format!("{} has no file name", program.display()))?;
+        append(
+            &mut builder,
+            &format!("root/usr/local/bin/{name}"),
+            &read(program)?,
+            0o755,
+            tar::EntryType::Regular,
+        )?;
+        libraries_needed.extend(libraries(program)?);
+    }
+    for library in libraries_needed {
         let name = format!("root{}", library.display());
         append(
             &mut builder,
             &name,
             &read(&library)?,
             0o755,
+            tar::EntryType::Regular,
+        )?;
+    }
+    if let Ok(certificates) = std::fs::read(CA_CERTIFICATES) {
+        append(
+            &mut builder,
+            &format!("root{CA_CERTIFICATES}"),
+            &certificates,
+            0o644,
             tar::EntryType::Regular,
         )?;
     }
@@ -90,9 +113,9 @@ fn libraries(program: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Builds `tag` from [`context_tar`] with the engine's CLI (`docker build -`).
-pub fn build(tag: &str, codehands: &Path) -> Result<(), String> {
+pub fn build(tag: &str, codehands: &Path, programs: &[&Path]) -> Result<(), String> {
     use std::io::Write;
-    let context = context_tar(codehands)?;
+    let context = context_tar(codehands, programs)?;
     let mut child = Command::new("docker")
         .args(["build", "--quiet", "--tag", tag, "-"])
         .stdin(std::process::Stdio::piped())

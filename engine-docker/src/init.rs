@@ -1,5 +1,5 @@
-//! `codehands __remote-init WORKTREE log|keep -- PROGRAM ARGS…`: the agent's start inside a
-//! remote box. It takes the box's inputs (and deletes the file they came in, so the agent's
+//! `codehands __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… -- PROGRAM ARGS…`:
+//! the agent's start inside a remote box. It takes the box's inputs (and deletes the file they came in, so the agent's
 //! env exists only in the agent's own process), checks and unpacks the base tree into the
 //! worktree, runs the agent there with its env and prompt, and with `log` prints the result
 //! tree on stderr for the shim (`frame`), since a swarm's caller may not reach the node.
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::frame::{NONCE_VAR, read_inputs, result_lines};
-use crate::plan::{BOX_DIR, BOX_HOME};
+use crate::plan::{BOX_DIR, BOX_FILES, BOX_HOME};
 
 /// Where an engine uploads the inputs.
 pub const INPUTS_FILE: &str = "/box/in/inputs.tar";
@@ -32,18 +32,37 @@ pub fn main(args: &[OsString]) -> i32 {
 }
 
 fn run(args: &[OsString]) -> Result<i32, String> {
-    let [worktree, mode, dashes, program, rest @ ..] = args else {
-        return Err("usage: __remote-init WORKTREE log|keep -- PROGRAM ARGS…".to_owned());
+    const USAGE: &str =
+        "usage: __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… -- PROGRAM ARGS…";
+    let [worktree, mode, rest @ ..] = args else {
+        return Err(USAGE.to_owned());
+    };
+    let mut rest = rest;
+    let mut forwards = Vec::new();
+    while let [flag, forward, more @ ..] = rest {
+        if flag != "--forward" {
+            break;
+        }
+        let forward = forward.to_str().ok_or(USAGE)?;
+        forwards.push(crate::egress::tunnel::parse_forward(forward)?);
+        rest = more;
+    }
+    let [dashes, program, rest @ ..] = rest else {
+        return Err(USAGE.to_owned());
     };
     if dashes != "--" {
-        return Err("usage: __remote-init WORKTREE log|keep -- PROGRAM ARGS…".to_owned());
+        return Err(USAGE.to_owned());
     }
+    // Before the agent starts, so its first connection finds the listener.
+    crate::egress::tunnel::start(&forwards)?;
     let worktree = PathBuf::from(worktree);
     let crate::frame::Inputs {
         mut env,
         stdin,
         base,
+        files,
     } = read_inputs(&take_inputs()?)?;
+    write_files(&files)?;
     let nonce = env
         .iter()
         .find(|(k, _)| k == NONCE_VAR)
@@ -97,6 +116,22 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         }
     }
     Ok(code)
+}
+
+/// The run's files, read-only under [`BOX_FILES`] (names checked by `read_inputs`).
+fn write_files(files: &[(String, Vec<u8>)]) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    if files.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(BOX_FILES).map_err(|e| format!("cannot make {BOX_FILES}: {e}"))?;
+    for (name, bytes) in files {
+        let path = Path::new(BOX_FILES).join(name);
+        std::fs::write(&path, bytes)
+            .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The inputs, from the uploaded file (deleted once read) or from the swarm's secrets.

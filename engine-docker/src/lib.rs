@@ -15,8 +15,10 @@
 //!   the output its stdout file holds already.
 //! - [`init`]: pid 1's child in the box ([`INIT_COMMAND`]): unpacks the base, loads the env,
 //!   runs the agent, and on a swarm sends the result back through the log stream.
+//! - [`egress`]: the box's only way out, to its provider through an allow-list proxy.
 //! - [`k8s`]: the same box as a Kubernetes Job, on paper (docs/kubernetes.md).
 
+pub mod egress;
 mod engine;
 pub mod frame;
 pub mod image;
@@ -32,8 +34,10 @@ pub use plan::{RemoteLimits, RemotePlan};
 pub const SHIM_COMMAND: &str = "__remote";
 /// The hidden subcommand that starts the agent inside a remote box.
 pub const INIT_COMMAND: &str = "__remote-init";
+/// The hidden subcommand of a remote box's egress proxy.
+pub const EGRESS_COMMAND: &str = "__remote-egress";
 
-/// Runs `__remote` or `__remote-init` when `args` (without the program's name) start with
+/// Runs `__remote`, `__remote-init` or `__remote-egress` when `args` (without the program's name) start with
 /// one: the `codehands` binary calls this first thing in `main` and exits with the code.
 pub fn dispatch(args: &[std::ffi::OsString]) -> Option<i32> {
     let (first, rest) = args.split_first()?;
@@ -41,6 +45,8 @@ pub fn dispatch(args: &[std::ffi::OsString]) -> Option<i32> {
         Some(shim::main(rest))
     } else if first == INIT_COMMAND {
         Some(init::main(rest))
+    } else if first == EGRESS_COMMAND {
+        Some(egress::proxy::main(rest))
     } else {
         None
     }

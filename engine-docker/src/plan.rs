@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 /// Where the box's inputs are inside it: a folder of its own (a tmpfs on a swarm, a volume
 /// on an engine), never the image's.
 pub const BOX_DIR: &str = "/box";
+/// Where the run's files handed to the agent are in the box.
+pub const BOX_FILES: &str = "/box/files";
 /// The private home of the agent in the box.
 pub const BOX_HOME: &str = "/box/home";
 /// The label every container, service, config and secret of ours carries (value: the box id),
@@ -76,6 +78,18 @@ pub struct RemotePlan {
     /// Swarm placement constraints besides `node.platform.os == linux`
     /// (`node.labels.codehands == runs`).
     pub constraints: Vec<String>,
+    /// The provider endpoints the box reaches through its egress proxy; none: no network.
+    #[serde(default)]
+    pub egress: crate::egress::Egress,
+    /// For an agent that converses: how many lines of the shim's stdin are its input for the
+    /// turn (the runner writes them first); the box gets them and then end of input. `None`:
+    /// stdin to its end.
+    #[serde(default)]
+    pub stdin_lines: Option<usize>,
+    /// The run's files the agent is handed (its notes): where each is on this machine, and
+    /// its name under [`BOX_FILES`] in the box, where the agent's arguments name it.
+    #[serde(default)]
+    pub files: Vec<(PathBuf, String)>,
 }
 
 impl RemotePlan {
@@ -107,11 +121,24 @@ impl RemotePlan {
             crate::INIT_COMMAND.to_owned(),
             self.worktree.display().to_string(),
             if result_in_log { "log" } else { "keep" }.to_owned(),
-            "--".to_owned(),
-            self.program.clone(),
         ];
+        for forward in self.egress.forward_args() {
+            command.push("--forward".to_owned());
+            command.push(forward);
+        }
+        command.extend(["--".to_owned(), self.program.clone()]);
         command.extend(self.args.iter().cloned());
         command
+    }
+
+    /// The name of the box's egress proxy (a service or a container).
+    pub fn egress_name(&self) -> String {
+        format!("{}-egress", self.name())
+    }
+
+    /// The name of the network with a way out that only the egress proxy is on.
+    pub fn outside_network(&self) -> String {
+        format!("{}-out", self.name())
     }
 
     /// The labels of everything made for this box.

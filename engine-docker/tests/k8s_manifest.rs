@@ -29,6 +29,9 @@ fn plan() -> RemotePlan {
         ],
         limits: RemoteLimits::default(),
         constraints: Vec::new(),
+        egress: Default::default(),
+        stdin_lines: None,
+        files: Vec::new(),
     }
 }
 

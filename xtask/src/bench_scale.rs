@@ -47,7 +47,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let codehands = crate::workspace_root().join("target/debug/codehands");
     let swarm = Swarm::join()?;
     let image = format!("codehands/remote:bench-{}", std::process::id());
-    let outcome = engine_docker::image::build(&image, &codehands).and_then(|()| {
+    let outcome = engine_docker::image::build(&image, &codehands, &[]).and_then(|()| {
         let result = bench(&codehands, &image, rounds);
         let _ = docker(&["image", "rm", "--force", &image]);
         result

@@ -1,6 +1,7 @@
 //! `cargo xtask images` (its last step): the remote box's image, `codehands/remote:1`
-//! (engine_docker::REMOTE_IMAGE): `FROM scratch` with the workspace's `codehands` and the C
-//! libraries it links (engine_docker::image), a few tens of MB. Like the sandbox's images it is
+//! (engine_docker::REMOTE_IMAGE): `FROM scratch` with the workspace's `codehands`, the pinned
+//! Claude Code when it is installed, and the C libraries they link (engine_docker::image):
+//! a few tens of MB without Claude Code, about 450 MB with it. Like the sandbox's images it is
 //! skipped when the engine has it, loaded from `$CODEHANDS_CACHE/images/` when saved there, and
 //! built (then saved) otherwise. A cluster gets it from a registry the user names
 //! (`docker push`, then `CODEHANDS_REMOTE_IMAGE`) or by `docker save | docker load` on each
@@ -38,9 +39,21 @@ pub fn run() -> Result<(), String> {
     if !built.success() {
         return Err("cargo build -p codehands failed".into());
     }
+    // The agents that can run in a remote box go in with it: Claude Code when it is
+    // installed (`cargo xtask install`). Codex cannot: its own sandbox needs user namespaces,
+    // which a container's seccomp profile refuses.
+    let claude = agent_claude::pinned::path_in(&cache_dir());
+    let programs: Vec<&std::path::Path> = if claude.is_file() {
+        println!("images: with Claude Code from {}", claude.display());
+        vec![claude.as_path()]
+    } else {
+        println!("images: without Claude Code (not installed: `cargo xtask install`)");
+        Vec::new()
+    };
     engine_docker::image::build(
         REMOTE_IMAGE,
         &crate::workspace_root().join("target/debug/codehands"),
+        &programs,
     )?;
     save(&saved)?;
     println!("images: built {REMOTE_IMAGE}");

@@ -40,8 +40,14 @@ pub struct TestImage {
 impl TestImage {
     /// Builds it (a few seconds: the binary and its libraries on `FROM scratch`).
     pub fn build() -> Self {
+        Self::build_with(&[])
+    }
+
+    /// Builds it with `programs` in it too (the real agents a remote box runs).
+    pub fn build_with(programs: &[&Path]) -> Self {
         let tag = format!("codehands/remote:test-{}", uuid_like());
-        engine_docker::image::build(&tag, Path::new(env!("CARGO_BIN_EXE_codehands"))).unwrap();
+        engine_docker::image::build(&tag, Path::new(env!("CARGO_BIN_EXE_codehands")), programs)
+            .unwrap();
         Self { tag }
     }
 }

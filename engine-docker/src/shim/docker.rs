@@ -4,7 +4,10 @@
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::errors::Error as DockerError;
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::models::{
+    ContainerCreateBody, EndpointSettings, HostConfig, Mount, MountType, NetworkConnectRequest,
+    NetworkCreateRequest, NetworkingConfig,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, DownloadFromContainerOptionsBuilder,
     KillContainerOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
@@ -13,6 +16,7 @@ use bollard::query_parameters::{
 use futures::StreamExt;
 
 use super::Output;
+use crate::egress::{EGRESS_ALIAS, EGRESS_PORT};
 use crate::plan::{BOX_DIR, RemotePlan};
 
 /// Runs the box of `plan` to its end (or adopts it when it exists already) and applies its
@@ -36,7 +40,7 @@ pub(super) async fn run(
     if stopped {
         output.finish(true);
         kill(docker, &name).await;
-        remove(docker, &name).await;
+        remove(docker, plan).await;
         return Ok(143);
     }
     let mut waited = docker.wait_container(&name, None);
@@ -49,7 +53,7 @@ pub(super) async fn run(
         .unwrap_or_default();
     let code = state.exit_code.unwrap_or(125) as i32;
     let result = download(docker, plan).await;
-    remove(docker, &name).await;
+    remove(docker, plan).await;
     let strip = plan.worktree.file_name().and_then(|n| n.to_str());
     let applied = result.and_then(|tar| super::apply_result(plan, &tar, strip));
     output.finish(applied.is_ok());
@@ -68,15 +72,33 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
     };
     let worktree = plan.worktree.display().to_string();
     let limits = plan.limits;
+    // No network, or one of the box's own with no route out whose only other member is the
+    // egress proxy (`crate::egress`).
+    let network = if plan.egress.forwards.is_empty() {
+        "none".to_owned()
+    } else {
+        if let Err(e) = create_egress(docker, plan).await {
+            remove(docker, plan).await;
+            return Err(e);
+        }
+        name.clone()
+    };
     let body = ContainerCreateBody {
         image: Some(plan.image.clone()),
         cmd: Some(plan.command(false)),
         env: Some(plan.public_env()),
         labels: Some(plan.labels()),
         working_dir: Some(worktree.clone()),
-        network_disabled: Some(true),
+        network_disabled: Some(plan.egress.forwards.is_empty()),
         host_config: Some(HostConfig {
-            network_mode: Some("none".to_owned()),
+            network_mode: Some(network),
+            extra_hosts: Some(
+                plan.egress
+                    .hosts
+                    .iter()
+                    .map(|(host, ip)| format!("{host}:{ip}"))
+                    .collect(),
+            ),
             memory: Some(limits.memory_bytes),
             memory_swap: Some(limits.memory_bytes),
             nano_cpus: Some(limits.nano_cpus),
@@ -97,10 +119,13 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         ..ContainerCreateBody::default()
     };
     let options = CreateContainerOptionsBuilder::default().name(&name).build();
-    docker
-        .create_container(Some(options), body)
-        .await
-        .map_err(|e| format!("the engine could not create the box {name}: {e} (is {} loaded on it? `cargo xtask images`)", plan.image))?;
+    if let Err(e) = docker.create_container(Some(options), body).await {
+        remove(docker, plan).await;
+        return Err(format!(
+            "the engine could not create the box {name}: {e} (is {} loaded on it? `cargo xtask images`)",
+            plan.image
+        ));
+    }
     let upload = UploadToContainerOptionsBuilder::default()
         .path(BOX_DIR)
         .build();
@@ -109,7 +134,7 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         .upload_to_container(&name, Some(upload), bollard::body_full(archive.into()))
         .await;
     if let Err(e) = uploaded {
-        remove(docker, &name).await;
+        remove(docker, plan).await;
         return Err(format!("the engine refused the box's inputs: {e}"));
     }
     docker
@@ -181,8 +206,108 @@ async fn kill(docker: &Docker, name: &str) {
     let _ = docker.kill_container(name, Some(options)).await;
 }
 
-/// Removes the container and its volumes; a box that is gone already is fine.
-pub(super) async fn remove(docker: &Docker, name: &str) {
+/// The box's network (internal: no route out) and its egress proxy: a container of the same
+/// image on that network, as [`EGRESS_ALIAS`], and on the engine's default bridge.
+async fn create_egress(docker: &Docker, plan: &RemotePlan) -> Result<(), String> {
+    let name = plan.name();
+    let network = NetworkCreateRequest {
+        name: name.clone(),
+        driver: Some("bridge".to_owned()),
+        internal: Some(true),
+        labels: Some(plan.labels()),
+        ..NetworkCreateRequest::default()
+    };
+    match docker.create_network(network).await {
+        Ok(_)
+        | Err(DockerError::DockerResponseServerError {
+            status_code: 409, ..
+        }) => {}
+        Err(e) => return Err(format!("the engine refused the box's network: {e}")),
+    }
+    let proxy = plan.egress_name();
+    let mut cmd = vec![
+        "codehands".to_owned(),
+        crate::EGRESS_COMMAND.to_owned(),
+        EGRESS_PORT.to_string(),
+    ];
+    cmd.extend(plan.egress.allow().iter().map(|t| t.to_string()));
+    let body = ContainerCreateBody {
+        image: Some(plan.image.clone()),
+        cmd: Some(cmd),
+        env: Some(plan.public_env()),
+        labels: Some(plan.labels()),
+        user: Some("65534:65534".to_owned()),
+        host_config: Some(HostConfig {
+            network_mode: Some(name.clone()),
+            memory: Some(64 << 20),
+            pids_limit: Some(256),
+            readonly_rootfs: Some(true),
+            cap_drop: Some(vec!["ALL".to_owned()]),
+            security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            init: Some(true),
+            ..HostConfig::default()
+        }),
+        networking_config: Some(NetworkingConfig {
+            endpoints_config: Some(std::collections::HashMap::from([(
+                name.clone(),
+                EndpointSettings {
+                    aliases: Some(vec![EGRESS_ALIAS.to_owned()]),
+                    ..EndpointSettings::default()
+                },
+            )])),
+        }),
+        ..ContainerCreateBody::default()
+    };
+    let options = CreateContainerOptionsBuilder::default()
+        .name(&proxy)
+        .build();
+    match docker.create_container(Some(options), body).await {
+        Ok(_) => {}
+        Err(DockerError::DockerResponseServerError {
+            status_code: 409, ..
+        }) => return Ok(()),
+        Err(e) => {
+            return Err(format!(
+                "the engine could not create the box's egress proxy: {e}"
+            ));
+        }
+    }
+    let outside = NetworkConnectRequest {
+        container: proxy.clone(),
+        endpoint_config: None,
+    };
+    docker
+        .connect_network("bridge", outside)
+        .await
+        .map_err(|e| format!("the egress proxy could not join the engine's bridge: {e}"))?;
+    docker
+        .start_container(&proxy, None)
+        .await
+        .map_err(|e| format!("the engine could not start the box's egress proxy: {e}"))
+}
+
+/// Removes the box's container and volumes, its egress proxy and its network; what is gone
+/// already is fine.
+pub(super) async fn remove(docker: &Docker, plan: &RemotePlan) {
+    remove_container(docker, &plan.name()).await;
+    if plan.egress.forwards.is_empty() {
+        return;
+    }
+    remove_container(docker, &plan.egress_name()).await;
+    match docker.remove_network(&plan.name()).await {
+        Ok(())
+        | Err(DockerError::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {}
+        Err(e) => eprintln!(
+            "codehands: the box's network {} could not be removed: {e}; remove it with `docker network rm {}`",
+            plan.name(),
+            plan.name()
+        ),
+    }
+}
+
+async fn remove_container(docker: &Docker, name: &str) {
     let options = RemoveContainerOptionsBuilder::default()
         .force(true)
         .v(true)

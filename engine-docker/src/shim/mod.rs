@@ -40,6 +40,11 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
     let mut env: Vec<(String, String)> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
+    // A base URL that names an address reaches its provider through the box's listener.
+    for (name, value) in &plan.egress.env {
+        env.retain(|(k, _)| k != name);
+        env.push((name.clone(), value.clone()));
+    }
     env.push((crate::frame::NONCE_VAR.to_owned(), plan.nonce.clone()));
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -50,10 +55,7 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
     };
     runtime.block_on(async move {
         let mut stops = Stops::new();
-        // The prompt the runner wrote; it closes stdin after it (the engine refuses other
-        // agents).
-        let mut stdin = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut stdin);
+        let stdin = read_input(plan.stdin_lines);
         let docker = match connect(&plan).await {
             Ok(docker) => docker,
             Err(e) => return fail(&e),
@@ -76,6 +78,31 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
             Err(e) => fail(&e),
         }
     })
+}
+
+/// The turn's input from our stdin: all of it, or for a conversing agent its first `lines`
+/// (the runner keeps stdin open after them; what comes later is read and dropped, so the
+/// runner's writes never block).
+fn read_input(lines: Option<usize>) -> Vec<u8> {
+    use std::io::BufRead;
+    let Some(lines) = lines else {
+        let mut stdin = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut stdin);
+        return stdin;
+    };
+    let mut input = Vec::new();
+    let mut reader = std::io::stdin().lock();
+    for _ in 0..lines {
+        match reader.read_until(b'\n', &mut input) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    drop(reader);
+    std::thread::spawn(|| {
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    });
+    input
 }
 
 fn fail(message: &str) -> i32 {
@@ -115,7 +142,7 @@ pub(crate) fn remove_leftovers(plan: &RemotePlan) {
         if let Ok(docker) = connect(plan).await {
             match plan.engine {
                 Engine::Swarm => swarm::remove(&docker, plan).await,
-                _ => docker::remove(&docker, &plan.name()).await,
+                _ => docker::remove(&docker, plan).await,
             }
         }
     });
@@ -175,5 +202,16 @@ pub(crate) fn inputs(
 ) -> Result<Vec<u8>, String> {
     let base = remote_transfer::pack_tree(&plan.worktree, &remote_transfer::Limits::default())
         .map_err(|e| format!("packing the worktree for the box: {e}"))?;
-    Ok(crate::frame::inputs_tar(env, stdin, &base))
+    let files = plan
+        .files
+        .iter()
+        .map(|(path, name)| {
+            runner_contract::private::read_no_follow(path)
+                .ok()
+                .flatten()
+                .map(|bytes| (name.clone(), bytes))
+                .ok_or_else(|| format!("cannot read the run's file {}", path.display()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(crate::frame::inputs_tar(env, stdin, &base, &files))
 }

@@ -9,10 +9,10 @@ use base64::Engine as _;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{
-    Limit, Mount, MountTmpfsOptions, MountType, NetworkAttachmentConfig, ResourceObject,
-    SecretSpec, ServiceSpec, ServiceSpecMode, ServiceSpecModeReplicatedJob, TaskSpec,
-    TaskSpecContainerSpec, TaskSpecContainerSpecFile, TaskSpecContainerSpecSecrets,
-    TaskSpecPlacement, TaskSpecResources, TaskSpecRestartPolicy,
+    EndpointSpec, EndpointSpecModeEnum, Limit, Mount, MountTmpfsOptions, MountType,
+    NetworkAttachmentConfig, ResourceObject, SecretSpec, ServiceSpec, ServiceSpecMode,
+    ServiceSpecModeReplicatedJob, TaskSpec, TaskSpecContainerSpec, TaskSpecContainerSpecFile,
+    TaskSpecContainerSpecSecrets, TaskSpecPlacement, TaskSpecResources, TaskSpecRestartPolicy,
     TaskSpecRestartPolicyConditionEnum, TaskState,
 };
 use bollard::query_parameters::{
@@ -21,6 +21,7 @@ use bollard::query_parameters::{
 use futures::StreamExt;
 
 use super::Output;
+use crate::egress::{EGRESS_ALIAS, EGRESS_PORT};
 use crate::frame::{ResultCollector, SECRET_CHUNK};
 use crate::init::SECRET_PREFIX;
 use crate::plan::{BOX_DIR, LABEL_BOX, RemotePlan};
@@ -224,8 +225,8 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         });
     }
     // An overlay network of the box's own, internal (no route out) and not attachable: the
-    // swarm has no `none` for services, and the box must reach nothing (README.md, "Where
-    // runs run").
+    // swarm has no `none` for services, and the box must reach nothing but its egress proxy
+    // (README.md, "Where runs run").
     let network = bollard::models::NetworkCreateRequest {
         name: name.clone(),
         driver: Some("overlay".to_owned()),
@@ -244,6 +245,10 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
             remove(docker, plan).await;
             return Err(format!("the swarm refused the box's network: {e}"));
         }
+    }
+    if let Err(e) = create_egress(docker, plan).await {
+        remove(docker, plan).await;
+        return Err(e);
     }
     let tmpfs = |target: &str, bytes: i64| Mount {
         target: Some(target.to_owned()),
@@ -277,6 +282,13 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
                     tmpfs("/tmp", 512 << 20),
                 ]),
                 secrets: Some(secrets),
+                hosts: Some(
+                    plan.egress
+                        .hosts
+                        .iter()
+                        .map(|(name, ip)| format!("{ip} {name}"))
+                        .collect(),
+                ),
                 ..TaskSpecContainerSpec::default()
             }),
             resources: Some(TaskSpecResources {
@@ -323,12 +335,101 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
     Ok(())
 }
 
-/// Removes the service and its secrets (found by the box's label); what is gone already is fine.
+/// The box's egress proxy, when it has a provider to reach: a service of the same image on
+/// the box's network (as [`EGRESS_ALIAS`]) and on a network of its own with a way out.
+async fn create_egress(docker: &Docker, plan: &RemotePlan) -> Result<(), String> {
+    if plan.egress.forwards.is_empty() {
+        return Ok(());
+    }
+    let outside = bollard::models::NetworkCreateRequest {
+        name: plan.outside_network(),
+        driver: Some("overlay".to_owned()),
+        attachable: Some(false),
+        labels: Some(plan.labels()),
+        ..Default::default()
+    };
+    match docker.create_network(outside).await {
+        Ok(_)
+        | Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 409, ..
+        }) => {}
+        Err(e) => return Err(format!("the swarm refused the box's egress network: {e}")),
+    }
+    let name = plan.egress_name();
+    if docker.inspect_service(&name, None).await.is_ok() {
+        return Ok(());
+    }
+    let mut command = vec![
+        "codehands".to_owned(),
+        crate::EGRESS_COMMAND.to_owned(),
+        EGRESS_PORT.to_string(),
+    ];
+    command.extend(plan.egress.allow().iter().map(|t| t.to_string()));
+    let mut constraints = vec!["node.platform.os == linux".to_owned()];
+    constraints.extend(plan.constraints.iter().cloned());
+    let spec = ServiceSpec {
+        name: Some(name.clone()),
+        labels: Some(plan.labels()),
+        task_template: Some(TaskSpec {
+            container_spec: Some(TaskSpecContainerSpec {
+                image: Some(plan.image.clone()),
+                labels: Some(plan.labels()),
+                command: Some(command),
+                env: Some(plan.public_env()),
+                user: Some("65534:65534".to_owned()),
+                read_only: Some(true),
+                init: Some(true),
+                capability_drop: Some(vec!["ALL".to_owned()]),
+                ..TaskSpecContainerSpec::default()
+            }),
+            resources: Some(TaskSpecResources {
+                limits: Some(Limit {
+                    nano_cpus: Some(500_000_000),
+                    memory_bytes: Some(64 << 20),
+                    pids: Some(256),
+                }),
+                ..TaskSpecResources::default()
+            }),
+            placement: Some(TaskSpecPlacement {
+                constraints: Some(constraints),
+                ..TaskSpecPlacement::default()
+            }),
+            networks: Some(vec![
+                NetworkAttachmentConfig {
+                    target: Some(plan.name()),
+                    aliases: Some(vec![EGRESS_ALIAS.to_owned()]),
+                    ..NetworkAttachmentConfig::default()
+                },
+                NetworkAttachmentConfig {
+                    target: Some(plan.outside_network()),
+                    ..NetworkAttachmentConfig::default()
+                },
+            ]),
+            ..TaskSpec::default()
+        }),
+        // The name resolves to the task's own address: a virtual IP on an internal overlay
+        // network is not routed (tried on Docker 20.10).
+        endpoint_spec: Some(EndpointSpec {
+            mode: Some(EndpointSpecModeEnum::DNSRR),
+            ..EndpointSpec::default()
+        }),
+        ..ServiceSpec::default()
+    };
+    docker
+        .create_service(spec, None)
+        .await
+        .map(drop)
+        .map_err(|e| format!("the swarm refused the box's egress proxy {name}: {e}"))
+}
+
+/// Removes the service, its egress proxy, their networks and secrets (found by the box's
+/// label); what is gone already is fine.
 pub(super) async fn remove(docker: &Docker, plan: &RemotePlan) {
     let name = plan.name();
     let _ = docker.delete_service(&name).await;
-    // The network goes once the task's container has left it: try a few times below.
-    let mut network_left = true;
+    let _ = docker.delete_service(&plan.egress_name()).await;
+    // A network goes once the tasks' containers have left it: try a few times below.
+    let mut networks = vec![name.clone(), plan.outside_network()];
     let filters = HashMap::from([(
         "label".to_owned(),
         vec![format!("{LABEL_BOX}={}", plan.box_id)],
@@ -338,19 +439,21 @@ pub(super) async fn remove(docker: &Docker, plan: &RemotePlan) {
         .build();
     // A secret in use by a task being removed is refused for a moment: try a few times.
     for _ in 0..40 {
-        if network_left {
-            network_left = match docker.remove_network(&name).await {
-                Ok(()) => false,
-                Err(bollard::errors::Error::DockerResponseServerError {
+        let mut left = Vec::new();
+        for network in networks {
+            match docker.remove_network(&network).await {
+                Ok(())
+                | Err(bollard::errors::Error::DockerResponseServerError {
                     status_code: 404, ..
-                }) => false,
-                Err(_) => true,
-            };
+                }) => {}
+                Err(_) => left.push(network),
+            }
         }
+        networks = left;
         let Ok(secrets) = docker.list_secrets(Some(options.clone())).await else {
             return;
         };
-        if secrets.is_empty() && !network_left {
+        if secrets.is_empty() && networks.is_empty() {
             return;
         }
         for secret in secrets {

@@ -338,6 +338,14 @@ impl LocalRunner {
         can: impl Fn(&crate::AgentCapabilities) -> bool,
         what: &str,
     ) -> Result<std::sync::Arc<dyn Agent>> {
+        if record.engine != crate::options::Engine::Local {
+            return Err(super::remote_takes_no_input(
+                record.engine,
+                &format!(
+                    "wait for the turn to end, or stop it (`stop`), instead of asking it to {what}"
+                ),
+            ));
+        }
         // A workflow's turn may run another agent than the session's first.
         let files = RunFiles::in_home(&self.shared.home, &record.session_id);
         let name = match files.turn() {

@@ -351,6 +351,14 @@ impl LocalRunner {
                 ),
             ));
         }
+        if options.permissions.mode == crate::options::PermissionMode::Ask
+            && options.engine != crate::options::Engine::Local
+        {
+            return Err(remote_takes_no_input(
+                options.engine,
+                "use --engine local to be asked before a tool runs",
+            ));
+        }
         preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
         preflight::isolation(&self.shared, options.isolation)?;
         Ok(agent)
@@ -784,6 +792,19 @@ impl Runner for LocalRunner {
             true,
         ))
     }
+}
+
+/// The refusal of input for a running turn whose box is on a remote engine: a swarm's task
+/// has no stdin, so the turn takes its prompt and nothing after it (README.md, "Where runs
+/// run").
+pub(super) fn remote_takes_no_input(engine: crate::options::Engine, what_to_do: &str) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        format!(
+            "a box on the {engine} engine takes no input while its turn runs (a permission \
+             answer, a message, an interrupt): {what_to_do}"
+        ),
+    )
 }
 
 /// Tells the repo's memory how a decided session ended, so the next run's notes say it;

@@ -107,7 +107,13 @@ impl ModelServer {
     /// Starts a server on 127.0.0.1 on a free port, answering from `script`.
     /// Call from inside a tokio runtime; the server runs on it until dropped.
     pub async fn start(script: Script) -> std::io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::start_on(std::net::Ipv4Addr::LOCALHOST.into(), script).await
+    }
+
+    /// [`Self::start`] on `ip` (an address of this machine that a remote box's egress proxy
+    /// reaches, such as a Docker bridge's gateway).
+    pub async fn start_on(ip: std::net::IpAddr, script: Script) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await?;
         let addr = listener.local_addr()?;
         let hits = std::iter::once(&script)
             .chain(script.follow_ups.iter().map(|f| &f.script))
