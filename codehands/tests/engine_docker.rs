@@ -273,3 +273,77 @@ parser = "text"
     );
     drop(image);
 }
+
+/// The box on an engine reaches the one port its profile allows, through its egress proxy,
+/// and nothing else of this machine; the box, its proxy and its network go with the run.
+#[test]
+fn a_box_on_an_engine_reaches_its_allow_list_and_nothing_else() {
+    if !docker_ready() {
+        return;
+    }
+    let image = TestImage::build();
+    let world = World::demo();
+    // The default bridge's gateway: the one it names, else its subnet's first address (the
+    // engine's default, which it does not list).
+    let config = docker(&[
+        "network",
+        "inspect",
+        "bridge",
+        "--format",
+        "{{range .IPAM.Config}}{{.Gateway}} {{.Subnet}}{{end}}",
+    ])
+    .expect("the engine's default bridge");
+    let gateway: std::net::IpAddr = match config.split_whitespace().collect::<Vec<_>>()[..] {
+        [gateway, _] => gateway.parse().expect("a gateway address"),
+        [subnet] => {
+            let network: std::net::Ipv4Addr = subnet.split('/').next().unwrap().parse().unwrap();
+            std::net::Ipv4Addr::from(u32::from(network) + 1).into()
+        }
+        _ => panic!("the default bridge has no IPv4 subnet: {config}"),
+    };
+    let left = |id: &str| {
+        let filter = format!("label=codehands.session={id}");
+        let networks = docker(&["network", "ls", "--quiet", "--filter", &filter]);
+        containers_of(id).trim().is_empty() && networks.unwrap_or_default().trim().is_empty()
+    };
+    remote::a_shell_reaches_its_allow_list_and_nothing_else(
+        &world, &image, "docker", gateway, &left,
+    );
+}
+
+/// Permission requests are answered while a turn runs, which a remote box cannot take: `--ask`
+/// with a remote engine is refused before anything is made.
+#[test]
+fn asking_for_permission_on_a_remote_engine_is_refused_before_anything_is_made() {
+    let world = World::demo();
+    for engine in ["docker", "swarm"] {
+        let out = run(world
+            .codehands()
+            .current_dir(&world.repo)
+            // A stand-in program: the refusal comes before the agent would start.
+            .env("CLAUDE_BIN", "/bin/true")
+            .args([
+                "run",
+                ".",
+                "Fix it.",
+                "--agent",
+                "claude-code",
+                "--ask",
+                "--json",
+            ])
+            .args(["--engine", engine]));
+        assert!(!out.status.success(), "{engine}: --ask was taken");
+        let said = text(&out.stderr);
+        assert!(
+            said.contains("takes no input while its turn runs") && said.contains("--engine local"),
+            "{engine}: {said}"
+        );
+    }
+    assert!(
+        world
+            .branches()
+            .iter()
+            .all(|b| !b.starts_with("codehands/"))
+    );
+    assert!(world.worktree_dirs().is_empty());
+}

@@ -135,6 +135,16 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
         !env.contains("CODEHANDS_FAKE") && env.contains("HOME=/box/home"),
         "the agent's env is not on the service: {env}"
     );
+    // A running remote turn takes no input: said, and nothing is sent.
+    for input in [vec!["send", &id, "also this"], vec!["interrupt", &id]] {
+        let refused = run(ch("sleep", 0).args(&input));
+        assert!(!refused.status.success(), "{input:?} was taken");
+        assert!(
+            text(&refused.stderr).contains("takes no input while its turn runs"),
+            "{input:?}: {}",
+            text(&refused.stderr)
+        );
+    }
     let stopped = run(ch("sleep", 0).args(["stop", &id]));
     assert!(stopped.status.success(), "{}", text(&stopped.stderr));
     wait_until("the run is stopped", || {
@@ -188,7 +198,13 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
     });
 
     a_real_agent_reaches_its_provider_and_nothing_else(&world);
-    a_hostile_agent_reaches_its_allow_list_and_nothing_else(&world, &image);
+    remote::a_shell_reaches_its_allow_list_and_nothing_else(
+        &world,
+        &image,
+        "swarm",
+        gateway(),
+        &|id| left_on_swarm(id).is_empty(),
+    );
 }
 
 /// The egress of `docker_gwbridge`'s gateway: the address of this machine a swarm's
@@ -205,89 +221,6 @@ fn gateway() -> std::net::IpAddr {
     .trim()
     .parse()
     .expect("a gateway address")
-}
-
-/// A shell as the agent (a profile whose `[network] allow` names one port of this machine):
-/// through its listener the allowed port answers; the same machine's other port has no
-/// route, and the egress proxy refuses to tunnel to it.
-fn a_hostile_agent_reaches_its_allow_list_and_nothing_else(world: &World, base: &TestImage) {
-    use std::io::{Read, Write};
-    let image = base.with_busybox();
-    let gateway = gateway();
-    let listen = |_| std::net::TcpListener::bind((gateway, 0)).unwrap();
-    let (allowed, other) = (listen(()), listen(()));
-    let (allowed_port, other_port) = (
-        allowed.local_addr().unwrap().port(),
-        other.local_addr().unwrap().port(),
-    );
-    for (listener, answer) in [(allowed, "reached-allowed"), (other, "reached-other")] {
-        std::thread::spawn(move || {
-            for mut conn in listener.incoming().flatten() {
-                let mut request = [0u8; 256];
-                let _ = conn.read(&mut request);
-                let _ = conn.write_all(answer.as_bytes());
-            }
-        });
-    }
-    let bin = world.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let stand_in = bin.join("busybox");
-    std::fs::write(&stand_in, "#!/bin/sh\nexit 1\n").unwrap();
-    std::fs::set_permissions(
-        &stand_in,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let script = format!(
-        "echo hi | nc -w 5 127.0.0.2 {allowed_port}; echo; \
-         echo hi | nc -w 3 {gateway} {other_port} || echo no-route-to-other; \
-         (printf 'CONNECT {gateway}:{other_port} HTTP/1.1\\r\\n\\r\\n'; sleep 1) | nc -w 3 codehands-egress 3128 | head -1; \
-         echo done"
-    );
-    let profile = world.dir.path().join("prober.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"prober\"\ndescription = \"tries every way out\"\nprogram = \"busybox\"\n\
-             args = [\"sh\", \"-c\", {script:?}]\nparser = \"text\"\n\n[network]\n\
-             allow = [\"{gateway}:{allowed_port}\"]\n"
-        ),
-    )
-    .unwrap();
-    let id = new_id();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = run(codehands(world, "replay", 0, None, &image.tag)
-        .env("PATH", path)
-        .args(["run", ".", "Get out.", "--json", "--engine", "swarm"])
-        .args(["--then", "reject"])
-        .arg("--agent-file")
-        .arg(&profile)
-        .args(["--agent", "prober", "--session-id", &id]));
-    let said = support::json_lines(&out)
-        .iter()
-        .map(|e| e["payload"]["text"].as_str().unwrap_or_default().to_owned())
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert!(said.contains("done"), "{said}\n{}", text(&out.stderr));
-    assert!(
-        said.contains("reached-allowed"),
-        "the allowed port answers through the box's listener: {said}"
-    );
-    assert!(
-        !said.contains("reached-other") && said.contains("no-route-to-other"),
-        "the machine's other port is out of reach: {said}"
-    );
-    assert!(
-        said.contains("HTTP/1.1 403"),
-        "the egress proxy refuses a target off the allow list: {said}"
-    );
-    wait_until("the prober's job, proxy and networks are gone", || {
-        left_on_swarm(&id).is_empty()
-    });
 }
 
 /// The real Claude Code as a job: its box reaches the scripted model server through the
@@ -371,6 +304,14 @@ fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
     wait_until("the job, its proxy and their networks are gone", || {
         left_on_swarm(&id).is_empty()
     });
+    // Its conversation stayed in the box: a follow-up is refused, the session untouched.
+    let more = run(claude_cmd().args(["send", &id, "Also add a test."]));
+    assert!(
+        !more.status.success() && text(&more.stderr).contains("kept the agent's conversation"),
+        "{}",
+        text(&more.stderr)
+    );
+    assert_eq!(state(world, &id).as_deref(), Some("awaiting_approval"));
     let commit = approve(&mut claude_cmd(), &id);
     let fixed = world.git(&["show", &format!("{commit}:src/date.js")]);
     assert!(fixed.contains("getMonth() + 1"), "{fixed}");

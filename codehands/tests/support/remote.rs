@@ -216,3 +216,92 @@ impl TestImage {
         Self { tag }
     }
 }
+
+/// A shell as the agent on `engine` (a profile whose `[network] allow` names one port of this
+/// machine at `gateway`, the address its containers with a way out reach it on):
+/// through its listener the allowed port answers; the same machine's other port has no
+/// route, and the egress proxy refuses to tunnel to it.
+pub fn a_shell_reaches_its_allow_list_and_nothing_else(
+    world: &World,
+    base: &TestImage,
+    engine: &str,
+    gateway: std::net::IpAddr,
+    gone: &dyn Fn(&str) -> bool,
+) {
+    use std::io::{Read, Write};
+    let image = base.with_busybox();
+    let listen = |_| std::net::TcpListener::bind((gateway, 0)).unwrap();
+    let (allowed, other) = (listen(()), listen(()));
+    let (allowed_port, other_port) = (
+        allowed.local_addr().unwrap().port(),
+        other.local_addr().unwrap().port(),
+    );
+    for (listener, answer) in [(allowed, "reached-allowed"), (other, "reached-other")] {
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let mut request = [0u8; 256];
+                let _ = conn.read(&mut request);
+                let _ = conn.write_all(answer.as_bytes());
+            }
+        });
+    }
+    let bin = world.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let stand_in = bin.join("busybox");
+    std::fs::write(&stand_in, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(
+        &stand_in,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let script = format!(
+        "echo hi | nc -w 5 127.0.0.2 {allowed_port}; echo; \
+         echo hi | nc -w 3 {gateway} {other_port} || echo no-route-to-other; \
+         (printf 'CONNECT {gateway}:{other_port} HTTP/1.1\\r\\n\\r\\n'; sleep 1) | nc -w 3 codehands-egress 3128 | head -1; \
+         echo done"
+    );
+    let profile = world.dir.path().join("prober.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"prober\"\ndescription = \"tries every way out\"\nprogram = \"busybox\"\n\
+             args = [\"sh\", \"-c\", {script:?}]\nparser = \"text\"\n\n[network]\n\
+             allow = [\"{gateway}:{allowed_port}\"]\n"
+        ),
+    )
+    .unwrap();
+    let id = runner_core::SessionId::new_random().to_string();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = run(codehands(world, "replay", 0, None, &image.tag)
+        .env("PATH", path)
+        .args(["run", ".", "Get out.", "--json", "--engine", engine])
+        .args(["--then", "reject"])
+        .arg("--agent-file")
+        .arg(&profile)
+        .args(["--agent", "prober", "--session-id", &id]));
+    let said = json_lines(&out)
+        .iter()
+        .map(|e| e["payload"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(said.contains("done"), "{said}\n{}", text(&out.stderr));
+    assert!(
+        said.contains("reached-allowed"),
+        "the allowed port answers through the box's listener: {said}"
+    );
+    assert!(
+        !said.contains("reached-other") && said.contains("no-route-to-other"),
+        "the machine's other port is out of reach: {said}"
+    );
+    assert!(
+        said.contains("HTTP/1.1 403"),
+        "the egress proxy refuses a target off the allow list: {said}"
+    );
+    wait_until("the prober's box, proxy and networks are gone", || {
+        gone(&id)
+    });
+}

@@ -206,15 +206,22 @@ async fn kill(docker: &Docker, name: &str) {
     let _ = docker.kill_container(name, Some(options)).await;
 }
 
-/// The box's network (internal: no route out) and its egress proxy: a container of the same
+/// The box's network (internal, no address of the machine on it) and its egress proxy: a container of the same
 /// image on that network, as [`EGRESS_ALIAS`], and on the engine's default bridge.
 async fn create_egress(docker: &Docker, plan: &RemotePlan) -> Result<(), String> {
     let name = plan.name();
+    // Internal: nothing is routed out. And no address of the engine's machine on the bridge:
+    // an internal bridge still has one (its gateway), through which a box would reach every
+    // port of the machine, on all of its addresses (tested).
     let network = NetworkCreateRequest {
         name: name.clone(),
         driver: Some("bridge".to_owned()),
         internal: Some(true),
         labels: Some(plan.labels()),
+        options: Some(std::collections::HashMap::from([(
+            "com.docker.network.bridge.inhibit_ipv4".to_owned(),
+            "true".to_owned(),
+        )])),
         ..NetworkCreateRequest::default()
     };
     match docker.create_network(network).await {
