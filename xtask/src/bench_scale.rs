@@ -192,7 +192,10 @@ fn measure(
         println!(
             "bench scale: {engine}: {} failed; the first: {}",
             RUNS - succeeded,
-            why.unwrap_or_default()
+            why.unwrap_or_else(|| format!(
+                "no task.failed: stopped after {BATCH_LIMIT:?} (on a swarm: a task the node \
+                 had not got past \"Starting\")"
+            ))
         );
     }
     let runs = children.iter().filter_map(|(_, _, d)| *d).collect();

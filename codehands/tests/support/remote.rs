@@ -254,9 +254,16 @@ pub fn a_shell_reaches_its_allow_list_and_nothing_else(
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
+    // A name this machine resolves, which the box must not (no DNS out, no way to leak data
+    // in a query).
+    let name = ["crates.io", "pypi.org", "deb.debian.org"]
+        .into_iter()
+        .find(|n| std::net::ToSocketAddrs::to_socket_addrs(&(*n, 443)).is_ok());
+    let lookup = name.unwrap_or("localhost");
     let script = format!(
         "echo hi | nc -w 5 127.0.0.2 {allowed_port}; echo; \
          echo hi | nc -w 3 {gateway} {other_port} || echo no-route-to-other; \
+         nslookup {lookup} 2>&1 | grep -q '^Name:' && echo dns-answered || echo no-dns; \
          (printf 'CONNECT {gateway}:{other_port} HTTP/1.1\\r\\n\\r\\n'; sleep 1) | nc -w 3 codehands-egress 3128 | head -1; \
          echo done"
     );
@@ -301,6 +308,15 @@ pub fn a_shell_reaches_its_allow_list_and_nothing_else(
         said.contains("HTTP/1.1 403"),
         "the egress proxy refuses a target off the allow list: {said}"
     );
+    match name {
+        Some(name) => assert!(
+            said.contains("no-dns") && !said.contains("dns-answered"),
+            "{name}, which this machine resolves, does not resolve in the box: {said}"
+        ),
+        None => {
+            eprintln!("note: this machine resolves no public name; the box's DNS is not checked")
+        }
+    }
     wait_until("the prober's box, proxy and networks are gone", || {
         gone(&id)
     });
