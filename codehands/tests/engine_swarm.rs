@@ -243,7 +243,12 @@ fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
     let server = runtime
         .block_on(runner_fake::model_server::ModelServer::start_on(
             gateway,
-            runner_fake::demo_repo::script(&worktree),
+            runner_fake::demo_repo::script(&worktree).follow_up(
+                "Say what you changed.",
+                runner_fake::model_server::Script::new([runner_fake::model_server::Turn::text(
+                    "I added 1 to getMonth() in src/date.js.",
+                )]),
+            ),
         ))
         .expect("the scripted model server on the gateway");
     let id = id.to_string();
@@ -300,18 +305,71 @@ fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
         "the key is in no event"
     );
     let diff = text(&run(claude_cmd().args(["diff", &id])).stdout);
-    assert!(diff.contains("getMonth() + 1"), "{diff}");
+    assert!(
+        diff.contains("getMonth() + 1"),
+        "{diff}\n{}\n{}",
+        all,
+        std::fs::read_to_string(
+            world
+                .home
+                .run_dir(&runner_core::SessionId::parse(&id).unwrap())
+                .join("supervisor.log")
+        )
+        .unwrap_or_default()
+    );
     wait_until("the job, its proxy and their networks are gone", || {
         left_on_swarm(&id).is_empty()
     });
-    // Its conversation stayed in the box: a follow-up is refused, the session untouched.
-    let more = run(claude_cmd().args(["send", &id, "Also add a test."]));
+    // A follow-up is a new job whose box starts from the home the first one left: Claude Code
+    // resumes its conversation there (its request holds the first turn's messages).
+    let before = server.message_requests().len();
+    {
+        let run_dir = world
+            .home
+            .run_dir(&runner_core::SessionId::parse(&id).unwrap());
+        let home = std::fs::read(run_dir.join("remote-home.tar")).unwrap_or_default();
+        let names = std::process::Command::new("tar")
+            .arg("-tvf")
+            .arg(run_dir.join("remote-home.tar"))
+            .output()
+            .map(|o| text(&o.stdout))
+            .unwrap_or_default();
+        eprintln!("DEBUG home {} bytes: {names:?}", home.len());
+    }
+    let more = run(claude_cmd().args(["send", &id, "Say what you changed.", "--json"]));
+    let run_dir = world
+        .home
+        .run_dir(&runner_core::SessionId::parse(&id).unwrap());
     assert!(
-        !more.status.success() && text(&more.stderr).contains("kept the agent's conversation"),
-        "{}",
-        text(&more.stderr)
+        more.status.success(),
+        "{}\nthe box said: {}{}\nrun folder: {:?}\ntranscript: {}",
+        text(&more.stderr),
+        std::fs::read_to_string(run_dir.join("turn-1.stderr")).unwrap_or_default(),
+        std::fs::read_to_string(run_dir.join("turn-2.stderr")).unwrap_or_default(),
+        std::fs::read_dir(&run_dir)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+            .unwrap_or_default(),
+        std::fs::read_to_string(run_dir.join("transcript.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let follow_up = server.message_requests()[before..]
+        .first()
+        .cloned()
+        .expect("the follow-up reached the model");
+    let history = follow_up["messages"].to_string();
+    assert!(
+        history.contains("Fix the failing test.") && history.contains("toolu_demo_03"),
+        "the follow-up resumed the first turn's conversation: {history}"
     );
     assert_eq!(state(world, &id).as_deref(), Some("awaiting_approval"));
+    wait_until("the follow-up's job is gone too", || {
+        left_on_swarm(&id).is_empty()
+    });
     let commit = approve(&mut claude_cmd(), &id);
     let fixed = world.git(&["show", &format!("{commit}:src/date.js")]);
     assert!(fixed.contains("getMonth() + 1"), "{fixed}");

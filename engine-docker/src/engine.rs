@@ -161,6 +161,7 @@ impl Confinement for DockerEngine {
             egress,
             stdin_lines,
             files,
+            home_file: Some(RemotePlan::home_file_in(request.run_dir)),
         };
         let file = RemotePlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);
@@ -187,5 +188,6 @@ impl Confinement for DockerEngine {
     fn discard(&self, run_dir: &Path) {
         self.cleanup(run_dir);
         let _ = std::fs::remove_file(RemotePlan::file_in(run_dir));
+        let _ = std::fs::remove_file(RemotePlan::home_file_in(run_dir));
     }
 }

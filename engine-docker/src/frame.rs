@@ -9,7 +9,9 @@
 //! Out, on a swarm (whose nodes the caller may not reach): the init prints the result tar on
 //! stderr after the agent has exited, base64 in lines that start with [`RESULT_MARK`] and the
 //! box's nonce (which the agent never sees, so it cannot forge them); the shim takes those lines
-//! out of stderr and checks the tar as any other result.
+//! out of stderr and checks the tar as any other result. The agent's home follows under
+//! [`home_nonce`]: the shim keeps it, never unpacked, for the session's next turn, whose box
+//! starts from it (the agent's own record of the conversation, which a follow-up resumes).
 
 use base64::Engine as _;
 
@@ -29,6 +31,7 @@ pub fn inputs_tar(
     stdin: &[u8],
     base: &[u8],
     files: &[(String, Vec<u8>)],
+    home: &[u8],
 ) -> Vec<u8> {
     let mut env_bytes = Vec::new();
     for (name, value) in env {
@@ -45,6 +48,7 @@ pub fn inputs_tar(
         ("env".to_owned(), &env_bytes[..], 0o400),
         ("stdin".to_owned(), stdin, 0o400),
         ("base.tar".to_owned(), base, 0o400),
+        ("home.tar".to_owned(), home, 0o400),
     ]
     .into_iter()
     .chain(files)
@@ -70,6 +74,8 @@ pub struct Inputs {
     pub base: Vec<u8>,
     /// The run's files for the agent (its notes), by name.
     pub files: Vec<(String, Vec<u8>)>,
+    /// The agent's home as the box before left it (a tar; empty on a first turn).
+    pub home: Vec<u8>,
 }
 
 /// The three parts of an inputs tar.
@@ -78,6 +84,7 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
     let mut archive = tar::Archive::new(bytes);
     let (mut env, mut stdin, mut base) = (Vec::new(), Vec::new(), Vec::new());
     let mut files = Vec::new();
+    let mut home = Vec::new();
     let entries = archive
         .entries()
         .map_err(|e| format!("the box's inputs are unreadable: {e}"))?;
@@ -91,6 +98,7 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
             "env" => &mut env,
             "stdin" => &mut stdin,
             "base.tar" => &mut base,
+            "home.tar" => &mut home,
             other => match other.strip_prefix("files/") {
                 Some(file) if is_file_name(file) => {
                     files.push((file.to_owned(), Vec::new()));
@@ -117,6 +125,7 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
         stdin,
         base,
         files,
+        home,
     })
 }
 
@@ -129,24 +138,44 @@ pub fn is_file_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
-/// The result lines of `tar` for `nonce`, the last one saying how many bytes there are.
+/// The most the agent's home may weigh as it comes back (its conversation, for the next turn).
+pub const HOME_CAP: usize = 64 << 20;
+
+/// The nonce the home's lines carry, after the result's.
+pub fn home_nonce(nonce: &str) -> String {
+    format!("{nonce}.home")
+}
+
+/// The result lines of `tar` for `nonce`, each numbered, the last one saying how many bytes
+/// and lines there are.
 pub fn result_lines(nonce: &str, tar: &[u8]) -> Vec<String> {
     let text = base64::engine::general_purpose::STANDARD.encode(tar);
     let mut lines: Vec<String> = text
         .as_bytes()
         .chunks(LINE_CHARS)
-        .map(|chunk| format!("{RESULT_MARK} {nonce} {}", String::from_utf8_lossy(chunk)))
+        .enumerate()
+        .map(|(i, chunk)| {
+            format!(
+                "{RESULT_MARK} {nonce} {i} {}",
+                String::from_utf8_lossy(chunk)
+            )
+        })
         .collect();
-    lines.push(format!("{RESULT_MARK}-end {nonce} {}", tar.len()));
+    let count = lines.len();
+    lines.push(format!("{RESULT_MARK}-end {nonce} {} {count}", tar.len()));
     lines
 }
 
-/// Collects the result from stderr lines, for one nonce.
+/// Collects the result from stderr lines, for one nonce. A line seen twice counts once, so
+/// the same collector may read a log more than once (the shim reads a swarm's log as it comes
+/// and again from its start once the task has ended: a line missing from one read is found in
+/// the other).
 #[derive(Debug, Default)]
 pub struct ResultCollector {
     nonce: String,
-    text: String,
-    expected: Option<usize>,
+    chunks: std::collections::BTreeMap<usize, String>,
+    size: usize,
+    expected: Option<(usize, usize)>,
     cap: usize,
     over: bool,
 }
@@ -179,17 +208,27 @@ impl ResultCollector {
         else {
             return false;
         };
+        let (first, second) = payload
+            .trim_end()
+            .split_once(' ')
+            .unwrap_or((payload.trim_end(), ""));
         if end {
-            self.expected = payload.trim().parse().ok();
-        } else if self.text.len() + payload.len() > self.cap.saturating_mul(4) / 3 + 4 {
-            self.over = true;
-        } else {
-            self.text.push_str(payload.trim_end());
+            self.expected = first.parse().ok().zip(second.parse().ok());
+        } else if let Ok(index) = first.parse::<usize>() {
+            if self.chunks.contains_key(&index) {
+                return true;
+            }
+            self.size += second.len();
+            if self.size > self.cap.saturating_mul(4) / 3 + 4 {
+                self.over = true;
+            } else {
+                self.chunks.insert(index, second.to_owned());
+            }
         }
         true
     }
 
-    /// The result tar, once the end line came and every byte with it.
+    /// The result tar, once the end line came and every line with it.
     pub fn finish(self) -> Result<Vec<u8>, String> {
         if self.over {
             return Err(format!(
@@ -197,13 +236,22 @@ impl ResultCollector {
                 self.cap
             ));
         }
-        let Some(expected) = self.expected else {
+        let Some((expected, lines)) = self.expected else {
             return Err(
                 "the box sent no result (its log has no end line): nothing applied".to_owned(),
             );
         };
+        if self.chunks.len() != lines
+            || self.chunks.keys().next_back().map_or(0, |k| k + 1) != lines
+        {
+            return Err(format!(
+                "the box's result is cut short ({} of {lines} lines): nothing applied",
+                self.chunks.len()
+            ));
+        }
+        let text: String = self.chunks.into_values().collect();
         let bytes = base64::engine::general_purpose::STANDARD
-            .decode(self.text.as_bytes())
+            .decode(text.as_bytes())
             .map_err(|e| format!("the box's result is not base64: {e}; nothing applied"))?;
         if bytes.len() != expected {
             return Err(format!(
@@ -223,7 +271,7 @@ mod tests {
     fn inputs_and_results_round_trip() {
         let env = vec![("KEY".to_owned(), "a=b c".to_owned())];
         let files = vec![("0-notes.md".to_owned(), b"notes".to_vec())];
-        let mut tar = inputs_tar(&env, b"prompt\n", b"base", &files);
+        let mut tar = inputs_tar(&env, b"prompt\n", b"base", &files, b"home");
         assert_eq!(
             read_inputs(&tar).unwrap(),
             Inputs {
@@ -231,10 +279,11 @@ mod tests {
                 stdin: b"prompt\n".to_vec(),
                 base: b"base".to_vec(),
                 files,
+                home: b"home".to_vec(),
             }
         );
         // A file whose name would leave the box's folder is not taken.
-        tar = inputs_tar(&env, b"", b"", &[("../x".to_owned(), b"x".to_vec())]);
+        tar = inputs_tar(&env, b"", b"", &[("../x".to_owned(), b"x".to_vec())], b"");
         assert!(read_inputs(&tar).unwrap().files.is_empty());
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
         let mut collector = ResultCollector::new("n1", 1 << 20);
@@ -258,5 +307,27 @@ mod tests {
             capped.take(line);
         }
         assert!(capped.finish().unwrap_err().contains("over its cap"));
+    }
+
+    #[test]
+    fn a_log_read_twice_gives_each_line_once_and_a_gap_is_filled_by_the_other_read() {
+        let data: Vec<u8> = (0..30_000u32).map(|i| (i % 253) as u8).collect();
+        let lines = result_lines("n", &data);
+        assert!(lines.len() > 3);
+        let mut collector = ResultCollector::new("n", 1 << 20);
+        // The first read misses line 1; the second has everything.
+        for (i, line) in lines.iter().enumerate() {
+            if i != 1 {
+                collector.take(line);
+            }
+        }
+        for line in &lines {
+            collector.take(line);
+        }
+        assert_eq!(collector.finish().unwrap(), data);
+        // The home's lines are another collector's.
+        let home = result_lines(&home_nonce("n"), b"home");
+        let mut result = ResultCollector::new("n", 1 << 20);
+        assert!(home.iter().all(|line| !result.take(line)));
     }
 }

@@ -61,6 +61,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         stdin,
         base,
         files,
+        home,
     } = read_inputs(&take_inputs()?)?;
     write_files(&files)?;
     let nonce = env
@@ -75,6 +76,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         .map_err(|e| format!("cannot make {}: {e}", worktree.display()))?;
     remote_transfer::apply(&tree, &worktree).map_err(|e| format!("the base tree: {e}"))?;
     std::fs::create_dir_all(BOX_HOME).map_err(|e| format!("cannot make {BOX_HOME}: {e}"))?;
+    restore_home(&home);
     let mut child = Command::new(program)
         .args(rest)
         .env_clear()
@@ -106,16 +108,77 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
     });
+    let home = save_home();
     if mode == "log" {
         let nonce = nonce.ok_or("no nonce for the result")?;
         let tar = remote_transfer::pack_tree(&worktree, &limits)
             .map_err(|e| format!("the result: {e}"))?;
+        // The agent shared our stderr, and a Node or Bun agent leaves it non-blocking: a
+        // write to a full pipe would then fail and the result lose its lines (seen with
+        // Claude Code past 64 KiB).
+        blocking_stderr();
         let mut err = std::io::stderr().lock();
-        for line in result_lines(&nonce, &tar) {
-            let _ = writeln!(err, "{line}");
+        let mut lines = home
+            .map(|home| result_lines(&crate::frame::home_nonce(&nonce), &home))
+            .unwrap_or_default();
+        lines.extend(result_lines(&nonce, &tar));
+        for line in lines {
+            writeln!(err, "{line}").map_err(|e| format!("cannot send the result: {e}"))?;
         }
     }
     Ok(code)
+}
+
+/// Makes stderr blocking again, whatever the agent did to the file description it shared.
+fn blocking_stderr() {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let stderr = std::io::stderr();
+    if let Ok(bits) = fcntl(&stderr, FcntlArg::F_GETFL) {
+        let flags = OFlag::from_bits_truncate(bits);
+        if flags.contains(OFlag::O_NONBLOCK) {
+            let _ = fcntl(&stderr, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK));
+        }
+    }
+}
+
+/// Where the agent's home is left packed for an engine's shim to download.
+pub const HOME_TAR: &str = "/box/home.tar";
+
+/// The limits of the agent's home as it travels.
+fn home_limits() -> remote_transfer::Limits {
+    remote_transfer::Limits {
+        max_bytes: crate::frame::HOME_CAP as u64,
+        max_entries: 20_000,
+        ..remote_transfer::Limits::default()
+    }
+}
+
+/// The home the agent left in the box before, checked like a result; a home that fails the
+/// checks is left out (the agent then starts without its earlier conversation), and said.
+fn restore_home(home: &[u8]) {
+    if home.is_empty() {
+        return;
+    }
+    let restored = remote_transfer::read_result(home, None, &home_limits())
+        .and_then(|tree| remote_transfer::apply(&tree, Path::new(BOX_HOME)));
+    if let Err(e) = restored {
+        eprintln!("codehands box: the agent's home from the turn before was left out: {e}");
+    }
+}
+
+/// The agent's home, packed for the session's next turn (also at [`HOME_TAR`]); `None` when
+/// it is over its limits (said).
+fn save_home() -> Option<Vec<u8>> {
+    match remote_transfer::pack_tree(Path::new(BOX_HOME), &home_limits()) {
+        Ok(tar) => {
+            let _ = std::fs::write(HOME_TAR, &tar);
+            Some(tar)
+        }
+        Err(e) => {
+            eprintln!("codehands box: the agent's home is not kept for a follow-up: {e}");
+            None
+        }
+    }
 }
 
 /// The run's files, read-only under [`BOX_FILES`] (names checked by `read_inputs`).

@@ -90,12 +90,35 @@ pub struct RemotePlan {
     /// its name under [`BOX_FILES`] in the box, where the agent's arguments name it.
     #[serde(default)]
     pub files: Vec<(PathBuf, String)>,
+    /// Where the shim keeps the agent's home as the box left it (`runs/<id>/remote-home.tar`,
+    /// bytes never unpacked here), for the next turn's box to start from.
+    #[serde(default)]
+    pub home_file: Option<PathBuf>,
 }
 
 impl RemotePlan {
     /// Where the plan of `run_dir` is.
     pub fn file_in(run_dir: &Path) -> PathBuf {
         run_dir.join("remote.json")
+    }
+
+    /// Where the agent's home is kept between the turns of the session of `run_dir`.
+    pub fn home_file_in(run_dir: &Path) -> PathBuf {
+        run_dir.join("remote-home.tar")
+    }
+
+    /// Keeps `home` (the box's packed home) for the next turn; a failure is said, and the
+    /// next turn starts without it.
+    pub fn keep_home(&self, home: &[u8]) {
+        let Some(file) = &self.home_file else {
+            return;
+        };
+        let kept = file.parent().map_or(Ok(()), |dir| {
+            runner_contract::private::PrivateRoot::new(dir).replace_file(file, home)
+        });
+        if let Err(e) = kept {
+            eprintln!("codehands: the agent's home could not be kept for a follow-up: {e}");
+        }
     }
 
     /// The container's or service's name.

@@ -32,6 +32,7 @@ fn plan() -> RemotePlan {
         egress: Default::default(),
         stdin_lines: None,
         files: Vec::new(),
+        home_file: None,
     }
 }
 

@@ -53,6 +53,9 @@ pub(super) async fn run(
         .unwrap_or_default();
     let code = state.exit_code.unwrap_or(125) as i32;
     let result = download(docker, plan).await;
+    if let Some(home) = download_home(docker, plan).await {
+        plan.keep_home(&home);
+    }
     remove(docker, plan).await;
     let strip = plan.worktree.file_name().and_then(|n| n.to_str());
     let applied = result.and_then(|tar| super::apply_result(plan, &tar, strip));
@@ -197,6 +200,32 @@ async fn download(docker: &Docker, plan: &RemotePlan) -> Result<Vec<u8>, String>
         }
     }
     Ok(tar)
+}
+
+/// The agent's home as the init packed it (`HOME_TAR`), when it did and within its cap.
+async fn download_home(docker: &Docker, plan: &RemotePlan) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let options = DownloadFromContainerOptionsBuilder::default()
+        .path(crate::init::HOME_TAR)
+        .build();
+    let mut stream = docker.download_from_container(&plan.name(), Some(options));
+    let mut archive = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        archive.extend_from_slice(&chunk.ok()?);
+        if archive.len() > crate::frame::HOME_CAP + (1 << 20) {
+            return None;
+        }
+    }
+    // The engine hands a file over as a tar holding it.
+    let mut entries = tar::Archive::new(&archive[..]);
+    let mut entry = entries.entries().ok()?.next()?.ok()?;
+    let mut home = Vec::new();
+    entry
+        .by_ref()
+        .take(crate::frame::HOME_CAP as u64)
+        .read_to_end(&mut home)
+        .ok()?;
+    Some(home)
 }
 
 async fn kill(docker: &Docker, name: &str) {

@@ -61,11 +61,8 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
             Err(e) => return fail(&e),
         };
         let mut output = Output::resumed(match plan.engine {
-            Engine::Swarm => Some(crate::frame::ResultCollector::new(
-                &plan.nonce,
-                RESULT_CAP as usize,
-            )),
-            _ => None,
+            Engine::Swarm => swarm::collectors(&plan),
+            _ => Vec::new(),
         });
         let ran = match plan.engine {
             Engine::Swarm => {
@@ -213,5 +210,14 @@ pub(crate) fn inputs(
                 .ok_or_else(|| format!("cannot read the run's file {}", path.display()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(crate::frame::inputs_tar(env, stdin, &base, &files))
+    let home = plan
+        .home_file
+        .as_deref()
+        .and_then(|file| {
+            runner_contract::private::read_no_follow(file)
+                .ok()
+                .flatten()
+        })
+        .unwrap_or_default();
+    Ok(crate::frame::inputs_tar(env, stdin, &base, &files, &home))
 }

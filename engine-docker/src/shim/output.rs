@@ -12,35 +12,29 @@ pub(crate) struct Output {
     skip_err: u64,
     err_line: Vec<u8>,
     held: Vec<u8>,
-    collector: Option<ResultCollector>,
+    collectors: Vec<ResultCollector>,
 }
 
 impl Output {
     /// An output that skips what our stdout and stderr files hold already, and takes the
-    /// result lines out of stderr when `collector` is given.
-    pub(crate) fn resumed(collector: Option<ResultCollector>) -> Self {
+    /// lines of each of `collectors` out of stderr.
+    pub(crate) fn resumed(collectors: Vec<ResultCollector>) -> Self {
         Self {
             skip_out: file_len(1),
             skip_err: file_len(2),
             err_line: Vec::new(),
             held: Vec::new(),
-            collector,
+            collectors,
         }
     }
 
     /// Skips the bytes already passed on again: for a second read of the same log from its
-    /// start.
-    pub(crate) fn replay(
-        &mut self,
-        written_out: u64,
-        written_err: u64,
-        collector: Option<ResultCollector>,
-    ) {
+    /// start. The collectors keep what they took (a line read twice counts once).
+    pub(crate) fn replay(&mut self, written_out: u64, written_err: u64) {
         self.skip_out = written_out;
         self.skip_err = written_err;
         self.err_line.clear();
         self.held.clear();
-        self.collector = collector;
     }
 
     /// Bytes of stdout from the box, passed on up to the last whole line, which is held back
@@ -67,20 +61,20 @@ impl Output {
         rest.len() as u64
     }
 
-    /// Bytes of stderr from the box; with a collector, whole lines, the result's taken out.
+    /// Bytes of stderr from the box; with collectors, whole lines, theirs taken out.
     /// Returns how many bytes were passed on (the skip counts only those).
     pub(crate) fn stderr(&mut self, bytes: &[u8]) -> u64 {
-        let Some(collector) = self.collector.as_mut() else {
+        if self.collectors.is_empty() {
             let rest = skip(&mut self.skip_err, bytes);
             let _ = std::io::stderr().write_all(rest);
             return rest.len() as u64;
-        };
+        }
         self.err_line.extend_from_slice(bytes);
         let mut passed = 0;
         while let Some(end) = self.err_line.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = self.err_line.drain(..=end).collect();
             let text = String::from_utf8_lossy(&line[..line.len() - 1]);
-            if !collector.take(&text) {
+            if !self.collectors.iter_mut().any(|c| c.take(&text)) {
                 let rest = skip(&mut self.skip_err, &line);
                 let _ = std::io::stderr().write_all(rest);
                 passed += rest.len() as u64;
@@ -89,9 +83,9 @@ impl Output {
         passed
     }
 
-    /// The collector, with everything it took.
-    pub(crate) fn take_collector(&mut self) -> Option<ResultCollector> {
-        self.collector.take()
+    /// The collectors, with everything they took, in the order given.
+    pub(crate) fn take_collectors(&mut self) -> Vec<ResultCollector> {
+        std::mem::take(&mut self.collectors)
     }
 }
 

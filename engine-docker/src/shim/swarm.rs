@@ -77,16 +77,14 @@ pub(super) async fn run(
     };
     // The log from its start once more, now that the task has ended: a follow may end
     // before the last lines arrive. What was passed on already is skipped.
-    output.replay(
-        out,
-        err,
-        Some(ResultCollector::new(
-            &plan.nonce,
-            super::RESULT_CAP as usize,
-        )),
-    );
+    output.replay(out, err);
     read_log(docker, &name, output, false, &mut 0, &mut 0).await;
-    let collector = output.take_collector().ok_or("no result collector")?;
+    let mut collectors = output.take_collectors().into_iter();
+    let collector = collectors.next().ok_or("no result collector")?;
+    // A box whose agent's home was over its limits sent none: the next turn starts afresh.
+    if let Some(home) = collectors.next().and_then(|c| c.finish().ok()) {
+        plan.keep_home(&home);
+    }
     remove(docker, plan).await;
     let applied = collector
         .finish()
@@ -94,6 +92,17 @@ pub(super) async fn run(
     output.finish(applied.is_ok());
     applied.map_err(|e| format!("the box's result was refused: {e}"))?;
     Ok(code)
+}
+
+/// What the shim takes out of the box's log: the result, then the agent's home.
+pub(super) fn collectors(plan: &RemotePlan) -> Vec<ResultCollector> {
+    vec![
+        ResultCollector::new(&plan.nonce, super::RESULT_CAP as usize),
+        ResultCollector::new(
+            &crate::frame::home_nonce(&plan.nonce),
+            crate::frame::HOME_CAP,
+        ),
+    ]
 }
 
 /// How a job's task ended.

@@ -117,18 +117,6 @@ impl LocalRunner {
                 "the worktree of session {id} is gone: it takes no {what}"
             )));
         }
-        if resume_from.is_some() && record.engine != crate::options::Engine::Local {
-            // The agent's own record of the conversation was in the box, which is gone.
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "session {id} ran on the {} engine, whose box kept the agent's conversation \
-                     and is gone: it takes no {what}; approve or reject it, and start a new run \
-                     for more",
-                    record.engine
-                ),
-            ));
-        }
         super::preflight::isolation(shared, record.isolation)?;
         let files = RunFiles::in_home(&shared.home, &id);
         files.prepare()?;
