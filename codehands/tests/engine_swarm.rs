@@ -305,58 +305,15 @@ fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
         "the key is in no event"
     );
     let diff = text(&run(claude_cmd().args(["diff", &id])).stdout);
-    assert!(
-        diff.contains("getMonth() + 1"),
-        "{diff}\n{}\n{}",
-        all,
-        std::fs::read_to_string(
-            world
-                .home
-                .run_dir(&runner_core::SessionId::parse(&id).unwrap())
-                .join("supervisor.log")
-        )
-        .unwrap_or_default()
-    );
+    assert!(diff.contains("getMonth() + 1"), "{diff}\n{all}");
     wait_until("the job, its proxy and their networks are gone", || {
         left_on_swarm(&id).is_empty()
     });
     // A follow-up is a new job whose box starts from the home the first one left: Claude Code
     // resumes its conversation there (its request holds the first turn's messages).
     let before = server.message_requests().len();
-    {
-        let run_dir = world
-            .home
-            .run_dir(&runner_core::SessionId::parse(&id).unwrap());
-        let home = std::fs::read(run_dir.join("remote-home.tar")).unwrap_or_default();
-        let names = std::process::Command::new("tar")
-            .arg("-tvf")
-            .arg(run_dir.join("remote-home.tar"))
-            .output()
-            .map(|o| text(&o.stdout))
-            .unwrap_or_default();
-        eprintln!("DEBUG home {} bytes: {names:?}", home.len());
-    }
     let more = run(claude_cmd().args(["send", &id, "Say what you changed.", "--json"]));
-    let run_dir = world
-        .home
-        .run_dir(&runner_core::SessionId::parse(&id).unwrap());
-    assert!(
-        more.status.success(),
-        "{}\nthe box said: {}{}\nrun folder: {:?}\ntranscript: {}",
-        text(&more.stderr),
-        std::fs::read_to_string(run_dir.join("turn-1.stderr")).unwrap_or_default(),
-        std::fs::read_to_string(run_dir.join("turn-2.stderr")).unwrap_or_default(),
-        std::fs::read_dir(&run_dir)
-            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
-            .unwrap_or_default(),
-        std::fs::read_to_string(run_dir.join("transcript.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .rev()
-            .take(6)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert!(more.status.success(), "{}", text(&more.stderr));
     let follow_up = server.message_requests()[before..]
         .first()
         .cloned()

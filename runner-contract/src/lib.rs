@@ -65,7 +65,9 @@ pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
     Invocation, ResumeFrom, StdinClose, VersionProbe,
 };
-pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
+pub use traits::confine::{
+    BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile, REMOTE_BOX_FAILED_EXIT,
+};
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};
 pub use traits::runner::{EventStream, Runner, Sent};
 pub use traits::sandbox::{

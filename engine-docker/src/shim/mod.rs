@@ -104,7 +104,7 @@ fn read_input(lines: Option<usize>) -> Vec<u8> {
 
 fn fail(message: &str) -> i32 {
     eprintln!("codehands: the remote box: {message}");
-    125
+    runner_contract::REMOTE_BOX_FAILED_EXIT
 }
 
 /// The engine of `plan`, its API version agreed.

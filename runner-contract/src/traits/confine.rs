@@ -47,6 +47,11 @@ pub struct ConfineRequest<'a> {
     pub engine: crate::options::Engine,
 }
 
+/// The exit code of a remote box's driver when the box itself failed after the agent ran
+/// (its result was refused, or could not be brought back): the turn fails, whatever the agent
+/// printed before (a conversing agent's result line may have passed already).
+pub const REMOTE_BOX_FAILED_EXIT: i32 = 125;
+
 /// A box for agents.
 pub trait Confinement: Send + Sync {
     /// Whether a box can be made on this machine (cheap: no box is started); the error says

@@ -736,9 +736,12 @@ impl Supervisor {
             interruption = Some(Interruption::Stop);
         }
         let interrupted = conversation.as_ref().is_some_and(|c| c.interrupted);
+        let remote = self.record.engine != crate::options::Engine::Local;
         let held = held.map(|h| {
             if interrupted {
                 ended_by_interrupt(h)
+            } else if remote && exit_code == Some(runner_contract::REMOTE_BOX_FAILED_EXIT) {
+                refused_by_the_box(h, exit_code, &stderr)
             } else {
                 h
             }
@@ -1294,6 +1297,31 @@ fn system_note(text: String) -> EventBody {
 /// The result of a turn the caller interrupted: whatever the agent says of it (an agent
 /// may well call an interrupted turn an error), the turn ended as asked, and its change
 /// awaits approval.
+/// A finished turn whose remote box then failed (its result refused, nothing applied): the
+/// turn failed, with the box's words.
+fn refused_by_the_box(held: Held, exit_code: Option<i32>, stderr: &str) -> Held {
+    let EventBody::TaskFinished(finished) = &held.body else {
+        return held;
+    };
+    let why = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("the remote box"))
+        .unwrap_or("the remote box failed after the agent's result")
+        .trim()
+        .to_owned();
+    Held {
+        body: EventBody::TaskFailed(TaskFailed {
+            reason: crate::event::FailureKind::NoResult,
+            message: format!("{why}: nothing of the agent's work was applied"),
+            stderr: Some(stderr.to_owned()).filter(|s| !s.is_empty()),
+            exit_code,
+            cost_usd: finished.cost_usd,
+        }),
+        ..held
+    }
+}
+
 fn ended_by_interrupt(held: Held) -> Held {
     let finished = match held.body {
         EventBody::TaskFinished(finished) => finished,
@@ -1337,4 +1365,57 @@ fn strip_cr(mut text: String) -> String {
         text.pop();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_turn_whose_remote_box_then_failed_is_a_failed_turn_with_the_boxs_words() {
+        let held = Held {
+            body: EventBody::TaskFinished(TaskFinished {
+                cost_usd: Some(0.25),
+                ..TaskFinished::default()
+            }),
+            raw: None,
+            linger_until: None,
+        };
+        let stderr = "warming up\ncodehands: the remote box: the box's result was refused: a link leaves the tree\n";
+        let failed = refused_by_the_box(held, Some(125), stderr);
+        let EventBody::TaskFailed(failed) = failed.body else {
+            panic!("not a failure: {:?}", failed.body);
+        };
+        assert_eq!(failed.reason, crate::event::FailureKind::NoResult);
+        assert!(
+            failed.message.contains("a link leaves the tree"),
+            "{}",
+            failed.message
+        );
+        assert!(
+            failed
+                .message
+                .contains("nothing of the agent's work was applied")
+        );
+        assert_eq!((failed.exit_code, failed.cost_usd), (Some(125), Some(0.25)));
+        // A turn that failed already keeps its own failure.
+        let own = Held {
+            body: EventBody::TaskFailed(TaskFailed {
+                reason: crate::event::FailureKind::AuthFailed,
+                message: "the key was refused".to_owned(),
+                stderr: None,
+                exit_code: Some(1),
+                cost_usd: None,
+            }),
+            raw: None,
+            linger_until: None,
+        };
+        assert!(matches!(
+            refused_by_the_box(own, Some(125), stderr).body,
+            EventBody::TaskFailed(TaskFailed {
+                reason: crate::event::FailureKind::AuthFailed,
+                ..
+            })
+        ));
+    }
 }
