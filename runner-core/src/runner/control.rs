@@ -134,6 +134,28 @@ impl RunFiles {
         self.dir.join("supervisor.log")
     }
 
+    /// The lock file `name` of the run folder, held (released when the file is dropped), if
+    /// nobody holds it now; `what` names it in an error.
+    pub(crate) fn try_lock(&self, name: &str, what: &str) -> Result<Option<std::fs::File>> {
+        let path = self.dir.join(name);
+        let file = self.root().open(
+            &path,
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(
+                format!("cannot take {what} {}", path.display()),
+                &e,
+            )),
+        }
+    }
+
     /// The private root the run folder is under.
     pub fn root(&self) -> &PrivateRoot {
         &self.root
@@ -360,23 +382,8 @@ pub struct SupervisorLock {
 impl SupervisorLock {
     /// The lock of the run in `files` if nobody holds it now.
     pub fn try_acquire(files: &RunFiles) -> Result<Option<Self>> {
-        let path = files.dir().join("supervisor.lock");
-        let file = files.root().open(
-            &path,
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false),
-        )?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(Self { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(
-                format!("cannot take the supervisor lock {}", path.display()),
-                &e,
-            )),
-        }
+        let file = files.try_lock("supervisor.lock", "the supervisor lock")?;
+        Ok(file.map(|file| Self { _file: file }))
     }
 
     /// Whether some supervisor holds the lock of the run in `files` now.

@@ -142,23 +142,8 @@ pub(crate) struct DriverLock {
 impl DriverLock {
     /// The lock if nobody holds it now.
     pub(crate) fn try_acquire(files: &RunFiles) -> Result<Option<Self>> {
-        let path = files.dir().join(LOCK_FILE);
-        let file = files.root().open(
-            &path,
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false),
-        )?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(Self { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io(
-                format!("cannot take the workflow driver's lock {}", path.display()),
-                &e,
-            )),
-        }
+        let file = files.try_lock(LOCK_FILE, "the workflow driver's lock")?;
+        Ok(file.map(|file| Self { _file: file }))
     }
 }
 
