@@ -212,16 +212,6 @@ fn a_result_with_a_link_out_of_the_tree_fails_the_turn_and_applies_nothing() {
     let base = TestImage::build();
     let image = base.with_busybox();
     let world = World::demo();
-    // The program is looked up on the image's PATH; the runner's preflight wants one here too.
-    let bin = world.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let stand_in = bin.join("busybox");
-    std::fs::write(&stand_in, "#!/bin/sh\nexit 1\n").unwrap();
-    std::fs::set_permissions(
-        &stand_in,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
     let profile = world.dir.path().join("hostile.toml");
     std::fs::write(
         &profile,
@@ -235,11 +225,7 @@ parser = "text"
     )
     .unwrap();
     let id = new_id();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = remote::busybox_on_path(&world);
     let out = run(codehands(&world, "replay", 0, None, &image.tag)
         .env("PATH", path)
         .args([

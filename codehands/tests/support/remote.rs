@@ -245,15 +245,6 @@ pub fn a_shell_reaches_its_allow_list_and_nothing_else(
             }
         });
     }
-    let bin = world.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let stand_in = bin.join("busybox");
-    std::fs::write(&stand_in, "#!/bin/sh\nexit 1\n").unwrap();
-    std::fs::set_permissions(
-        &stand_in,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
     // A name this machine resolves, which the box must not (no DNS out, no way to leak data
     // in a query).
     let name = ["crates.io", "pypi.org", "deb.debian.org"]
@@ -278,11 +269,7 @@ pub fn a_shell_reaches_its_allow_list_and_nothing_else(
     )
     .unwrap();
     let id = runner_core::SessionId::new_random().to_string();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = busybox_on_path(world);
     let out = run(codehands(world, "replay", 0, None, &image.tag)
         .env("PATH", path)
         .args(["run", ".", "Get out.", "--json", "--engine", engine])
@@ -320,4 +307,23 @@ pub fn a_shell_reaches_its_allow_list_and_nothing_else(
     wait_until("the prober's box, proxy and networks are gone", || {
         gone(&id)
     });
+}
+
+/// A PATH for `world` with a stand-in `busybox` first: a profile's program is looked up on the
+/// image's PATH, and the runner's preflight wants one on this machine's too.
+pub fn busybox_on_path(world: &World) -> String {
+    let bin = world.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let stand_in = bin.join("busybox");
+    std::fs::write(&stand_in, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(
+        &stand_in,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }

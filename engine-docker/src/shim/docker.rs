@@ -253,13 +253,9 @@ async fn create_egress(docker: &Docker, plan: &RemotePlan) -> Result<(), String>
         )])),
         ..NetworkCreateRequest::default()
     };
-    match docker.create_network(network).await {
-        Ok(_)
-        | Err(DockerError::DockerResponseServerError {
-            status_code: 409, ..
-        }) => {}
-        Err(e) => return Err(format!("the engine refused the box's network: {e}")),
-    }
+    super::create_network(docker, network)
+        .await
+        .map_err(|e| format!("the engine refused the box's network: {e}"))?;
     let proxy = plan.egress_name();
     let mut cmd = vec![
         "codehands".to_owned(),

@@ -126,6 +126,21 @@ pub(crate) async fn connect(plan: &RemotePlan) -> Result<Docker, String> {
     }
 }
 
+/// Makes the network `request` describes; one of that name is ours already (made for this box
+/// by a driver before, or by a job the swarm turned down) and is fine.
+pub(crate) async fn create_network(
+    docker: &Docker,
+    request: bollard::models::NetworkCreateRequest,
+) -> Result<(), bollard::errors::Error> {
+    match docker.create_network(request).await {
+        Ok(_)
+        | Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 409, ..
+        }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Removes what the box of `plan` left on the engine (its container, or its service and
 /// secrets); nothing when there is nothing.
 pub(crate) fn remove_leftovers(plan: &RemotePlan) {

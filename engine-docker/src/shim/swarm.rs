@@ -244,16 +244,9 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         labels: Some(plan.labels()),
         ..Default::default()
     };
-    match docker.create_network(network).await {
-        // Ours, left by a job of this box the swarm turned down, not yet removed.
-        Ok(_)
-        | Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 409, ..
-        }) => {}
-        Err(e) => {
-            remove(docker, plan).await;
-            return Err(format!("the swarm refused the box's network: {e}"));
-        }
+    if let Err(e) = super::create_network(docker, network).await {
+        remove(docker, plan).await;
+        return Err(format!("the swarm refused the box's network: {e}"));
     }
     if let Err(e) = create_egress(docker, plan).await {
         remove(docker, plan).await;
@@ -357,13 +350,9 @@ async fn create_egress(docker: &Docker, plan: &RemotePlan) -> Result<(), String>
         labels: Some(plan.labels()),
         ..Default::default()
     };
-    match docker.create_network(outside).await {
-        Ok(_)
-        | Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 409, ..
-        }) => {}
-        Err(e) => return Err(format!("the swarm refused the box's egress network: {e}")),
-    }
+    super::create_network(docker, outside)
+        .await
+        .map_err(|e| format!("the swarm refused the box's egress network: {e}"))?;
     let name = plan.egress_name();
     if docker.inspect_service(&name, None).await.is_ok() {
         return Ok(());
