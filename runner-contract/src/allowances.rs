@@ -53,9 +53,10 @@ impl Allowances {
 /// reader of the person's config and the repository's settings file (`codehands::settings`).
 /// An error refuses the start before anything is made.
 #[derive(Clone)]
-pub struct AllowancesSource(
-    pub std::sync::Arc<dyn Fn(&std::path::Path) -> crate::Result<Allowances> + Send + Sync>,
-);
+pub struct AllowancesSource(pub std::sync::Arc<LoadAllowances>);
+
+/// The function behind an [`AllowancesSource`]: what the settings allow in a repository.
+pub type LoadAllowances = dyn Fn(&std::path::Path) -> crate::Result<Allowances> + Send + Sync;
 
 impl AllowancesSource {
     /// What the settings allow a session in `repo`.
