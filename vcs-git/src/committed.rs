@@ -21,7 +21,7 @@ pub fn file_at_head(repo_path: &Path, path: &str, max: u64) -> Result<Option<Vec
         .map_err(|e| error::gix("cannot read the HEAD commit's tree", &e))?;
     let Some(entry) = tree
         .lookup_entry_by_path(path)
-        .map_err(|e| error::gix(&format!("cannot look up {path} at HEAD"), &e))?
+        .map_err(|e| error::gix(format!("cannot look up {path} at HEAD"), &e))?
     else {
         return Ok(None);
     };
@@ -34,7 +34,7 @@ pub fn file_at_head(repo_path: &Path, path: &str, max: u64) -> Result<Option<Vec
     }
     let header = repo
         .find_header(entry.object_id())
-        .map_err(|e| error::gix(&format!("cannot read {path} at HEAD"), &e))?;
+        .map_err(|e| error::gix(format!("cannot read {path} at HEAD"), &e))?;
     if header.size() > max {
         return Err(Error::invalid_input(format!(
             "{} is {} bytes, more than the {max} a settings file may hold: shorten it",
@@ -44,7 +44,7 @@ pub fn file_at_head(repo_path: &Path, path: &str, max: u64) -> Result<Option<Vec
     }
     let blob = repo
         .find_blob(entry.object_id())
-        .map_err(|e| error::gix(&format!("cannot read {path} at HEAD"), &e))?;
+        .map_err(|e| error::gix(format!("cannot read {path} at HEAD"), &e))?;
     Ok(Some(blob.data.clone()))
 }
 
