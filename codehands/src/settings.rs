@@ -238,15 +238,14 @@ fn check_rule(rule: &str) -> std::result::Result<(), String> {
             "{rule:?} does not start with a tool name (letters, digits, `_`): write it like \"Bash(cargo test:*)\""
         ));
     }
-    if let Some(spec) = specifier {
-        if let Some(bad) = spec
-            .chars()
-            .find(|c| matches!(c, '(' | ')' | ',') || c.is_control())
-        {
-            return Err(format!(
-                "{rule:?} holds {bad:?} inside its parentheses, which would let it name another rule: one rule per entry"
-            ));
-        }
+    if let Some(bad) = specifier
+        .into_iter()
+        .flat_map(str::chars)
+        .find(|c| matches!(c, '(' | ')' | ',') || c.is_control())
+    {
+        return Err(format!(
+            "{rule:?} holds {bad:?} inside its parentheses, which would let it name another rule: one rule per entry"
+        ));
     }
     Ok(())
 }
