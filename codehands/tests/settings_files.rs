@@ -136,3 +136,92 @@ fn a_bad_settings_file_refuses_the_start_with_its_line_and_makes_nothing() {
     assert!(none, "no session record is made");
     assert!(Path::new(&config).exists());
 }
+
+/// A JSON-lines profile agent that runs `mytool` and reports the command as it ended.
+const TOOL_RUNNER: &str = r#"
+name = "tool-runner"
+program = "PROGRAM"
+parser = "json-lines"
+[json-lines]
+kind = "type"
+command = { when = "ran", command = "cmd", exit-code = "code", output = "out", id = "call" }
+result = { when = "done", text = "summary" }
+"#;
+
+#[test]
+fn a_program_the_box_hides_is_said_and_the_settings_bring_it_in() {
+    let world = World::demo();
+    // A tool of the caller's, on their PATH under their home, as rustup's cargo is.
+    let bin = world.agent_home.join(".local/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("mytool"), "#!/bin/sh\necho tool-ran\n").unwrap();
+    let agent = world.dir.path().join("agent/run.sh");
+    std::fs::create_dir_all(agent.parent().unwrap()).unwrap();
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nout=$(mytool 2>&1); code=$?\n\
+         printf '{\"type\":\"ran\",\"cmd\":\"mytool\",\"code\":%d,\"out\":\"%s\",\"call\":\"1\"}\\n' \"$code\" \"$out\"\n\
+         printf '{\"type\":\"done\",\"summary\":\"ok\"}\\n'\n",
+    )
+    .unwrap();
+    for file in [bin.join("mytool"), agent.clone()] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let profile = world.dir.path().join("tool-runner.toml");
+    std::fs::write(
+        &profile,
+        TOOL_RUNNER.replace("PROGRAM", agent.to_str().unwrap()),
+    )
+    .unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let run = |json: bool| {
+        let mut cmd = world.codehands();
+        cmd.env("NO_COLOR", "1")
+            .env("PATH", &path)
+            .current_dir(&world.repo)
+            .args(["run", ".", "build it", "--agent-file"])
+            .arg(&profile)
+            .args(["--agent", "tool-runner", "--then", "keep"]);
+        if json {
+            cmd.arg("--json");
+        }
+        support::run(&mut cmd)
+    };
+
+    let events = support::json_lines(&run(true));
+    let hidden: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "box.hidden")
+        .collect();
+    assert_eq!(hidden.len(), 1, "{events:#?}");
+    let payload = &hidden[0]["payload"];
+    assert_eq!(payload["program"], "mytool");
+    assert_eq!(payload["found"], bin.join("mytool").display().to_string());
+    assert_eq!(
+        payload["folder"],
+        world.agent_home.join(".local").display().to_string()
+    );
+    let human = support::text(&run(false).stdout);
+    assert!(
+        human.contains("mytool is not in the box") && human.contains("[box] read"),
+        "the live view says it and how to bring it in: {human}"
+    );
+
+    std::fs::write(
+        world.home.root().join("config.toml"),
+        "[box]\nread = [\"~/.local/bin\"]\n",
+    )
+    .unwrap();
+    let events = support::json_lines(&run(true));
+    assert!(
+        !events.iter().any(|e| e["type"] == "box.hidden"),
+        "{events:#?}"
+    );
+    let ran = events
+        .iter()
+        .find(|e| e["type"] == "command.finished")
+        .unwrap();
+    assert_eq!(ran["payload"]["exitCode"], 0, "{ran}");
+    assert_eq!(ran["payload"]["output"], "tool-ran");
+}

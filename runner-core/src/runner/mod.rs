@@ -17,6 +17,7 @@ mod fingerprint;
 mod follow;
 mod gc;
 mod heal;
+mod hidden;
 mod inbox;
 mod journal;
 mod log;
