@@ -1,5 +1,6 @@
-//! The last test is part of the approval question: `run` says how it ended, and `--then
-//! approve` keeps a session whose last test failed unless `--force`.
+//! The last test is part of the approval question: `run` says how it ended (and whether the
+//! agent was boxed), and `--then approve` keeps a session whose last test failed unless
+//! `--force`.
 
 mod support;
 
@@ -76,7 +77,13 @@ fn a_failed_last_test_keeps_the_session_unless_forced() {
 fn a_passing_last_test_is_said_and_approved() {
     let world = World::new(&[("README.md", "hello\n")]);
     let passing = tester(&world, 0);
-    let said = support::ok(&run(&world, &passing, &[]));
+    let out = run(&world, &passing, &[]);
+    let said = support::ok(&out);
     assert!(said.contains("last test: passed (npm test)"), "{said}");
+    let note = support::text(&out.stderr);
+    assert!(
+        note.contains("isolation: box"),
+        "run says the agent is boxed: {note}"
+    );
     assert!(said.contains("approved: "), "{said}");
 }

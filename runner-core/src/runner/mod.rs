@@ -219,7 +219,11 @@ impl LocalRunner {
     /// Whether this runner can put an agent in a box here (`Isolation::Box`); the error says
     /// why not and what to do.
     pub fn box_available(&self) -> Result<()> {
-        preflight::isolation(&self.shared, crate::options::Isolation::Box)
+        preflight::isolation(
+            &self.shared,
+            crate::options::Isolation::Box,
+            crate::options::Engine::Local,
+        )
     }
 
     /// Where this runner keeps its files.
@@ -366,7 +370,7 @@ impl LocalRunner {
             ));
         }
         preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
-        preflight::isolation(&self.shared, options.isolation)?;
+        preflight::isolation(&self.shared, options.isolation, options.engine)?;
         Ok(agent)
     }
 

@@ -530,7 +530,7 @@ impl Supervisor {
         if self.record.isolation == crate::options::Isolation::None {
             return Ok(invocation);
         }
-        super::preflight::isolation(&self.shared, self.record.isolation)?;
+        super::preflight::isolation(&self.shared, self.record.isolation, self.record.engine)?;
         let Some(confinement) = &self.shared.confinement else {
             unreachable!("preflight::isolation refuses a box without a confinement");
         };
