@@ -15,13 +15,15 @@
 //!   `core.hooksPath`, filters, `core.sshCommand`… would run as the person at their next
 //!   `git status` in that worktree;
 //! - `info/`: its `sparse-checkout` is per worktree (the rest of `info/` is the common folder's);
+//! - `modules/`: the git folders of the worktree's submodules, each with its own `config` and
+//!   `hooks/`, which `git submodule update` in the worktree reuses when they are there;
 //! - `gitdir` and `commondir`: the registration, so it cannot be pointed at another checkout
 //!   or another repository (whose config git would read);
 //! - the worktree's own `.git` file, outside the admin folder, for the same reason.
 //!
 //! A file that is not there cannot be bound over, and the agent could make it: so
-//! [`git_dirs`] makes an empty `config.worktree` (an empty config says nothing) and an empty
-//! `info/` folder first. It runs before every box, so a worktree made by an older codehands
+//! [`git_dirs`] makes an empty `config.worktree` (an empty config says nothing) and empty
+//! `info/` and `modules/` folders first. It runs before every box, so a worktree made by an older codehands
 //! gets them too, which making them once when vcs-git adds the worktree would not give.
 //!
 //! What the box cannot keep from the agent, and what codehands does about it: a `locked` file
@@ -40,6 +42,7 @@ pub const ADMIN_READ_ONLY: &[(&str, Kind)] = &[
     ("commondir", Kind::File),
     ("config.worktree", Kind::File),
     ("info", Kind::Folder),
+    ("modules", Kind::Folder),
 ];
 
 /// What a read-only entry of the admin folder is.
@@ -86,7 +89,7 @@ pub fn git_dirs(dirs: &runner_contract::GitDirs, worktree: &Path) -> Result<GitD
     })
 }
 
-/// Makes an empty `config.worktree` or `info/` that git has not made (`gitdir` and
+/// Makes an empty `config.worktree`, `info/` or `modules/` that git has not made (`gitdir` and
 /// `commondir` are always there in a registration, and never made here).
 fn make_if_missing(path: &Path, kind: Kind) -> Result<()> {
     let made = match kind {
@@ -221,14 +224,16 @@ mod tests {
     fn every_configuration_file_is_kept_and_the_missing_ones_made_empty() {
         let l = layout();
         let dirs = plan(&l).unwrap();
-        let names: Vec<PathBuf> = ["gitdir", "commondir", "config.worktree", "info"]
+        let names: Vec<PathBuf> = ["gitdir", "commondir", "config.worktree", "info", "modules"]
             .iter()
             .map(|n| l.admin.join(n))
             .chain([l.worktree.join(".git")])
             .collect();
         assert_eq!(dirs.keep, names);
         assert_eq!(std::fs::read(l.admin.join("config.worktree")).unwrap(), b"");
-        assert_eq!(std::fs::read_dir(l.admin.join("info")).unwrap().count(), 0);
+        for folder in ["info", "modules"] {
+            assert_eq!(std::fs::read_dir(l.admin.join(folder)).unwrap().count(), 0);
+        }
     }
 
     #[test]

@@ -112,8 +112,8 @@ pub struct GitDirs {
     /// The worktree's own folder under it (`worktrees/<name>`), read-write.
     pub admin: PathBuf,
     /// Files kept read-only over `admin` and the worktree: what git reads there as
-    /// configuration (`gitdir`, `commondir`, `config.worktree`, `info/`, the worktree's `.git`
-    /// file; [`crate::git_admin`] says why each).
+    /// configuration (`gitdir`, `commondir`, `config.worktree`, `info/`, `modules/`, the
+    /// worktree's `.git` file; [`crate::git_admin`] says why each).
     pub keep: Vec<PathBuf>,
 }
 

@@ -80,20 +80,27 @@ fn the_worktrees_config_cannot_make_git_run_a_program() {
 }
 
 #[test]
-fn the_box_makes_the_worktrees_config_and_info_before_it_starts() {
+fn the_box_makes_the_worktrees_config_info_and_modules_before_it_starts() {
     for_each_caller(|caller| {
         let r = repo(caller);
         let config = r.admin.join("config.worktree");
-        let info = r.admin.join("info");
-        assert!(!config.exists() && !info.exists(), "git made neither");
+        let folders = [r.admin.join("info"), r.admin.join("modules")];
+        assert!(
+            !config.exists() && folders.iter().all(|f| !f.exists()),
+            "git made none"
+        );
         let boxed = r.place.boxed(&format!(
-            "printf '[core]\\n\\thooksPath = /tmp\\n' > {}; mkdir {}/x; true",
+            "printf '[core]\\n\\thooksPath = /tmp\\n' > {}; mkdir {}/x {}/x; true",
             quoted(&config),
-            quoted(&info)
+            quoted(&folders[0]),
+            quoted(&folders[1])
         ));
         assert_eq!(boxed.code, 0, "{boxed}");
         assert_eq!(std::fs::read(&config).unwrap(), b"", "left empty");
-        assert_eq!(std::fs::read_dir(&info).unwrap().count(), 0, "left empty");
+        for folder in &folders {
+            let entries = std::fs::read_dir(folder).unwrap().count();
+            assert_eq!(entries, 0, "{} left empty", folder.display());
+        }
     });
 }
 
@@ -108,6 +115,25 @@ fn the_worktrees_sparse_checkout_cannot_be_written() {
             quoted(&info.join("sparse-checkout"))
         );
         probe(&r.place, "write info/sparse-checkout", &script);
+    });
+}
+
+#[test]
+fn no_submodule_git_folder_can_be_planted() {
+    for_each_caller(|caller| {
+        // `git submodule update` in the worktree would reuse it, hooks and config.
+        let r = repo(caller);
+        let hooks = r.admin.join("modules/sub/hooks");
+        let script = format!(
+            "mkdir -p {} && printf '#!/bin/sh\\ntouch /tmp/hook-ran\\n' > {}",
+            quoted(&hooks),
+            quoted(&hooks.join("post-checkout"))
+        );
+        probe(
+            &r.place,
+            "plant a submodule's git folder under modules/",
+            &script,
+        );
     });
 }
 
