@@ -67,6 +67,7 @@
 
 mod branch;
 mod commit;
+mod committed;
 mod diff;
 mod dirty;
 mod error;
@@ -79,6 +80,7 @@ mod worktree;
 
 use std::path::Path;
 
+pub use committed::file_at_head;
 pub use patch::{FileVersion, file_patch};
 
 use async_trait::async_trait;

@@ -543,13 +543,19 @@ impl Supervisor {
                 tracing::warn!(session = %self.record.session_id, "the box has no git folders: {e}");
                 None
             });
+        // What the person's settings add (`Allowances::box_read`) is read-only, as the
+        // agent's own needs are.
+        let mut needs = self.agent.box_needs();
+        needs
+            .read_only
+            .extend(self.record.allowances.box_read.iter().cloned());
         confinement.wrap(&crate::ConfineRequest {
             session_id: &self.record.session_id,
             run_dir: self.files.dir(),
             worktree: &self.record.worktree_path,
             invocation: &invocation,
             env,
-            needs: &self.agent.box_needs(),
+            needs: &needs,
             files: &self.request.notes_file.iter().cloned().collect::<Vec<_>>(),
             git,
             engine: self.record.engine,
