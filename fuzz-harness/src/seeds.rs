@@ -95,7 +95,9 @@ fn acp_server(repo: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
             seeds.push((format!("{stem}-{knob:02x}"), seed));
         }
         all.extend_from_slice(&input);
-        all.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":\xff}\n{\"id\":1,\0\"method\":\"x\"}\n");
+        all.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"id\":\xff}\n{\"id\":1,\0\"method\":\"x\"}\n",
+        );
     }
     all.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"session/pro");
     seeds.push(("all-with-broken-lines".to_owned(), all));

@@ -64,8 +64,8 @@ fn every_target_goes_through_every_seed_and_agent_output_has_the_fixtures() {
 fn the_acp_seeds_are_what_the_sdk_wrote_and_the_dispatcher_takes_each_line() {
     use codehands::acp_wire::{Incoming, decode};
     use codehands::client_lines::ClientLines;
-    let seed = seed("acp_server", "sdk-prompts-00");
-    let mut lines = ClientLines::new(&seed[1..], codehands::acp_wire::MAX_LINE);
+    let prompts = seed("acp_server", "sdk-prompts-00");
+    let mut lines = ClientLines::new(&prompts[1..], codehands::acp_wire::MAX_LINE);
     let mut taken = Vec::new();
     while let Some(frame) = lines.next_blocking() {
         taken.push(match decode(&frame) {
@@ -76,7 +76,9 @@ fn the_acp_seeds_are_what_the_sdk_wrote_and_the_dispatcher_takes_each_line() {
     }
     assert_eq!(
         taken,
-        ["request", "request", "request", "reply", "reply", "request", "reply"]
+        [
+            "request", "request", "request", "reply", "reply", "request", "reply"
+        ]
     );
     let broken = seed("acp_server", "all-with-broken-lines");
     assert!(std::str::from_utf8(&broken).is_err() && broken.contains(&0));
