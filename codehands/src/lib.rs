@@ -34,8 +34,10 @@
     allow(unused)
 )]
 
+pub mod acp_wire;
 mod agents;
 mod builder;
+pub mod client_lines;
 #[cfg(feature = "remote")]
 mod engines;
 pub mod locate;

@@ -1,14 +1,17 @@
 //! `codehands acp` driven by a real ACP client: the Agent Client Protocol's Python library
 //! (PyPI `agent-client-protocol`, the `acp` module, as Mistral Vibe's pinned venv holds it),
 //! through `tests/support/acp_client.py`. The inner agents are the fake agent (a replay of
-//! Claude Code on the demo repo) and the tests' own ACP agent (a three-line profile).
+//! Claude Code on the demo repo) and the tests' own ACP agent (a three-line profile). The
+//! connection's own tests write raw bytes to its stdin (lines that are no message, folders
+//! no session can use) and need no Python.
 
 mod support;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::World;
 
 /// A Python with the `acp` library: the one of Mistral Vibe's venv, or a skip (a failure
@@ -377,4 +380,275 @@ fn a_client_that_goes_away_mid_turn_leaves_the_session_kept_never_lost() {
     )
     .unwrap();
     assert_eq!(record["state"], "awaiting_approval", "kept, never lost");
+}
+
+/// `codehands acp --agent fake` fed `input` as raw bytes, its stdin then closed: whether it
+/// exited 0, and each line it wrote, as JSON.
+fn raw(world: &World, input: Vec<u8>) -> (bool, Vec<Value>) {
+    let mut child = world
+        .codehands()
+        .args(["acp", "--agent", "fake"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Written from a thread: a large input must not wait for output nobody reads yet.
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let lines = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            serde_json::from_slice(line).unwrap_or_else(|e| {
+                panic!(
+                    "{e}: {}\n{}",
+                    support::text(line),
+                    support::text(&out.stderr)
+                )
+            })
+        })
+        .collect();
+    (out.status.success(), lines)
+}
+
+/// A request as one line.
+fn request(id: u64, method: &str, params: Value) -> Vec<u8> {
+    let mut line =
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    line.push('\n');
+    line.into_bytes()
+}
+
+fn initialize(id: u64) -> Vec<u8> {
+    request(id, "initialize", json!({"protocolVersion": 1}))
+}
+
+/// The answer to the request `id`.
+fn answer(seen: &[Value], id: u64) -> &Value {
+    seen.iter()
+        .find(|m| m["id"] == id && (m.get("result").is_some() || m.get("error").is_some()))
+        .unwrap_or_else(|| panic!("no answer to {id}: {seen:#?}"))
+}
+
+/// The parse errors' messages, in order (id null).
+fn parse_errors(seen: &[Value]) -> Vec<String> {
+    seen.iter()
+        .filter(|m| m["id"].is_null() && m["error"]["code"] == -32700)
+        .map(|m| m["error"]["message"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_line_that_is_no_message_is_a_parse_error_and_the_next_request_is_answered() {
+    let world = World::new(&[("README.md", "# demo\n")]);
+    let mut input = Vec::new();
+    input.extend(b"{\"jsonrpc\":\"2.0\",\"id\":\xff\xfe}\n");
+    input.extend(initialize(1));
+    input.extend(b"{\"jsonrpc\":\"2.0\",\0\"id\":5,\"method\":\"initialize\"}\n");
+    input.extend(initialize(2));
+    // One byte over the cap (16 MiB), a request's shape at its start.
+    let mut long = b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"initialize\",\"x\":\"".to_vec();
+    long.resize(codehands::acp_wire::MAX_LINE + 1, b'a');
+    input.extend(long);
+    input.push(b'\n');
+    input.extend(initialize(3));
+    // The last line, cut by the end of input: a parse error, then a clean stop.
+    input.extend(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initia");
+    let (exited_0, seen) = raw(&world, input);
+    assert!(exited_0, "{seen:#?}");
+    let errors = parse_errors(&seen);
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert!(errors[0].contains("not UTF-8"), "{errors:#?}");
+    assert!(errors[1].contains("not a JSON-RPC message"), "{errors:#?}");
+    assert!(
+        errors[2].contains(&format!("{} bytes", codehands::acp_wire::MAX_LINE + 1)),
+        "{errors:#?}"
+    );
+    assert!(errors[3].contains("EOF while parsing"), "{errors:#?}");
+    for id in 1..=3 {
+        assert_eq!(
+            answer(&seen, id)["result"]["protocolVersion"],
+            1,
+            "{seen:#?}"
+        );
+    }
+    for id in [4, 5, 6] {
+        assert!(
+            !seen.iter().any(|m| m["id"] == id),
+            "a broken line is never taken as request {id}: {seen:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_whole_last_line_without_its_newline_is_answered_then_the_server_stops() {
+    let world = World::new(&[("README.md", "# demo\n")]);
+    let mut input = initialize(1);
+    input.pop();
+    let (exited_0, seen) = raw(&world, input);
+    assert!(exited_0, "{seen:#?}");
+    assert_eq!(answer(&seen, 1)["result"]["agentInfo"]["name"], "codehands");
+}
+
+/// Every file and folder under `dir`, relative to it.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(next) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&next) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            found.push(entry.path().strip_prefix(dir).unwrap().to_owned());
+            if entry.file_type().unwrap().is_dir() {
+                todo.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn session_new_in_a_folder_no_session_can_use_is_refused_saying_why_and_nothing_is_made() {
+    let world = World::new(&[("README.md", "# demo\n")]);
+    let plain = world.dir.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let empty = world.dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    support::git(&empty, &["init", "--quiet"]);
+    let missing = world.dir.path().join("missing");
+    // A repo inside codehands' home (as a worktree of its is).
+    let inside = world.home.root().join("a-repo");
+    std::fs::create_dir_all(&inside).unwrap();
+    support::git(&inside, &["init", "--quiet"]);
+    support::git(
+        &inside,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@e.invalid",
+            "commit",
+            "--quiet",
+            "--allow-empty",
+            "-m",
+            "base",
+        ],
+    );
+    let (exited_0, _) = raw(&world, initialize(0));
+    assert!(exited_0);
+    let home_before = tree(world.home.root());
+
+    let folders = [&plain, &empty, &missing, &inside];
+    let mut input = initialize(0);
+    for (id, folder) in (1..).zip(folders) {
+        input.extend(request(
+            id,
+            "session/new",
+            json!({"cwd": folder, "mcpServers": []}),
+        ));
+    }
+    input.extend(request(
+        9,
+        "session/new",
+        json!({"cwd": "relative/repo", "mcpServers": []}),
+    ));
+    let (exited_0, seen) = raw(&world, input);
+    assert!(exited_0, "{seen:#?}");
+    let refusals: Vec<(u64, String)> = (1..=4)
+        .chain([9])
+        .map(|id| {
+            let error = &answer(&seen, id)["error"];
+            assert_eq!(error["code"], -32602, "{seen:#?}");
+            (id, error["message"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    let said = |id: u64| &refusals.iter().find(|(i, _)| *i == id).unwrap().1;
+    for (id, folder) in (1..).zip(folders) {
+        assert!(
+            said(id).contains(&folder.display().to_string()),
+            "{refusals:#?}"
+        );
+    }
+    for id in [1, 2] {
+        assert!(
+            said(id).contains("is not a git repo or has no commits yet")
+                && said(id).contains("at least one commit"),
+            "{refusals:#?}"
+        );
+    }
+    assert!(said(3).contains("does not exist"), "{refusals:#?}");
+    assert!(said(4).contains("inside codehands' home"), "{refusals:#?}");
+    assert!(said(9).contains("not an absolute path"), "{refusals:#?}");
+    assert_eq!(
+        tree(world.home.root()),
+        home_before,
+        "nothing made in the home"
+    );
+
+    // The repo itself is taken.
+    let (_, seen) = raw(
+        &world,
+        [
+            initialize(0),
+            request(
+                1,
+                "session/new",
+                json!({"cwd": world.repo, "mcpServers": []}),
+            ),
+        ]
+        .concat(),
+    );
+    assert!(
+        answer(&seen, 1)["result"]["sessionId"].is_string(),
+        "{seen:#?}"
+    );
+}
+
+#[tokio::test]
+async fn session_load_of_a_session_whose_repo_is_gone_is_refused_naming_it() {
+    use runner_core::{AgentName, Runner, StartOptions};
+    let world = World::demo();
+    let runner = world.fake_runner("replay", 0);
+    let id = support::new_id();
+    let mut options = StartOptions::new(
+        id,
+        &world.repo,
+        runner_fake::demo_repo::PROMPT,
+        AgentName::parse("fake").unwrap(),
+    );
+    options.isolation = runner_core::Isolation::None;
+    let events = runner_core::testkit::runner::collect(runner.start(options).await.unwrap()).await;
+    assert_eq!(support::types(&events).last(), Some(&"approval.requested"));
+    let load = |cwd: &Path| {
+        [
+            initialize(0),
+            request(
+                1,
+                "session/load",
+                json!({"sessionId": id.to_string(), "cwd": cwd, "mcpServers": []}),
+            ),
+        ]
+        .concat()
+    };
+    std::fs::rename(&world.repo, world.dir.path().join("moved")).unwrap();
+    let (exited_0, seen) = raw(&world, load(&world.repo));
+    assert!(exited_0, "{seen:#?}");
+    let error = &answer(&seen, 1)["error"];
+    assert_eq!(error["code"], -32602, "{seen:#?}");
+    let said = error["message"].as_str().unwrap();
+    assert!(
+        said.contains(&world.repo.display().to_string())
+            && said.contains("put the repository back there, or open a new session"),
+        "{said}"
+    );
+    // Put back, it loads.
+    std::fs::rename(world.dir.path().join("moved"), &world.repo).unwrap();
+    let (_, seen) = raw(&world, load(&world.repo));
+    assert_eq!(answer(&seen, 1)["result"], json!({}), "{seen:#?}");
 }

@@ -6,6 +6,7 @@
 //! do not control to one boundary of codehands and panics only when that boundary breaks a
 //! promise (it panicked itself, or a checked invariant failed).
 
+pub mod acp_server;
 pub mod patch;
 mod seeds;
 
@@ -16,12 +17,19 @@ use runner_core::process::framing::{Frame, JsonlDecoder};
 use runner_core::text_lines::TextLinesParser;
 use runner_core::{Agent, AgentParser, RepoProfile, SessionId, SessionRecord, SessionStore};
 
+pub use acp_server::acp_server;
 pub use patch::patch;
 pub use seeds::seeds;
 
 /// The fuzz targets, by name: each is a binary in `fuzz/fuzz_targets/` and a folder under
 /// `fuzz/regressions/`.
-pub const TARGETS: &[&str] = &["agent_output", "records", "profiles_and_plugins", "patch"];
+pub const TARGETS: &[&str] = &[
+    "agent_output",
+    "records",
+    "profiles_and_plugins",
+    "patch",
+    "acp_server",
+];
 
 /// Runs the body of the target `name` over `data`; `false` for an unknown name.
 pub fn run(name: &str, data: &[u8]) -> bool {
@@ -30,6 +38,7 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "records" => records(data),
         "profiles_and_plugins" => profiles_and_plugins(data),
         "patch" => patch::patch(data),
+        "acp_server" => acp_server::acp_server(data),
         _ => return false,
     }
     true

@@ -40,6 +40,7 @@ pub fn seeds(name: &str, repo: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>>
             ("error.json".to_owned(), ERROR.as_bytes().to_vec()),
         ],
         "patch" => patch(),
+        "acp_server" => acp_server(repo)?,
         _ => Vec::new(),
     })
 }
@@ -67,6 +68,39 @@ fn agent_output(repo: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
             }
         }
     }
+    Ok(seeds)
+}
+
+/// What an ACP client wrote to `codehands acp` (fuzz-harness/fixtures/acp-client), behind a
+/// first byte that picks the read sizes (see `acp_server`): one seed read whole, one in small
+/// reads under a small line cap; and one of every session's lines, with a line that is not
+/// UTF-8, one with a NUL byte and a last line cut short among them.
+fn acp_server(repo: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let dir = repo.join("fuzz-harness/fixtures/acp-client");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)?
+        .collect::<std::io::Result<Vec<_>>>()?
+        .into_iter()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    files.sort();
+    let mut seeds = Vec::new();
+    let mut all = vec![0u8];
+    for path in files {
+        let input = std::fs::read(&path)?;
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        for knob in [0u8, 0x85] {
+            let mut seed = vec![knob];
+            seed.extend_from_slice(&input);
+            seeds.push((format!("{stem}-{knob:02x}"), seed));
+        }
+        all.extend_from_slice(&input);
+        all.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"id\":\xff}\n{\"id\":1,\0\"method\":\"x\"}\n",
+        );
+    }
+    all.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"session/pro");
+    seeds.push(("all-with-broken-lines".to_owned(), all));
     Ok(seeds)
 }
 

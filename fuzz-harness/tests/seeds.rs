@@ -59,3 +59,27 @@ fn every_target_goes_through_every_seed_and_agent_output_has_the_fixtures() {
     }
     assert!(fuzz_harness::seeds("agent_output", repo()).unwrap().len() > 40);
 }
+
+#[test]
+fn the_acp_seeds_are_what_the_sdk_wrote_and_the_dispatcher_takes_each_line() {
+    use codehands::acp_wire::{Incoming, decode};
+    use codehands::client_lines::ClientLines;
+    let prompts = seed("acp_server", "sdk-prompts-00");
+    let mut lines = ClientLines::new(&prompts[1..], codehands::acp_wire::MAX_LINE);
+    let mut taken = Vec::new();
+    while let Some(frame) = lines.next_blocking() {
+        taken.push(match decode(&frame) {
+            Incoming::Request { call: Ok(_), .. } => "request",
+            Incoming::Reply { reply: Ok(_), .. } => "reply",
+            other => panic!("{frame:?} is {other:?}"),
+        });
+    }
+    assert_eq!(
+        taken,
+        [
+            "request", "request", "request", "reply", "reply", "request", "reply"
+        ]
+    );
+    let broken = seed("acp_server", "all-with-broken-lines");
+    assert!(std::str::from_utf8(&broken).is_err() && broken.contains(&0));
+}

@@ -44,6 +44,8 @@ pub struct JsonlDecoder {
     max_line: usize,
     /// Bytes of an over-long line dropped so far, while skipping to its end.
     dropping: Option<usize>,
+    /// Whether a blank line is given out (as an empty [`Frame::Line`]) rather than skipped.
+    keep_blank_lines: bool,
 }
 
 impl Default for JsonlDecoder {
@@ -64,7 +66,15 @@ impl JsonlDecoder {
             buffer: Vec::new(),
             max_line,
             dropping: None,
+            keep_blank_lines: false,
         }
+    }
+
+    /// The same decoder, giving out blank lines (without their newline) instead of skipping
+    /// them: for a person's answers, where an empty line means something.
+    pub fn keeping_blank_lines(mut self) -> Self {
+        self.keep_blank_lines = true;
+        self
     }
 
     /// Takes the next chunk of output and appends the frames it completes to `out`.
@@ -96,7 +106,9 @@ impl JsonlDecoder {
 
     /// Ends the stream: gives out an unterminated last line, if any.
     pub fn finish(&mut self, out: &mut Vec<Frame>) {
-        self.end_line(out);
+        if self.dropping.is_some() || !self.buffer.is_empty() {
+            self.end_line(out);
+        }
     }
 
     fn end_line(&mut self, out: &mut Vec<Frame>) {
@@ -105,6 +117,9 @@ impl JsonlDecoder {
             return;
         }
         if self.buffer.is_empty() {
+            if self.keep_blank_lines {
+                out.push(Frame::Line(String::new()));
+            }
             return;
         }
         // A buffer that grew large is not kept for the next, usually small, line.
@@ -115,7 +130,7 @@ impl JsonlDecoder {
             self.buffer.clear();
             copy
         };
-        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        if !self.keep_blank_lines && bytes.iter().all(|b| b.is_ascii_whitespace()) {
             return;
         }
         out.push(match String::from_utf8(bytes) {
@@ -167,6 +182,15 @@ mod tests {
     #[test]
     fn gives_out_an_unterminated_last_line_and_skips_blank_ones() {
         assert_eq!(frames(&[b"a\n\n  \nb"], 100), [line("a"), line("b")]);
+    }
+
+    #[test]
+    fn keeps_blank_lines_when_asked_but_no_line_after_the_last_newline() {
+        let mut decoder = JsonlDecoder::with_max_line(100).keeping_blank_lines();
+        let mut out = Vec::new();
+        decoder.push(b"a\n\n \n", &mut out);
+        decoder.finish(&mut out);
+        assert_eq!(out, [line("a"), line(""), line(" ")]);
     }
 
     #[test]

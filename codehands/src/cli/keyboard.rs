@@ -3,14 +3,22 @@
 //!
 //! One thread reads stdin for the whole process: each question takes the next line, so
 //! no line typed for one question is swallowed by a reader left behind by another. The
-//! thread is blocked in `read_line` between questions and ends with the process, so
+//! thread is blocked in a read between questions and ends with the process, so
 //! Ctrl-C (a tokio signal while a run is watched) still ends a question.
+//!
+//! It reads bytes (`codehands::client_lines`, the reader of every door a client writes to):
+//! a line that is not UTF-8, or over [`MAX_LINE`], is refused on stderr and the next line is
+//! read; only the end of input ends the answers.
 
-use std::io::BufRead;
 use std::sync::OnceLock;
+
+use codehands::client_lines::{ClientLines, Frame};
 
 use tokio::sync::Mutex;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+/// The longest answer taken, 1 MiB: a follow-up pasted in is far shorter.
+const MAX_LINE: usize = 1 << 20;
 
 static LINES: OnceLock<Mutex<UnboundedReceiver<String>>> = OnceLock::new();
 
@@ -18,18 +26,27 @@ fn lines() -> &'static Mutex<UnboundedReceiver<String>> {
     LINES.get_or_init(|| {
         let (tx, rx) = unbounded_channel();
         std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            loop {
-                let mut line = String::new();
-                match stdin.lock().read_line(&mut line) {
-                    Ok(n) if n > 0 => {
-                        if tx.send(line).is_err() {
-                            return;
-                        }
+            // Blank lines are kept: an empty answer means the question's default.
+            let mut stdin = ClientLines::new(std::io::stdin(), MAX_LINE).keeping_blank_lines();
+            // At the end of input (or an unreadable stdin) the sender goes, and every
+            // question from now on gets `None`.
+            while let Some(frame) = stdin.next_blocking() {
+                let line = match frame {
+                    Frame::Line(line) => line,
+                    Frame::NotUtf8(_) => {
+                        eprintln!("codehands: that line is not UTF-8 text: type it again");
+                        continue;
                     }
-                    // End of input (or an unreadable stdin): the sender goes, and every
-                    // question from now on gets `None`.
-                    _ => return,
+                    Frame::TooLong { bytes } => {
+                        eprintln!(
+                            "codehands: that line of {bytes} bytes is over the {MAX_LINE} bytes \
+                             an answer may have: type a shorter one"
+                        );
+                        continue;
+                    }
+                };
+                if tx.send(line).is_err() {
+                    return;
                 }
             }
         });
@@ -42,7 +59,7 @@ fn lines() -> &'static Mutex<UnboundedReceiver<String>> {
 pub async fn next_line() -> Option<String> {
     let mut rx = lines().lock().await;
     let line = rx.recv().await?;
-    Some(line.trim_end_matches(['\n', '\r']).to_owned())
+    Some(line.trim_end_matches('\r').to_owned())
 }
 
 /// Drops the lines typed before a question was put (a late answer to a question that is

@@ -231,6 +231,16 @@ impl LocalRunner {
         &self.shared.home
     }
 
+    /// Refuses `repo` with the words a start would refuse it with (a path with a line break,
+    /// a codehands worktree, not a git repo with a commit), checking only: nothing is made.
+    /// For a caller that takes a folder now and starts a session in it later (`codehands
+    /// acp`'s `session/new`).
+    pub async fn check_repo(&self, repo: &std::path::Path) -> Result<()> {
+        refuse_line_breaks(&self.shared.home, repo)?;
+        refuse_codehands_worktree(&self.shared, repo)?;
+        self.shared.vcs.base_commit(repo).await.map(drop)
+    }
+
     /// Approves like [`Runner::approve`], with `options`: a session whose run was verified
     /// and whose sandbox tests failed or could not run is refused
     /// ([`ErrorKind::VerifyFailed`]) unless `options.force`.

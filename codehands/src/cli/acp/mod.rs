@@ -7,6 +7,9 @@
 //! `session/cancel` interrupts the turn (or stops it, for an agent that cannot be
 //! interrupted); `session/load` replays a session's events from our log. A client that goes
 //! away leaves its sessions kept: a running turn goes on in its supervisor and awaits approval.
+//! The connection reads bytes, not text (`codehands::client_lines`): a line that is no
+//! message is answered with a parse error and the next one is read; only the end of stdin
+//! ends the server. A session's folder is checked when the session is made.
 //!
 //! The protocol's messages are written with `serde_json` here, as `agent-acp` reads them
 //! (its `wire.rs` says why not the schema crate). Only protocol messages go to stdout; logs go
@@ -16,14 +19,17 @@ mod session;
 mod updates;
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
+use codehands::acp_wire::{self, Call, INTERNAL_ERROR, INVALID_PARAMS, Incoming, RpcError};
+use codehands::client_lines::{ClientLines, Frame};
 use runner_core::{AgentName, LocalRunner, Result};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 use session::Session;
@@ -40,11 +46,8 @@ pub struct AcpArgs {
     isolation: runner_core::Isolation,
 }
 
-/// JSON-RPC's codes.
-const PARSE_ERROR: i64 = -32700;
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
-const INTERNAL_ERROR: i64 = -32603;
+/// An answer to a request: its result, or the error that answers it.
+type Answer<T> = std::result::Result<T, RpcError>;
 
 /// A reply of the client to one of our requests: its result, or its error.
 type Reply = std::result::Result<Value, Value>;
@@ -65,12 +68,8 @@ impl Connection {
         self.send(json!({ "jsonrpc": "2.0", "id": id, "result": result }));
     }
 
-    fn respond_error(&self, id: &Value, code: i64, message: &str) {
-        self.send(json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": { "code": code, "message": message },
-        }));
+    fn respond_error(&self, id: &Value, error: &RpcError) {
+        let _ = self.out.send(error.reply_line(id));
     }
 
     /// Sends one `session/update` notification.
@@ -146,12 +145,11 @@ pub async fn run(args: AcpArgs) -> Result<ExitCode> {
         isolation: args.isolation,
         sessions: Mutex::new(HashMap::new()),
     });
-    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-    while let Ok(Some(line)) = stdin.next_line().await {
-        if line.trim().is_empty() {
-            continue;
-        }
-        server.clone().take(&line);
+    // Bytes, not text: a line that is not UTF-8, not JSON or over the cap is answered with
+    // a parse error and the next line is read; only the end of stdin ends the loop.
+    let mut stdin = ClientLines::new(tokio::io::stdin(), acp_wire::MAX_LINE);
+    while let Some(frame) = stdin.next().await {
+        server.clone().take(&frame);
     }
     // The client went away: its sessions are kept as they are (a running turn goes on in its
     // supervisor); what it was asked gets no answer.
@@ -163,61 +161,39 @@ pub async fn run(args: AcpArgs) -> Result<ExitCode> {
 
 impl Server {
     /// One line from the client.
-    fn take(self: Arc<Self>, line: &str) {
-        let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(line) else {
-            self.conn
-                .respond_error(&Value::Null, PARSE_ERROR, "not a JSON-RPC message");
-            return;
-        };
-        let id = message.remove("id");
-        let params = message.remove("params").unwrap_or(Value::Null);
-        let method = message
-            .remove("method")
-            .and_then(|m| m.as_str().map(str::to_owned));
-        match (method, id) {
-            (Some(method), Some(id)) if !id.is_null() => {
+    fn take(self: Arc<Self>, frame: &Frame) {
+        match acp_wire::decode(frame) {
+            Incoming::Unreadable(error) => self.conn.respond_error(&Value::Null, &error),
+            Incoming::Request {
+                id,
+                call: Err(error),
+            } => self.conn.respond_error(&id, &error),
+            Incoming::Request { id, call: Ok(call) } => {
                 tokio::spawn(async move {
-                    match self.handle(&method, params).await {
+                    match self.handle(call).await {
                         Ok(result) => self.conn.respond(&id, result),
-                        Err((code, why)) => self.conn.respond_error(&id, code, &why),
+                        Err(error) => self.conn.respond_error(&id, &error),
                     }
                 });
             }
-            (Some(method), _) => self.notice(&method, &params),
-            (None, Some(id)) => {
-                let reply = match message.remove("error") {
-                    Some(error) => Err(error),
-                    None => Ok(message.remove("result").unwrap_or(Value::Null)),
-                };
-                self.conn.take_reply(&id, reply);
+            Incoming::Cancel { session_id } => {
+                if let Some(session) = self.session(&session_id) {
+                    tokio::spawn(async move { session.cancel(&self).await });
+                }
             }
-            (None, None) => {}
+            Incoming::Reply { id, reply } => self.conn.take_reply(&id, reply),
+            Incoming::Ignored => {}
         }
     }
 
-    /// A notification: only `session/cancel` means something here.
-    fn notice(self: Arc<Self>, method: &str, params: &Value) {
-        if method != "session/cancel" {
-            return;
-        }
-        if let Some(session) = self.session_of(params) {
-            tokio::spawn(async move { session.cancel(&self).await });
-        }
-    }
-
-    fn session_of(&self, params: &Value) -> Option<Arc<Session>> {
-        let id = params.get("sessionId")?.as_str()?;
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
         lock(&self.sessions).get(id).cloned()
     }
 
-    /// A request: its result, or an error code and what went wrong.
-    async fn handle(
-        self: &Arc<Self>,
-        method: &str,
-        params: Value,
-    ) -> std::result::Result<Value, (i64, String)> {
-        match method {
-            "initialize" => Ok(json!({
+    /// A request: its result, or the error that answers it.
+    async fn handle(self: &Arc<Self>, call: Call) -> Answer<Value> {
+        match call {
+            Call::Initialize => Ok(json!({
                 "protocolVersion": 1,
                 "agentCapabilities": {
                     "loadSession": true,
@@ -230,60 +206,69 @@ impl Server {
                     "version": env!("CARGO_PKG_VERSION"),
                 },
             })),
-            "authenticate" => Ok(json!({})),
-            "session/new" => {
-                let repo = cwd(&params)?;
-                let session = Arc::new(Session::new(runner_core::SessionId::new_random(), repo));
+            Call::Authenticate => Ok(json!({})),
+            Call::NewSession { cwd } => {
+                // Checked now, not at the first prompt: a client shows a session it was given
+                // as one that works.
+                self.check_folder(&cwd).await?;
+                let session = Arc::new(Session::new(runner_core::SessionId::new_random(), cwd));
                 let id = session.acp_id.clone();
                 lock(&self.sessions).insert(id.clone(), session);
                 Ok(json!({ "sessionId": id }))
             }
-            "session/load" => {
-                let repo = cwd(&params)?;
-                let id = params
-                    .get("sessionId")
-                    .and_then(Value::as_str)
-                    .and_then(|id| runner_core::SessionId::parse(id).ok())
-                    .ok_or((
-                        INVALID_PARAMS,
-                        "sessionId is not a codehands session id".into(),
-                    ))?;
-                let session = Arc::new(Session::loaded(id, repo, self).await?);
+            Call::LoadSession { session_id, cwd } => {
+                let session = Arc::new(Session::loaded(session_id, cwd, self).await?);
                 lock(&self.sessions).insert(session.acp_id.clone(), session);
                 Ok(json!({}))
             }
-            "session/prompt" => {
-                let session = self.session_of(&params).ok_or((
-                    INVALID_PARAMS,
-                    "no such session: open one with session/new or session/load first".into(),
-                ))?;
-                session.prompt(self, &params).await
+            Call::Prompt { session_id, text } => {
+                let session = self.session(&session_id).ok_or_else(|| {
+                    RpcError::new(
+                        INVALID_PARAMS,
+                        "no such session: open one with session/new or session/load first",
+                    )
+                })?;
+                session.prompt(self, text).await
             }
-            other => Err((
-                METHOD_NOT_FOUND,
-                format!("codehands does not serve {other}"),
-            )),
         }
     }
-}
 
-/// The session's folder: an absolute path that is a directory.
-fn cwd(params: &Value) -> std::result::Result<std::path::PathBuf, (i64, String)> {
-    let cwd = params
-        .get("cwd")
-        .and_then(Value::as_str)
-        .map(std::path::PathBuf::from)
-        .ok_or((INVALID_PARAMS, "cwd is missing".to_owned()))?;
-    if !cwd.is_absolute() || !cwd.is_dir() {
-        return Err((
-            INVALID_PARAMS,
-            format!("cwd {} is not an absolute path to a folder", cwd.display()),
-        ));
+    /// Refuses a folder no session can start in, with the words a start refuses it with
+    /// (nothing is made): it must exist, be a git repo with a commit, and be outside
+    /// codehands' home.
+    pub(super) async fn check_folder(&self, cwd: &Path) -> Answer<()> {
+        if !cwd.is_dir() {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "{} does not exist or is not a folder: open the session in the folder of a \
+                     git repo that has at least one commit",
+                    cwd.display()
+                ),
+            ));
+        }
+        self.runner
+            .check_repo(cwd)
+            .await
+            .map_err(|e| RpcError::new(INVALID_PARAMS, e.to_string()))?;
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+        let home = self.runner.home().root();
+        if real(cwd).starts_with(real(home)) {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "{} is inside codehands' home {}, where codehands keeps its own worktrees \
+                     and records: open the session in your repository instead",
+                    cwd.display(),
+                    home.display()
+                ),
+            ));
+        }
+        Ok(())
     }
-    Ok(cwd)
 }
 
 /// An error of the runner as a JSON-RPC error.
-pub(super) fn internal(e: runner_core::Error) -> (i64, String) {
-    (INTERNAL_ERROR, e.to_string())
+pub(super) fn internal(e: runner_core::Error) -> RpcError {
+    RpcError::new(INTERNAL_ERROR, e.to_string())
 }

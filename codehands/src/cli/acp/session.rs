@@ -16,7 +16,7 @@ use runner_core::{
 use serde_json::{Value, json};
 
 use super::updates::{self, Updates};
-use super::{INTERNAL_ERROR, INVALID_PARAMS, Server, internal, lock};
+use super::{Answer, INTERNAL_ERROR, INVALID_PARAMS, RpcError, Server, internal, lock};
 
 /// What a person at the client is told when they refuse a tool.
 const REFUSED: &str = "The person at the ACP client refused this tool.";
@@ -69,17 +69,27 @@ impl Session {
         }
     }
 
-    /// The codehands session `id`, its events replayed to the client from our log.
-    pub(super) async fn loaded(
-        id: SessionId,
-        repo: PathBuf,
-        server: &Server,
-    ) -> std::result::Result<Self, (i64, String)> {
+    /// The codehands session `id`, its events replayed to the client from our log; refused
+    /// when its repository, or the folder `repo` the client names, cannot be used now.
+    pub(super) async fn loaded(id: SessionId, repo: PathBuf, server: &Server) -> Answer<Self> {
         let record = server
             .runner
             .session(&id)
             .await
-            .map_err(|e| (INVALID_PARAMS, e.to_string()))?;
+            .map_err(|e| RpcError::new(INVALID_PARAMS, e.to_string()))?;
+        // A session whose repository is gone (or is no repo now) cannot go on: said now,
+        // not at its next prompt.
+        if let Err(e) = server.runner.check_repo(&record.repo_path).await {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                format!(
+                    "codehands session {id} was made in {}, which cannot be used now: {e}; put \
+                     the repository back there, or open a new session",
+                    record.repo_path.display()
+                ),
+            ));
+        }
+        server.check_folder(&repo).await?;
         let session = Self {
             acp_id: id.to_string(),
             repo,
@@ -101,19 +111,13 @@ impl Session {
     }
 
     /// Runs one prompt to its end; the answer to `session/prompt`.
-    pub(super) async fn prompt(
-        &self,
-        server: &Arc<Server>,
-        params: &Value,
-    ) -> std::result::Result<Value, (i64, String)> {
-        let text = prompt_text(params)?;
+    pub(super) async fn prompt(&self, server: &Arc<Server>, text: String) -> Answer<Value> {
         {
             let mut state = lock(&self.state);
             if state.running {
-                return Err((
+                return Err(RpcError::new(
                     INVALID_PARAMS,
-                    "a prompt of this session is still running: wait for its answer, or cancel it"
-                        .into(),
+                    "a prompt of this session is still running: wait for its answer, or cancel it",
                 ));
             }
             state.running = true;
@@ -133,16 +137,15 @@ impl Session {
                 self.decide(server, &branch, &diff).await;
                 Ok(json!({ "stopReason": "end_turn" }))
             }
-            Ending::Failed(why) => Err((INTERNAL_ERROR, format!("the turn failed: {why}"))),
+            Ending::Failed(why) => Err(RpcError::new(
+                INTERNAL_ERROR,
+                format!("the turn failed: {why}"),
+            )),
         }
     }
 
     /// Starts, follows up or resumes the codehands session, and streams its turn.
-    async fn turn(
-        &self,
-        server: &Arc<Server>,
-        text: String,
-    ) -> std::result::Result<Ending, (i64, String)> {
+    async fn turn(&self, server: &Arc<Server>, text: String) -> Answer<Ending> {
         let runner = &server.runner;
         let current = lock(&self.state).current;
         let continued = match current {
@@ -152,7 +155,7 @@ impl Session {
                     SessionState::AwaitingApproval => match runner.send(&id, text.clone()).await {
                         Ok(runner_core::options::Sent::FollowUp(stream)) => Some((id, stream)),
                         Ok(runner_core::options::Sent::Steered) => {
-                            return Err((INTERNAL_ERROR, "the session was running".into()));
+                            return Err(RpcError::new(INTERNAL_ERROR, "the session was running"));
                         }
                         Err(e) => return Err(internal(e)),
                     },
@@ -164,7 +167,7 @@ impl Session {
                             .map_err(internal)?,
                     )),
                     SessionState::Running => {
-                        return Err((
+                        return Err(RpcError::new(
                             INVALID_PARAMS,
                             format!("codehands session {id} is running a turn already"),
                         ));
@@ -183,11 +186,7 @@ impl Session {
     }
 
     /// A new codehands session in the folder, asking the client when the agent can ask.
-    async fn start(
-        &self,
-        server: &Arc<Server>,
-        text: String,
-    ) -> std::result::Result<(SessionId, EventStream), (i64, String)> {
+    async fn start(&self, server: &Arc<Server>, text: String) -> Answer<(SessionId, EventStream)> {
         let id = lock(&self.state)
             .next
             .take()
@@ -212,7 +211,7 @@ impl Session {
         server: &Arc<Server>,
         id: SessionId,
         mut stream: EventStream,
-    ) -> std::result::Result<Ending, (i64, String)> {
+    ) -> Answer<Ending> {
         let worktree = server
             .runner
             .session(&id)
@@ -397,28 +396,4 @@ fn chosen(reply: &std::result::Result<Value, Value>) -> Option<String> {
     (outcome["outcome"] == "selected")
         .then(|| outcome["optionId"].as_str().map(str::to_owned))
         .flatten()
-}
-
-/// The prompt's text: its text blocks joined, a resource link named.
-fn prompt_text(params: &Value) -> std::result::Result<String, (i64, String)> {
-    let blocks = params
-        .get("prompt")
-        .and_then(Value::as_array)
-        .ok_or((INVALID_PARAMS, "prompt is missing".to_owned()))?;
-    let text: Vec<String> = blocks
-        .iter()
-        .filter_map(|block| match block["type"].as_str() {
-            Some("text") => block["text"].as_str().map(str::to_owned),
-            Some("resource_link") => block["uri"].as_str().map(|uri| format!("(see {uri})")),
-            _ => None,
-        })
-        .collect();
-    let text = text.join("\n\n");
-    if text.trim().is_empty() {
-        return Err((
-            INVALID_PARAMS,
-            "the prompt has no text: codehands takes text blocks".into(),
-        ));
-    }
-    Ok(text)
 }
