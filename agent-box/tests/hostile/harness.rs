@@ -127,20 +127,33 @@ fn test_user() -> (u32, u32) {
     })
 }
 
-/// The box helper, copied once where every caller can run it (a checkout under `/root` is
-/// closed to the test user).
+/// The box helper, copied where every caller can run it (a checkout under `/root` is closed
+/// to the test user): one copy per build of it, named by its size and time, reused by every
+/// later run of the suite instead of left behind by each.
 fn helper() -> &'static Path {
     static HELPER: OnceLock<PathBuf> = OnceLock::new();
     HELPER.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("codehands-hostile-helper")
-            .tempdir()
+        let built = Path::new(env!("CARGO_BIN_EXE_codehands-box"));
+        let meta = std::fs::metadata(built).unwrap();
+        let stamp = meta
+            .modified()
             .unwrap()
-            .keep();
-        set_mode(&dir, 0o755);
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("codehands-hostile-helper-{}-{stamp}", meta.len()));
         let helper = dir.join("codehands-box");
-        std::fs::copy(env!("CARGO_BIN_EXE_codehands-box"), &helper).unwrap();
-        set_mode(&helper, 0o755);
+        if std::fs::metadata(&helper).is_ok_and(|m| m.len() == meta.len()) {
+            return helper;
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        set_mode(&dir, 0o755);
+        // Copied beside it, then renamed: another test binary may be copying it too.
+        let part = dir.join(format!("codehands-box.{}", std::process::id()));
+        std::fs::copy(built, &part).unwrap();
+        set_mode(&part, 0o755);
+        std::fs::rename(&part, &helper).unwrap();
         helper
     })
 }
