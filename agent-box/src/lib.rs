@@ -24,6 +24,7 @@ pub mod planner;
 pub mod probe;
 pub mod proxy;
 pub mod relay;
+pub mod toolchains;
 
 pub use confine::BwrapBox;
 pub use plan::{BoxPlan, Limits, LoginHow};

@@ -31,31 +31,6 @@ pub const REPO_FILE: &str = ".codehands.toml";
 /// The largest settings file read, in bytes.
 const MAX_BYTES: u64 = 64 * 1024;
 
-/// Folders of the home (relative to it) that hold secrets: never read into a box, whatever
-/// a settings file says.
-const SECRET_PLACES: &[&str] = &[
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".config/gh",
-    ".docker",
-    ".kube",
-    ".netrc",
-    ".git-credentials",
-    ".password-store",
-    ".local/share/keyrings",
-    ".pki",
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
-    ".node_repl_history",
-    ".psql_history",
-    ".mysql_history",
-    ".lesshst",
-];
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
@@ -198,11 +173,7 @@ impl SettingsFiles {
                     "{entry:?} holds your whole home: name the folder the work needs"
                 ));
             }
-            if let Some(secret) = SECRET_PLACES
-                .iter()
-                .map(|s| home.join(s))
-                .find(|s| path.starts_with(s) || s.starts_with(&path))
-            {
+            if let Some(secret) = runner_core::secret_places::secret_in(home, &path) {
                 return Err(format!(
                     "{entry:?} would bring {} into the box, where secrets live: never",
                     secret.display()

@@ -37,6 +37,7 @@ pub mod private;
 pub mod repo_key;
 pub mod report;
 pub mod schema;
+pub mod secret_places;
 pub mod sequence;
 pub mod session;
 mod state;

@@ -27,7 +27,7 @@ pub mod store;
 // The contract, under the paths it had before it became a crate of its own.
 pub use runner_contract::{
     agent_name, bypass, error, event, home, ids, json_lines, present, private, repo_key, schema,
-    sequence, session, task, testrun, text_lines, traits, workflow,
+    secret_places, sequence, session, task, testrun, text_lines, traits, workflow,
 };
 
 /// What callers pass in and get back: the contract's `options`, and [`Sent`], which
