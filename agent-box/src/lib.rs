@@ -15,6 +15,7 @@
 pub mod argv;
 pub mod cgroup;
 mod confine;
+pub mod deps;
 pub mod etc;
 pub mod git_admin;
 pub mod init;
