@@ -10,6 +10,8 @@
 //! - [`proxy`], [`relay`]: the allow-list proxy's outer end and the byte pumps.
 //! - [`cgroup`]: the limits; [`etc`]: the box's own `/etc` files; [`probe`]: whether a
 //!   box works on this machine.
+//! - [`seccomp`]: the system calls a box refuses; [`watchdog`]: the outer process's watch
+//!   over the init.
 
 pub mod argv;
 pub mod cgroup;
@@ -22,6 +24,8 @@ pub mod planner;
 pub mod probe;
 pub mod proxy;
 pub mod relay;
+pub mod seccomp;
+pub mod watchdog;
 
 pub use confine::BwrapBox;
 pub use plan::{BoxPlan, Limits, LoginHow};
