@@ -121,15 +121,15 @@ const CLONE_NEWTIME: u64 = 0x80;
 
 /// The terminal requests that push input into a terminal another program reads.
 const TTY_INJECTION: &[(&str, u64)] = &[
-    ("TIOCSTI", libc::TIOCSTI as u64),
-    ("TIOCLINUX", libc::TIOCLINUX as u64),
+    ("TIOCSTI", libc::TIOCSTI),
+    ("TIOCLINUX", libc::TIOCLINUX),
 ];
 
 /// An entry refusing every call of `nr` with `EPERM`.
-const fn always(name: &'static str, nr: libc::c_long, nested: bool, why: &'static str) -> Entry {
+const fn always(name: &'static str, nr: i64, nested: bool, why: &'static str) -> Entry {
     Entry {
         name,
-        nr: nr as i64,
+        nr,
         when: When::Always,
         answer: Answer::Refused,
         nested,
@@ -204,7 +204,7 @@ pub const ENTRIES: &[Entry] = &[
     always("delete_module", libc::SYS_delete_module, false, MODULES),
     Entry {
         name: "unshare",
-        nr: libc::SYS_unshare as i64,
+        nr: libc::SYS_unshare,
         when: When::AnyFlag {
             arg: 0,
             flags: UNSHARE_NEW,
@@ -215,7 +215,7 @@ pub const ENTRIES: &[Entry] = &[
     },
     Entry {
         name: "clone",
-        nr: libc::SYS_clone as i64,
+        nr: libc::SYS_clone,
         when: When::AnyFlag {
             arg: 0,
             flags: CLONE_NEW,
@@ -226,7 +226,7 @@ pub const ENTRIES: &[Entry] = &[
     },
     Entry {
         name: "clone3",
-        nr: libc::SYS_clone3 as i64,
+        nr: libc::SYS_clone3,
         when: When::Always,
         answer: Answer::Missing,
         nested: false,
@@ -245,7 +245,7 @@ pub const ENTRIES: &[Entry] = &[
     always("mount_setattr", libc::SYS_mount_setattr, true, MOUNT),
     Entry {
         name: "ioctl",
-        nr: libc::SYS_ioctl as i64,
+        nr: libc::SYS_ioctl,
         when: When::ArgIs {
             arg: 1,
             values: TTY_INJECTION,
@@ -352,7 +352,8 @@ fn rules<'a>(
 }
 
 // Classic BPF, for the guard and the chaining (`linux/bpf_common.h`, `linux/seccomp.h`).
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+/// `BPF_LD | BPF_W | BPF_ABS` (the first two are 0).
+const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_JMP_JA: u16 = 0x05;
 const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
 const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
@@ -610,7 +611,7 @@ mod tests {
             (
                 "ioctl(TCGETS)",
                 libc::SYS_ioctl,
-                [0, libc::TCGETS as u64, 0, 0, 0, 0],
+                [0, libc::TCGETS, 0, 0, 0, 0],
             ),
             ("read", libc::SYS_read, [0; 6]),
             ("openat", libc::SYS_openat, [0; 6]),
@@ -624,7 +625,7 @@ mod tests {
     #[test]
     fn an_ioctl_request_with_high_bits_is_still_tiocsti() {
         let program = native();
-        let hidden = (1u64 << 32) | libc::TIOCSTI as u64;
+        let hidden = (1u64 << 32) | libc::TIOCSTI;
         assert_eq!(
             answer(&program, libc::SYS_ioctl, [0, hidden, 0, 0, 0, 0]),
             errno(libc::EPERM),
