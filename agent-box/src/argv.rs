@@ -137,11 +137,13 @@ pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host_proc: &HostProc) -> Vec
     if let Some(git) = &plan.git {
         args.same("--ro-bind", &git.common);
         args.same("--bind", &git.admin);
-        for file in &git.keep {
-            args.same("--ro-bind", file);
-        }
     }
     args.same("--bind", &plan.worktree);
+    // After the worktree: one of them is its `.git` file, which a bind of the worktree
+    // itself would cover.
+    for file in plan.git.iter().flat_map(|git| &git.keep) {
+        args.same("--ro-bind", file);
+    }
     args.same("--bind", &plan.home);
     for login in plan.login.iter().filter(|l| l.how == LoginHow::ReadOnly) {
         args.two("--ro-bind", &login.source, &login.dest);
@@ -330,6 +332,13 @@ mod tests {
             own < position(&["--ro-bind", &gitdir, &gitdir]),
             "its registration stays"
         );
+    }
+
+    #[test]
+    fn the_worktrees_git_file_stays_read_only_over_the_worktree() {
+        let wt = "/home/me/.codehands/worktrees/0123456789ab/0b5e2a1c";
+        let dot_git = format!("{wt}/.git");
+        assert!(position(&["--bind", wt, wt]) < position(&["--ro-bind", &dot_git, &dot_git]));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - [`outer`]: the process the runner starts instead of the agent (`__box`).
 //! - [`init`]: pid 1 inside the box (`__box-init`).
 //! - [`proxy`], [`relay`]: the allow-list proxy's outer end and the byte pumps.
+//! - [`git_admin`]: the repository's git folders, and what of them stays read-only.
 //! - [`cgroup`]: the limits; [`etc`]: the box's own `/etc` files; [`probe`]: whether a
 //!   box works on this machine.
 //! - [`seccomp`]: the system calls a box refuses; [`watchdog`]: the outer process's watch
@@ -17,6 +18,7 @@ pub mod argv;
 pub mod cgroup;
 mod confine;
 pub mod etc;
+pub mod git_admin;
 pub mod init;
 pub mod outer;
 pub mod plan;

@@ -116,8 +116,9 @@ pub struct GitDirs {
     pub common: PathBuf,
     /// The worktree's own folder under it (`worktrees/<name>`), read-write.
     pub admin: PathBuf,
-    /// Files of `admin` kept read-only over it (`gitdir`, `commondir`), so the agent cannot
-    /// point its registration at another checkout or repository.
+    /// Files kept read-only over `admin` and the worktree: what git reads there as
+    /// configuration (`gitdir`, `commondir`, `config.worktree`, `info/`, `modules/`, the
+    /// worktree's `.git` file; [`crate::git_admin`] says why each).
     pub keep: Vec<PathBuf>,
 }
 
@@ -347,6 +348,18 @@ impl BoxPlan {
         if let Some(git) = &self.git {
             paths.extend([git.common.as_path(), git.admin.as_path()]);
             paths.extend(git.keep.iter().map(PathBuf::as_path));
+            let dot_git = self.worktree.join(".git");
+            if let Some(bad) = git
+                .keep
+                .iter()
+                .find(|k| !k.starts_with(&git.admin) && **k != dot_git)
+            {
+                return Err(Error::invalid_input(format!(
+                    "the box plan keeps {} read-only, which is neither in the worktree's git \
+                     folder nor its .git file",
+                    bad.display()
+                )));
+            }
         }
         if let Some(cgroup) = &self.cgroup {
             paths.extend(cgroup.dirs());
@@ -438,7 +451,10 @@ pub(crate) mod tests {
             git: Some(GitDirs {
                 common: "/home/me/repo/.git".into(),
                 admin: "/home/me/repo/.git/worktrees/0b5e2a1c".into(),
-                keep: vec!["/home/me/repo/.git/worktrees/0b5e2a1c/gitdir".into()],
+                keep: vec![
+                    "/home/me/repo/.git/worktrees/0b5e2a1c/gitdir".into(),
+                    "/home/me/.codehands/worktrees/0123456789ab/0b5e2a1c/.git".into(),
+                ],
             }),
             login: vec![
                 LoginFile {
@@ -519,6 +535,17 @@ pub(crate) mod tests {
             plan.tools.push(bad.into());
             assert!(plan.check().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_kept_file_outside_the_git_folder_and_the_dot_git_is_refused() {
+        let mut plan = sample();
+        plan.git
+            .as_mut()
+            .unwrap()
+            .keep
+            .push("/home/me/.ssh/id_rsa".into());
+        assert!(plan.check().is_err());
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use runner_contract::{BoxNeeds, Error, Result};
 
 use crate::plan::{
-    BoxCommand, BoxPlan, Destination, Endpoint, GitDirs, HostEntry, HostPort, Limits, LoginFile,
-    LoginHow, Network, PLAN_VERSION, SymLink, SystemPath,
+    BoxCommand, BoxPlan, Destination, Endpoint, HostEntry, HostPort, Limits, LoginFile, LoginHow,
+    Network, PLAN_VERSION, SymLink, SystemPath,
 };
 
 /// The port of the allow-list proxy inside the box.
@@ -228,7 +228,11 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
             .collect(),
         tools,
         links,
-        git: inputs.git.as_ref().map(git_dirs).transpose()?,
+        git: inputs
+            .git
+            .as_ref()
+            .map(|dirs| crate::git_admin::git_dirs(dirs, inputs.worktree))
+            .transpose()?,
         login,
         env,
         network,
@@ -257,25 +261,6 @@ fn state_dir(home: &Path, name: &str) -> Result<PathBuf> {
 fn is_below(path: &Path) -> bool {
     path.components()
         .all(|c| matches!(c, std::path::Component::Normal(_)))
-}
-
-/// The plan's git folders: their real paths, and the files of the worktree's folder that
-/// stay read-only (its registration cannot be pointed at another checkout or repository).
-fn git_dirs(dirs: &runner_contract::GitDirs) -> Result<GitDirs> {
-    let real = |p: &Path| {
-        p.canonicalize()
-            .map_err(|e| Error::io(format!("cannot find {}", p.display()), &e))
-    };
-    let admin = real(&dirs.admin)?;
-    Ok(GitDirs {
-        common: real(&dirs.common)?,
-        keep: ["gitdir", "commondir"]
-            .iter()
-            .map(|name| admin.join(name))
-            .filter(|p| p.is_file())
-            .collect(),
-        admin,
-    })
 }
 
 fn path_text(path: &Path) -> String {

@@ -57,6 +57,13 @@ impl Confinement for Engines {
             .or_else(|e| self.remote.available().map_err(|_| e))
     }
 
+    fn available_on(&self, engine: Engine) -> Result<()> {
+        match engine {
+            Engine::Local => self.local.available(),
+            Engine::Docker | Engine::Swarm => self.remote.available(),
+        }
+    }
+
     fn wrap(&self, request: &ConfineRequest<'_>) -> Result<Invocation> {
         match request.engine {
             Engine::Local => {

@@ -42,6 +42,7 @@ pub mod locate;
 mod memory;
 mod plugins;
 pub mod profile;
+pub mod settings;
 // Only the command line installs the timing layer; the library's spans cost nothing without it.
 #[cfg(feature = "cli")]
 pub mod timing;
@@ -122,10 +123,16 @@ impl Setup {
     /// one the agent's is filtered from, the programs from
     /// `CLAUDE_BIN` and `CODEX_BIN`, PATH or the cache ([`locate`]), the fake agent from `CODEHANDS_FAKE_*`, default settings.
     pub fn from_env() -> Result<Self> {
+        let home = home_from_env()?;
+        let caller_env: Vec<(String, String)> = std::env::vars().collect();
+        let settings_files = settings::SettingsFiles::new(home.root(), &caller_env);
         Ok(Self {
-            home: home_from_env()?,
+            home,
             settings: RunnerSettings {
-                caller_env: std::env::vars().collect(),
+                caller_env,
+                allowances: Some(runner_core::AllowancesSource(std::sync::Arc::new(
+                    move |repo| settings_files.load(repo),
+                ))),
                 ..RunnerSettings::default()
             },
             claude_bin: locate::claude(&locate::process_env).program,

@@ -234,3 +234,19 @@ fn a_turn_with_another_isolation_than_its_sessions_is_refused() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn a_machine_that_cannot_box_locally_says_so_even_when_a_docker_engine_answers() {
+    let world = World::demo();
+    // No helper program: the local box cannot be made, whatever the Docker engine can do.
+    let runner = world.runner_with(world.settings(), |setup| setup.box_helper = None);
+    let err = runner.box_available().unwrap_err().to_string();
+    assert!(err.contains("helper program"), "{err}");
+    let refused = runner.start(options(&world, SessionId::new_random())).await;
+    let err = refused
+        .err()
+        .expect("a local boxed start is refused")
+        .to_string();
+    assert!(err.contains("--isolation none"), "{err}");
+    assert!(world.worktree_dirs().is_empty(), "nothing is made");
+}

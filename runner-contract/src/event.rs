@@ -82,6 +82,10 @@ pub enum EventBody {
     /// One finding of a review phase, read from the reviewer's JSON answer.
     #[serde(rename = "review.finding")]
     ReviewFinding(crate::workflow::Finding),
+    /// A command in the box failed for want of a program the caller's PATH has: the box
+    /// hides it (a warning, right after the `command.finished` it explains).
+    #[serde(rename = "box.hidden")]
+    BoxHidden(BoxHidden),
 }
 
 impl EventBody {
@@ -105,6 +109,7 @@ impl EventBody {
             Self::PhaseStarted(_) => "phase.started",
             Self::PhaseFinished(_) => "phase.finished",
             Self::ReviewFinding(_) => "review.finding",
+            Self::BoxHidden(_) => "box.hidden",
         }
     }
 
@@ -241,6 +246,20 @@ pub struct CommandFinished {
     /// The agent's id for the tool call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_use_id: Option<String>,
+}
+
+/// Payload of `box.hidden`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BoxHidden {
+    /// The command line that failed.
+    pub command: String,
+    /// The program it did not find (`cargo`).
+    pub program: String,
+    /// Where the caller's PATH has it.
+    pub found: String,
+    /// The folder that brings it in: what `[box] read` would name.
+    pub folder: String,
 }
 
 /// Payload of `test.result`.

@@ -4,7 +4,8 @@
 //!
 //! - [`event`]: the events, the product; [`EventSequence`] numbers them.
 //! - [`session`]: session states, the legal moves, the record on disk.
-//! - [`options`]: what callers pass in and get back; [`agent_name`]: how an agent is named.
+//! - [`options`]: what callers pass in and get back; [`agent_name`]: how an agent is named;
+//!   [`allowances`]: what a person's settings allow a session beyond the defaults.
 //! - [`error`]: the one error type, with a kind a caller can act on.
 //! - [`ids`]: session ids; [`repo_key`]: the checked key of a repository.
 //! - [`report`]: the final report of a session, as a caller reads it.
@@ -22,6 +23,7 @@
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
 
 pub mod agent_name;
+pub mod allowances;
 pub mod bypass;
 pub mod error;
 pub mod event;
@@ -45,6 +47,7 @@ pub mod traits;
 pub mod workflow;
 
 pub use agent_name::AgentName;
+pub use allowances::{Allowances, AllowancesSource};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{Event, EventBody};
 pub use home::Home;

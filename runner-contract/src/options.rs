@@ -44,6 +44,10 @@ pub struct StartOptions {
     /// every turn of the session runs alike. Anything but `local` needs `isolation: box`.
     #[serde(default, skip_serializing_if = "Engine::is_local")]
     pub engine: Engine,
+    /// What the person's settings allow beyond the defaults (folders the box reads, tool
+    /// rules); every turn of the session runs alike.
+    #[serde(default, skip_serializing_if = "crate::Allowances::is_empty")]
+    pub allowances: crate::Allowances,
 }
 
 /// Where a session's box runs (docs/engines in README.md, "Where runs run").
@@ -137,6 +141,7 @@ impl StartOptions {
             permissions: Permissions::default(),
             isolation: Isolation::default(),
             engine: Engine::default(),
+            allowances: crate::Allowances::default(),
         }
     }
 }

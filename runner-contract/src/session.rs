@@ -87,6 +87,9 @@ pub struct SessionRecord {
     /// Where the box runs, in every turn (`local` for a record made before engines).
     #[serde(default, skip_serializing_if = "crate::options::Engine::is_local")]
     pub engine: crate::options::Engine,
+    /// What the person's settings allowed beyond the defaults, in every turn.
+    #[serde(default, skip_serializing_if = "crate::Allowances::is_empty")]
+    pub allowances: crate::Allowances,
     /// When the session was created (RFC 3339).
     pub created_at: String,
     /// When the record last changed (RFC 3339).
@@ -143,6 +146,7 @@ impl SessionRecord {
             permissions: options.permissions,
             isolation: options.isolation,
             engine: options.engine,
+            allowances: options.allowances.clone(),
             created_at: now.clone(),
             updated_at: now,
         }

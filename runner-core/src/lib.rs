@@ -57,6 +57,7 @@ pub use runner::{
     GcOptions, GcReport, LocalRunner, PickOptions, RepoDisk, RunnerSettings, StartedTask,
     SupervisorCommand, Watchdog,
 };
+pub use runner_contract::allowances::{self, Allowances, AllowancesSource};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;

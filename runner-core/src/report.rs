@@ -103,7 +103,8 @@ pub fn build(input: ReportInput<'_>) -> RunReport {
             | EventBody::TaskStopped(_)
             | EventBody::PhaseStarted(_)
             | EventBody::PhaseFinished(_)
-            | EventBody::ReviewFinding(_) => {}
+            | EventBody::ReviewFinding(_)
+            | EventBody::BoxHidden(_) => {}
             EventBody::PermissionRequested(p) => {
                 asked.insert(&p.request_id, &p.tool);
             }

@@ -47,6 +47,10 @@
 //! - an `index.lock` left in the worktree: not in the way, approve reads the worktree's index
 //!   and never writes it; a held branch lock refuses create; on a session's own branch, a lock
 //!   a killed approve or reject left is cleared (the runner holds the session's lock);
+//! - the agent's own writes to its worktree's git folder (writable in the box): a `locked`
+//!   file does not stop removal (only codehands' own worktrees are removed, once the person
+//!   decided), and a HEAD naming another branch, a detached commit or garbage is never read (a
+//!   deleted one is put back), so approve and reject always finish;
 //! - branches are deleted with a plain ref edit, so no kill leaves a `config.lock` behind;
 //! - paths with spaces or non-ASCII characters: plain paths to gix; in patches they are
 //!   written as git writes them (C-quoted when needed, a tab after a name with a space).
@@ -63,6 +67,7 @@
 
 mod branch;
 mod commit;
+mod committed;
 mod diff;
 mod dirty;
 mod error;
@@ -75,6 +80,7 @@ mod worktree;
 
 use std::path::Path;
 
+pub use committed::file_at_head;
 pub use patch::{FileVersion, file_patch};
 
 use async_trait::async_trait;

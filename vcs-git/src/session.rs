@@ -3,7 +3,9 @@
 //! Everything in the worktree was written by the agent, its `.git` file included. So the
 //! worktree is opened through the registration codehands made (`<common dir>/worktrees/<name>`,
 //! found by the path in the session record), the `.git` file is only checked against it, and
-//! the branch is the one in the session record, never the worktree's HEAD.
+//! the branch is the one in the session record, never the worktree's HEAD. The agent can
+//! write that git folder (the box leaves it writable so git works there): a HEAD it deleted
+//! is put back, any other it left is never read.
 
 use std::path::{Path, PathBuf};
 
@@ -58,6 +60,7 @@ pub(crate) fn open(
         )));
     };
     check_dot_git(path, &registration.admin)?;
+    put_back_head(&registration.admin, &spec.branch)?;
 
     // Opening the registration's folder itself: gix takes the checkout from its `gitdir` file
     // and never reads the worktree's `.git` file.
@@ -84,6 +87,39 @@ pub(crate) fn open(
         )));
     }
     Ok(SessionWorktree { main, wt })
+}
+
+/// Makes `admin/HEAD` a plain file again, naming the session's branch, when it is not one (the
+/// agent deleted it, or put a folder or a link there: its git folder is writable in the box).
+/// gix opens no git folder without a HEAD, and nothing codehands does reads what HEAD says,
+/// so any plain file is left as it is: another branch, a detached commit, even garbage.
+fn put_back_head(admin: &Path, branch: &str) -> Result<()> {
+    let head = admin.join("HEAD");
+    if std::fs::symlink_metadata(&head).is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
+    let made = admin.join("HEAD.codehands");
+    remove_any(&made)?;
+    // `create_new` never follows a link someone put at that name meanwhile.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&made)
+        .and_then(|mut file| {
+            std::io::Write::write_all(&mut file, format!("ref: refs/heads/{branch}\n").as_bytes())
+        })
+        .map_err(|e| error::io("cannot write", &made, &e))?;
+    remove_any(&head)?;
+    std::fs::rename(&made, &head).map_err(|e| error::io("cannot put back", &head, &e))
+}
+
+/// Removes a file, link or folder (never what a link points at); one not there is fine.
+fn remove_any(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Ok(()),
+        Ok(meta) if meta.is_dir() => registry::remove_tree(path),
+        Ok(_) => std::fs::remove_file(path).map_err(|e| error::io("cannot remove", path, &e)),
+    }
 }
 
 /// Refuses a worktree whose `.git` file no longer points at `admin`, the folder codehands made.

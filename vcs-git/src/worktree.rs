@@ -140,7 +140,14 @@ fn attach_head(
         })
 }
 
-/// Removes `worktree` even with changes in it; keeps its branch. One already gone is fine.
+/// Removes `worktree` even with changes in it, and even locked; keeps its branch. One
+/// already gone is fine.
+///
+/// A lock (`git worktree lock`, a `locked` file in the worktree's git folder) does not stop
+/// it: codehands removes only its own sessions' worktrees, once the person decided the
+/// session, and the agent in the box can write that file (its git folder is writable there:
+/// ARCHITECTURE.md, "agent-box"), so honouring it would let the agent leave approve or reject
+/// stuck. [`prune`] still keeps a locked entry, as git does.
 pub(crate) fn remove(repo_path: &Path, worktree: &Path) -> Result<()> {
     let repo = repo::open_to_read(repo_path)?;
     let worktree = absolute(worktree, "worktree path")?;
@@ -154,22 +161,6 @@ pub(crate) fn remove(repo_path: &Path, worktree: &Path) -> Result<()> {
         }
         return Ok(());
     };
-    if let Some(reason) = registered
-        .locked
-        .as_deref()
-        .filter(|r| *r != "initializing")
-    {
-        return Err(error::vcs(format!(
-            "the worktree {} is locked{}: unlock it with `git worktree unlock {}` and try again",
-            worktree.display(),
-            if reason.is_empty() {
-                String::new()
-            } else {
-                format!(" ({reason})")
-            },
-            worktree.display()
-        )));
-    }
     registry::remove(&registered, true)
 }
 

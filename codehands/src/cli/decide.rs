@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use runner_core::{ApproveOptions, LocalRunner, Result, Runner, SessionId};
 
+use super::last_test::LastTest;
 use super::output;
 use super::view;
 
@@ -23,7 +24,8 @@ pub struct DecideArgs {
     /// The commit message when approving.
     #[arg(short, long)]
     pub message: Option<String>,
-    /// Approve even when `--verify` found the tests failing or could not run them.
+    /// Approve even when the agent's last test run failed (`--then approve`), or `--verify`
+    /// found the tests failing or could not run them.
     #[arg(long)]
     pub force: bool,
     /// Print every event as contract JSON, one per line.
@@ -57,9 +59,11 @@ pub async fn after_approval(
     id: SessionId,
     args: &DecideArgs,
 ) -> Result<Decided> {
+    let last_test = LastTest::of(&runner.logged_events(&id, 0)?);
     if !args.json {
         let diff = runner.diff(&id).await?;
         output::line(&view::stat_table(&diff.stat))?;
+        output::line(&last_test.line())?;
     }
     let then = match args.then {
         Some(then) => then,
@@ -77,6 +81,14 @@ pub async fn after_approval(
     tracing::info!(session = %id, decision = ?then, "decided");
     match then {
         Then::Approve => {
+            if last_test.failed() && !args.force {
+                return Err(runner_core::Error::invalid_input(format!(
+                    "not approved: the agent's {}; the change is kept. Approve anyway with \
+                     --force (`codehands approve {} --force`), or send the agent a follow-up",
+                    last_test.line(),
+                    id.short()
+                )));
+            }
             let message = args.message.clone().unwrap_or_default();
             let options = ApproveOptions { force: args.force };
             let approved = runner.approve_with(&id, &message, options).await?;

@@ -14,6 +14,7 @@ mod events;
 mod fake;
 mod gc;
 mod keyboard;
+mod last_test;
 mod list;
 mod logging;
 mod output;

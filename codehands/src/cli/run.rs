@@ -139,9 +139,13 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         })
     };
     let (repo, agent) = (options.repo_path.clone(), options.agent.clone());
+    let boxed = isolation_line(options.isolation, options.engine);
     let step = tracing::trace_span!("run.start");
     let events = runner.start(options).await?;
     drop(step);
+    if !args.decide.json {
+        eprintln!("{boxed}");
+    }
     if let Ok(Some(note)) = dirty.await {
         eprintln!("{note}");
     }
@@ -207,6 +211,24 @@ async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
     super::logging::log_run_to(runner.home(), &id);
     tracing::info!(session = %id, workflow = name, "started");
     watch_and_decide(&runner, id, events, &args.decide).await
+}
+
+/// Whether the agent runs in its box, said as `demo` says it (on stderr: stdout may be
+/// contract JSON).
+fn isolation_line(isolation: runner_core::Isolation, engine: runner_core::Engine) -> String {
+    match (isolation, engine) {
+        (runner_core::Isolation::None, _) => {
+            "isolation: none (the agent runs with your rights)".to_owned()
+        }
+        (runner_core::Isolation::Box, runner_core::Engine::Local) => {
+            "isolation: box (the agent writes only its worktree and reaches only its provider)"
+                .to_owned()
+        }
+        (runner_core::Isolation::Box, engine) => format!(
+            "isolation: box on the {} engine (the agent gets a copy of the worktree and reaches only its provider)",
+            engine.as_str()
+        ),
+    }
 }
 
 /// What `--ask` comes to: asking where someone can answer (a person at the terminal, or

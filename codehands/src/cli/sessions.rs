@@ -158,6 +158,10 @@ pub async fn approve(args: ApproveArgs) -> Result<ExitCode> {
             "approved: {} on branch {}",
             approved.commit, approved.branch
         ))?;
+        let last_test = super::last_test::LastTest::of(&runner.logged_events(&id, 0)?);
+        if !matches!(last_test, super::last_test::LastTest::Passed { .. }) {
+            output::line(&last_test.line())?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

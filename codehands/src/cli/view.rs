@@ -47,7 +47,9 @@ impl HumanView {
             EventBody::TestResult(t) if t.passed => "32",
             EventBody::TestResult(_) => "31",
             EventBody::Message(m) if m.denied => "33",
-            EventBody::ProviderStatus(_) | EventBody::TaskStopped(_) => "33",
+            EventBody::ProviderStatus(_) | EventBody::TaskStopped(_) | EventBody::BoxHidden(_) => {
+                "33"
+            }
             _ => "36",
         };
         let mut line = format!(
@@ -262,6 +264,14 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
             ),
             None => format!("[{}] {} {}", f.severity.as_str(), f.file, flat(&f.text)),
         },
+        EventBody::BoxHidden(h) => format!(
+            "{} is not in the box, so `{}` failed: your PATH has {}; bring it in with \
+             [box] read = [\"{}\"] in $CODEHANDS_HOME/config.toml, or run with --isolation none",
+            h.program,
+            flat(&h.command),
+            h.found,
+            h.folder
+        ),
     };
     // Everything above may hold the agent's text: it is shown, never obeyed.
     (body.type_name(), visible(&text, false).into_owned())

@@ -58,6 +58,15 @@ pub trait Confinement: Send + Sync {
     /// why not and what to install.
     fn available(&self) -> Result<()>;
 
+    /// Whether a box on `engine` can be made (cheap); by default what [`Confinement::available`]
+    /// says. A confinement of several engines answers for the one asked about, so a machine
+    /// that can reach a Docker engine but has no bubblewrap is not taken for one that can box
+    /// locally.
+    fn available_on(&self, engine: crate::options::Engine) -> Result<()> {
+        let _ = engine;
+        self.available()
+    }
+
     /// The invocation that runs `request.invocation` in a box: same stdin and stdin policy,
     /// a program of the box's own.
     fn wrap(&self, request: &ConfineRequest<'_>) -> Result<Invocation>;

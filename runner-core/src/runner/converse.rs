@@ -117,7 +117,7 @@ impl LocalRunner {
                 "the worktree of session {id} is gone: it takes no {what}"
             )));
         }
-        super::preflight::isolation(shared, record.isolation)?;
+        super::preflight::isolation(shared, record.isolation, record.engine)?;
         let files = RunFiles::in_home(&shared.home, &id);
         files.prepare()?;
         // The supervisor of the turn before may still be clearing its files (the record

@@ -17,6 +17,7 @@ mod fingerprint;
 mod follow;
 mod gc;
 mod heal;
+mod hidden;
 mod inbox;
 mod journal;
 mod log;
@@ -101,6 +102,10 @@ pub struct RunnerSettings {
     /// that outlives this one. `None` (the default): by a task of this runner, and a runner
     /// built later adopts what is left running (`recover`).
     pub supervisor: Option<SupervisorCommand>,
+    /// Where a start finds what the person's settings allow a session in its repository
+    /// (folders the box reads, tool rules), added to its options' own; `None` (the default):
+    /// only the options'.
+    pub allowances: Option<crate::AllowancesSource>,
 }
 
 /// How to start the supervisor of one run: `program args… <sessionId>`.
@@ -121,6 +126,7 @@ impl Default for RunnerSettings {
             extra_env: Vec::new(),
             caller_env: Vec::new(),
             supervisor: None,
+            allowances: None,
         }
     }
 }
@@ -213,7 +219,11 @@ impl LocalRunner {
     /// Whether this runner can put an agent in a box here (`Isolation::Box`); the error says
     /// why not and what to do.
     pub fn box_available(&self) -> Result<()> {
-        preflight::isolation(&self.shared, crate::options::Isolation::Box)
+        preflight::isolation(
+            &self.shared,
+            crate::options::Isolation::Box,
+            crate::options::Engine::Local,
+        )
     }
 
     /// Where this runner keeps its files.
@@ -360,7 +370,7 @@ impl LocalRunner {
             ));
         }
         preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
-        preflight::isolation(&self.shared, options.isolation)?;
+        preflight::isolation(&self.shared, options.isolation, options.engine)?;
         Ok(agent)
     }
 
@@ -552,6 +562,12 @@ impl LocalRunner {
             None => shared.vcs.base_commit(&options.repo_path).await?,
         };
         agent.preflight(&options.repo_path)?; // preflight.rs: before anything is made
+        let mut options = options;
+        if let Some(source) = &shared.settings.allowances {
+            // Read now, once for the session: every turn runs with what the record keeps.
+            let allowances = std::mem::take(&mut options.allowances);
+            options.allowances = allowances.merged(source.load(&options.repo_path)?);
+        }
         let repo_key = shared.vcs.repo_key(&options.repo_path).await?;
         drop(step);
         let step = tracing::trace_span!("start.run_files");

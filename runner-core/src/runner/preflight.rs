@@ -38,12 +38,13 @@ pub(super) fn program(agent: &dyn Agent, caller_env: &[(String, String)]) -> Res
 pub(super) fn isolation(
     shared: &super::Shared,
     isolation: crate::options::Isolation,
+    engine: crate::options::Engine,
 ) -> Result<()> {
     if isolation == crate::options::Isolation::None {
         return Ok(());
     }
     match &shared.confinement {
-        Some(confinement) => confinement.available(),
+        Some(confinement) => confinement.available_on(engine),
         None => Err(Error::new(
             ErrorKind::NotInBuild,
             "the agent's box is not in this build of codehands: rebuild with `--features box`,              or pass --isolation none to run the agent unconfined",

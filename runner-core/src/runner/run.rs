@@ -530,7 +530,7 @@ impl Supervisor {
         if self.record.isolation == crate::options::Isolation::None {
             return Ok(invocation);
         }
-        super::preflight::isolation(&self.shared, self.record.isolation)?;
+        super::preflight::isolation(&self.shared, self.record.isolation, self.record.engine)?;
         let Some(confinement) = &self.shared.confinement else {
             unreachable!("preflight::isolation refuses a box without a confinement");
         };
@@ -543,13 +543,19 @@ impl Supervisor {
                 tracing::warn!(session = %self.record.session_id, "the box has no git folders: {e}");
                 None
             });
+        // What the person's settings add (`Allowances::box_read`) is read-only, as the
+        // agent's own needs are.
+        let mut needs = self.agent.box_needs();
+        needs
+            .read_only
+            .extend(self.record.allowances.box_read.iter().cloned());
         confinement.wrap(&crate::ConfineRequest {
             session_id: &self.record.session_id,
             run_dir: self.files.dir(),
             worktree: &self.record.worktree_path,
             invocation: &invocation,
             env,
-            needs: &self.agent.box_needs(),
+            needs: &needs,
             files: &self.request.notes_file.iter().cloned().collect::<Vec<_>>(),
             git,
             engine: self.record.engine,
@@ -818,7 +824,12 @@ impl Supervisor {
                     .as_deref_mut()
                     .map(|c| c.see(&body))
                     .unwrap_or_default();
+                let hidden = self.hidden_by_box(&body);
                 self.emit(body, Some(text.clone()));
+                if let Some(hidden) = hidden {
+                    // Made from the same line, so a replay after a takeover skips it too.
+                    self.emit(EventBody::BoxHidden(hidden), None);
+                }
                 for body in more {
                     self.emit_own(body, None);
                 }
@@ -1215,6 +1226,26 @@ impl Supervisor {
             }
             _ => None,
         }
+    }
+
+    /// The `box.hidden` warning a boxed turn's failed command calls for ([`super::hidden`]).
+    fn hidden_by_box(&self, body: &EventBody) -> Option<crate::event::BoxHidden> {
+        let EventBody::CommandFinished(finished) = body else {
+            return None;
+        };
+        // On a remote engine the caller's PATH is not the box's to have.
+        if self.record.isolation != crate::options::Isolation::Box || !self.record.engine.is_local()
+        {
+            return None;
+        }
+        let path = self
+            .shared
+            .settings
+            .caller_env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str());
+        super::hidden::hidden_program(finished, path)
     }
 
     fn note(&mut self, text: String) {

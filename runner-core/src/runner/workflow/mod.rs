@@ -85,7 +85,11 @@ impl LocalRunner {
             }
             preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
         }
-        preflight::isolation(&self.shared, options.isolation)?;
+        preflight::isolation(
+            &self.shared,
+            options.isolation,
+            crate::options::Engine::Local,
+        )?;
 
         let first = &workflow.phases[0];
         let mut start = StartOptions::new(
