@@ -20,7 +20,7 @@ use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Component, Path};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
@@ -145,14 +145,14 @@ fn run_bwrap(plan: &BoxPlan, signals: nix::sys::signal::SigSet) -> i32 {
     };
     let bwrap = child.id();
     std::thread::spawn(move || pass_on_stops(signals, bwrap));
-    let done = Arc::new(AtomicBool::new(false));
-    let watchdog = {
-        let done = done.clone();
-        std::thread::spawn(move || crate::watchdog::watch(bwrap, &done))
-    };
+    let watchdog = Arc::new(crate::watchdog::Shared::default());
+    {
+        let watchdog = watchdog.clone();
+        std::thread::spawn(move || crate::watchdog::watch(bwrap, &watchdog));
+    }
     let status = child.wait();
-    done.store(true, Ordering::Relaxed);
-    if let Ok(Some(verdict)) = watchdog.join() {
+    watchdog.done.store(true, Ordering::Relaxed);
+    if let Some(verdict) = watchdog.verdict.get() {
         eprintln!("{}", verdict.message());
         return crate::watchdog::WATCHDOG_EXIT;
     }

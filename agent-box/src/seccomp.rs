@@ -120,10 +120,7 @@ const UNSHARE_NEW: &[(&str, u64)] = &[
 const CLONE_NEWTIME: u64 = 0x80;
 
 /// The terminal requests that push input into a terminal another program reads.
-const TTY_INJECTION: &[(&str, u64)] = &[
-    ("TIOCSTI", libc::TIOCSTI),
-    ("TIOCLINUX", libc::TIOCLINUX),
-];
+const TTY_INJECTION: &[(&str, u64)] = &[("TIOCSTI", libc::TIOCSTI), ("TIOCLINUX", libc::TIOCLINUX)];
 
 /// An entry refusing every call of `nr` with `EPERM`.
 const fn always(name: &'static str, nr: i64, nested: bool, why: &'static str) -> Entry {

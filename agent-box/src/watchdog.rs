@@ -8,7 +8,7 @@
 //! watchdog kills the init and bubblewrap's process group, and the outer exits with
 //! [`WATCHDOG_EXIT`] and a line on stderr that says which.
 
-use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -130,11 +130,21 @@ pub fn parse_stat(stat: &str) -> Option<Seen> {
     })
 }
 
-/// Watches the box of bubblewrap `bwrap` (whose child is the init) until `done` is set;
-/// ends it when the init no longer can. Returns the verdict when it ended the box.
-pub fn watch(bwrap: u32, done: &Arc<AtomicBool>) -> Option<Verdict> {
+/// What the outer process and its watchdog share.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// Set by the outer process when bubblewrap has ended: the watchdog stops.
+    pub done: AtomicBool,
+    /// Set by the watchdog before it ends the box.
+    pub verdict: OnceLock<Verdict>,
+}
+
+/// Watches the box of bubblewrap `bwrap` (whose child is the init) until `shared.done`;
+/// ends it when the init no longer can, its verdict recorded first (the outer process
+/// reads it once bubblewrap has ended, without waiting for this thread).
+pub fn watch(bwrap: u32, shared: &Shared) {
     let mut watch = Watch::default();
-    while !done.load(Ordering::Relaxed) {
+    while !shared.done.load(Ordering::Relaxed) {
         std::thread::sleep(EVERY);
         let Some(init) = crate::outer::child_of(bwrap) else {
             continue;
@@ -143,18 +153,18 @@ pub fn watch(bwrap: u32, done: &Arc<AtomicBool>) -> Option<Verdict> {
             .agent()
             .or_else(|| crate::outer::child_of(init))
             .map(|pid| (pid, seen(pid)));
-        if done.load(Ordering::Relaxed) {
-            break;
+        if shared.done.load(Ordering::Relaxed) {
+            return;
         }
         if let Some(verdict) = watch.step(Instant::now(), seen(init), agent) {
+            let _ = shared.verdict.set(verdict);
             // SIGKILL reaches a stopped or traced process; the init's end ends every
             // process of its pid namespace, and bubblewrap's group goes with it.
             let _ = kill(Pid::from_raw(init as i32), Signal::SIGKILL);
             let _ = killpg(Pid::from_raw(bwrap as i32), Signal::SIGKILL);
-            return Some(verdict);
+            return;
         }
     }
-    None
 }
 
 #[cfg(test)]
