@@ -11,6 +11,8 @@
 //! - [`git_admin`]: the repository's git folders, and what of them stays read-only.
 //! - [`cgroup`]: the limits; [`etc`]: the box's own `/etc` files; [`probe`]: whether a
 //!   box works on this machine.
+//! - [`seccomp`]: the system calls a box refuses; [`watchdog`]: the outer process's watch
+//!   over the init.
 
 pub mod argv;
 pub mod cgroup;
@@ -24,6 +26,8 @@ pub mod planner;
 pub mod probe;
 pub mod proxy;
 pub mod relay;
+pub mod seccomp;
+pub mod watchdog;
 
 pub use confine::BwrapBox;
 pub use plan::{BoxPlan, Limits, LoginHow};

@@ -238,6 +238,7 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
         network,
         limits: inputs.limits,
         cgroup: inputs.cgroup.clone(),
+        nested_sandbox: inputs.needs.nested_sandbox,
     };
     plan.check()?;
     Ok(plan)
@@ -643,6 +644,7 @@ mod tests {
             hosts: vec!["api.example.com:443".into()],
             base_url_envs: vec!["X_BASE_URL".into()],
             state_envs: vec!["AGENT_HOME".into()],
+            nested_sandbox: false,
         };
         let env = vec![
             (
