@@ -1,0 +1,1 @@
+//! The box binds the agent's program narrowly: nothing else of an install root under the home.
