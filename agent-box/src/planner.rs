@@ -134,6 +134,9 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
             tools.push(path);
         }
     }
+    // A link inside a bound folder is there already (a venv's `bin/python`): made again
+    // over it, bubblewrap would refuse the box.
+    links.retain(|link| !tools.iter().any(|tool| link.path.starts_with(tool)));
     let helper = inputs.helper.canonicalize().map_err(|e| {
         Error::io(
             format!("cannot find the box helper {}", inputs.helper.display()),
