@@ -1,5 +1,5 @@
 //! What of the host the agent's program needs in its box: the program's real file, the
-//! interpreters its script names (a chain of `#!` lines), and each one's own package folder,
+//! interpreters its script names (a chain of absolute `#!` lines), and each one's own package folder,
 //! never a folder many installs share (`~/.local`, `~/.cargo`, `~/.npm-global`, the home).
 //!
 //! A file's own package folder, found from the file as named and from its real file:
@@ -65,27 +65,24 @@ pub fn resolve(program: &Path, path_var: Option<&str>, homes: &[&Path]) -> Resul
         binds: Vec::new(),
         named: Vec::new(),
     };
-    let mut next = vec![found];
-    for _ in 0..MAX_INTERPRETERS {
-        let mut interpreters = Vec::new();
-        for named in next.drain(..) {
-            let Ok(real) = named.canonicalize() else {
-                continue;
-            };
-            for path in std::iter::once(real.clone()).chain(package_dirs(&named, &real, &homes)) {
-                if !binds.binds.contains(&path) {
-                    binds.binds.push(path);
-                }
-            }
-            if !binds.named.contains(&named) {
-                binds.named.push(named);
-            }
-            interpreters.extend(shebang(&real, path_var));
-        }
-        if interpreters.is_empty() {
+    // The program, then the interpreter each one's `#!` line names, in turn.
+    let mut next = Some(found);
+    for _ in 0..=MAX_INTERPRETERS {
+        let Some(named) = next.take() else {
             break;
+        };
+        let Ok(real) = named.canonicalize() else {
+            break;
+        };
+        for path in std::iter::once(real.clone()).chain(package_dirs(&named, &real, &homes)) {
+            if !binds.binds.contains(&path) {
+                binds.binds.push(path);
+            }
         }
-        next = interpreters;
+        if !binds.named.contains(&named) {
+            binds.named.push(named);
+        }
+        next = shebang(&real);
     }
     Ok(binds)
 }
@@ -185,38 +182,18 @@ pub fn is_shared_root(dir: &Path, homes: &[PathBuf]) -> bool {
         || dir.components().any(|c| c == Component::ParentDir)
 }
 
-/// The interpreters `program`'s `#!` line names: its absolute program, and for
-/// `#!/usr/bin/env NAME` NAME as found on `path_var` too.
-fn shebang(program: &Path, path_var: Option<&str>) -> Vec<PathBuf> {
+/// The interpreter `program`'s `#!` line names, if absolute. For `#!/usr/bin/env NAME` that
+/// is `env`: NAME is found in the box on its own PATH, among the folders the box has (a
+/// NAME of the caller's home, a pyenv shim, would not run there: it needs all of `~/.pyenv`).
+fn shebang(program: &Path) -> Option<PathBuf> {
     use std::io::Read;
     let mut head = [0u8; 256];
-    let Ok(n) = std::fs::File::open(program).and_then(|mut f| f.read(&mut head)) else {
-        return Vec::new();
-    };
-    let Some(line) = head[..n].strip_prefix(b"#!") else {
-        return Vec::new();
-    };
-    let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
-    let Ok(line) = std::str::from_utf8(line) else {
-        return Vec::new();
-    };
-    let mut words = line.split_whitespace();
-    let Some(first) = words.next().map(PathBuf::from) else {
-        return Vec::new();
-    };
-    if !first.is_absolute() {
-        return Vec::new();
-    }
-    let mut out = vec![first.clone()];
-    if first.file_name().is_some_and(|n| n == "env") {
-        // `env -S node --flag`, `env node`: the first word that is neither an option nor a
-        // variable setting is the program env runs.
-        let named = words.find(|w| !w.starts_with('-') && !w.contains('='));
-        if let Some(found) = named.and_then(|n| find(Path::new(n), path_var).ok()) {
-            out.push(found);
-        }
-    }
-    out
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let first = std::str::from_utf8(line).ok()?.split_whitespace().next()?;
+    let path = PathBuf::from(first);
+    path.is_absolute().then_some(path)
 }
 
 /// The agent's program as a path: a bare name is looked up on the agent's PATH.
@@ -373,40 +350,27 @@ mod tests {
     }
 
     #[test]
-    fn an_npm_package_brings_its_root_and_node_found_through_env() {
+    fn an_npm_package_brings_its_root_not_the_npm_prefix() {
         let home = Home::new();
         let package = home.at(".npm-global/lib/node_modules/@scope/agent");
         home.file(
             ".npm-global/lib/node_modules/@scope/agent/package.json",
             "{}",
         );
+        home.file(".npm-global/lib/node_modules/other/package.json", "{}");
         let cli = home.file(
             ".npm-global/lib/node_modules/@scope/agent/dist/cli.js",
-            "#!/usr/bin/env -S node --no-warnings\n",
+            "#!/usr/bin/env node\n",
         );
         let named = home.link(
             ".npm-global/bin/agent",
             "../lib/node_modules/@scope/agent/dist/cli.js",
         );
-        let node = home.file(".nvm/versions/node/v20.1.0/bin/node", ELF);
-        let path = format!(
-            "{}:{}",
-            home.at(".npm-global/bin").display(),
-            home.at(".nvm/versions/node/v20.1.0/bin").display()
-        );
+        let path = home.at(".npm-global/bin").display().to_string();
         let binds = home.binds(Path::new("agent"), Some(&path));
         let env = Path::new("/usr/bin/env").canonicalize().unwrap();
-        assert_eq!(
-            binds.binds,
-            vec![
-                cli,
-                package,
-                env,
-                node,
-                home.at(".nvm/versions/node/v20.1.0")
-            ]
-        );
-        assert_eq!(binds.named[0], named);
+        assert_eq!(binds.binds, vec![cli, package, env.clone()]);
+        assert_eq!(binds.named, vec![named, "/usr/bin/env".into()]);
         home.assert_nothing_shared(&binds);
     }
 
