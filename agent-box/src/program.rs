@@ -1,6 +1,7 @@
 //! What of the host the agent's program needs in its box: the program's real file, the
-//! interpreters its script names (a chain of absolute `#!` lines), and each one's own package folder,
-//! never a folder many installs share (`~/.local`, `~/.cargo`, `~/.npm-global`, the home).
+//! interpreters its script names (a chain of absolute `#!` lines), and each one's own
+//! package folder, never a folder many installs share (`~/.local`, `~/.cargo`,
+//! `~/.npm-global`, the home).
 //!
 //! A file's own package folder, found from the file as named and from its real file:
 //! - a venv's root, the folder above `bin/` that holds `pyvenv.cfg` (its Python is a link
