@@ -3,7 +3,8 @@
 //! agent's provider, and limits in a cgroup.
 //!
 //! - [`BwrapBox`]: the contract's `Confinement`, which the runner wraps each turn with.
-//! - [`plan`]: a box as plain data (`runs/<id>/box.json`); [`planner`] makes one.
+//! - [`plan`]: a box as plain data (`runs/<id>/box.json`); [`planner`] makes one, with
+//!   [`program`] saying what of the host the agent's program needs.
 //! - [`argv`]: the bubblewrap command line of a plan.
 //! - [`outer`]: the process the runner starts instead of the agent (`__box`).
 //! - [`init`]: pid 1 inside the box (`__box-init`).
@@ -24,6 +25,7 @@ pub mod outer;
 pub mod plan;
 pub mod planner;
 pub mod probe;
+pub mod program;
 pub mod proxy;
 pub mod relay;
 pub mod seccomp;

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BoxNeeds {
     /// Folders or files the program needs, read-only at their own path (a config folder,
-    /// an install kept whole). The program is always there, with the folder above its
-    /// `bin/` and its script's interpreter's (a venv, an install kept whole).
+    /// an install kept whole). The program is always there, with its script's interpreters
+    /// and each one's own package folder (a venv, an npm package, one toolchain version:
+    /// agent-box's `program.rs`), never a folder many installs share (`~/.local`).
     pub read_only: Vec<PathBuf>,
     /// The agent's login, file by file, relative to the caller's home.
     pub login: Vec<LoginFile>,
