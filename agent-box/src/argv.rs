@@ -3,7 +3,7 @@
 //! Pure: each flag has its unit test, the way the test box's flag sets do.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::plan::{BoxPlan, LoginHow, SOCKETS_INSIDE};
 
@@ -13,9 +13,75 @@ pub const HOSTNAME: &str = "codehands-box";
 /// The generated `/etc` files the box gets instead of the host's.
 pub const GENERATED_ETC: &[&str] = &["passwd", "group", "hosts"];
 
-/// Every argument of `bwrap`, then `--`, then the init (`helper __box-init …`); `outer_fd`
-/// is the descriptor of the outer process's pipe that the init watches.
-pub fn bwrap_args(plan: &BoxPlan, outer_fd: i32) -> Vec<OsString> {
+/// Host-wide files and folders of `/proc` every box gets read-only (Docker's list): kernel
+/// settings, the magic SysRq key, bus, file system and interrupt settings.
+///
+/// Why, whatever the caller: in a box made by a root caller the agent's uid maps to host
+/// uid 0 (the box's uid must map to the caller, who owns the worktree and the private
+/// home), so every root-owned writable file of `/proc` is writable to it, capabilities or
+/// not: `/proc/sys/kernel/core_pattern` runs a program as host root at the next crash. The
+/// mapping stays; `/proc` holds instead. A read-only bind over each, after `--proc`, is
+/// locked into any namespace the agent makes (its kernel refuses to unmount it or make it
+/// writable), and while it is there the kernel refuses a fresh `/proc` anywhere in the box.
+pub const PROC_READ_ONLY: &[&str] = &[
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+];
+
+/// Files and folders of `/proc` every box gets masked (Docker's list): the kernel's memory,
+/// the key rings, timers and scheduler internals, devices. A file becomes the host's
+/// `/dev/null` on a mount without devices (opening it fails), a folder an empty read-only
+/// one.
+pub const PROC_MASKED: &[&str] = &[
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/latency_stats",
+    "/proc/sched_debug",
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/scsi",
+];
+
+/// Which of [`PROC_MASKED`] this kernel's `/proc` has (bubblewrap cannot mount over a path
+/// a fresh `/proc` lacks, and kernels differ), and which are folders.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostProc {
+    /// Each path there, and whether it is a folder.
+    pub masked: Vec<(PathBuf, bool)>,
+}
+
+impl HostProc {
+    /// What the host's `/proc` has (the box's is a fresh one of the same kernel).
+    pub fn read() -> Self {
+        let masked = PROC_MASKED
+            .iter()
+            .filter_map(|path| {
+                let meta = std::fs::symlink_metadata(path).ok()?;
+                Some((PathBuf::from(path), meta.is_dir()))
+            })
+            .collect();
+        Self { masked }
+    }
+}
+
+/// The descriptors bubblewrap inherits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Descriptors {
+    /// The outer process's pipe that the init watches.
+    pub outer: i32,
+    /// The system call filter ([`crate::seccomp`]), which bubblewrap reads and closes before
+    /// it starts the init.
+    pub seccomp: i32,
+}
+
+/// Every argument of `bwrap`, then `--`, then the init (`helper __box-init …`), for the
+/// descriptors `fds` and the host's `/proc`.
+pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host_proc: &HostProc) -> Vec<OsString> {
     let mut args = Args::default();
     // Namespaces: user, pid, network, ipc, uts and cgroup; the user namespace is required
     // (`--unshare-all` alone only tries it).
@@ -35,6 +101,8 @@ pub fn bwrap_args(plan: &BoxPlan, outer_fd: i32) -> Vec<OsString> {
     args.flag("--uid").arg(plan.uid.to_string());
     args.flag("--gid").arg(plan.gid.to_string());
     args.flag("--hostname").arg(HOSTNAME);
+    // Installed last, after bubblewrap's own set-up, for the init and all it starts.
+    args.flag("--seccomp").arg(fds.seccomp.to_string());
 
     for system in &plan.system {
         match &system.link {
@@ -83,6 +151,18 @@ pub fn bwrap_args(plan: &BoxPlan, outer_fd: i32) -> Vec<OsString> {
     args.same("--bind", &plan.tmp);
     args.two("--ro-bind", &plan.sockets_dir(), Path::new(SOCKETS_INSIDE));
     args.flag("--proc").arg("/proc");
+    // Host-wide /proc read-only and masked, after the fresh /proc (see PROC_READ_ONLY).
+    for path in PROC_READ_ONLY {
+        args.same("--ro-bind-try", Path::new(path));
+    }
+    for (path, is_dir) in &host_proc.masked {
+        if *is_dir {
+            args.flag("--tmpfs").arg(path);
+            args.flag("--remount-ro").arg(path);
+        } else {
+            args.two("--ro-bind", Path::new("/dev/null"), path);
+        }
+    }
     args.flag("--dev").arg("/dev");
     args.flag("--tmpfs").arg("/dev/shm");
     // Nothing else is writable: a write outside the bound folders fails instead of landing
@@ -92,7 +172,7 @@ pub fn bwrap_args(plan: &BoxPlan, outer_fd: i32) -> Vec<OsString> {
     args.flag("--");
     args.arg(plan.helper.as_os_str());
     args.arg("__box-init");
-    for arg in crate::init::init_args(plan, outer_fd) {
+    for arg in crate::init::init_args(plan, fds.outer) {
         args.arg(arg);
     }
     args.0
@@ -130,8 +210,19 @@ mod tests {
     use super::*;
     use crate::plan::tests::sample;
 
+    /// A host whose /proc has a masked file and a masked folder.
+    fn host_proc() -> HostProc {
+        HostProc {
+            masked: vec![("/proc/keys".into(), false), ("/proc/acpi".into(), true)],
+        }
+    }
+
     fn args() -> Vec<String> {
-        bwrap_args(&sample(), 9)
+        let fds = Descriptors {
+            outer: 9,
+            seccomp: 10,
+        };
+        bwrap_args(&sample(), fds, &host_proc())
             .into_iter()
             .map(|a| a.into_string().unwrap())
             .collect()
@@ -298,6 +389,58 @@ mod tests {
         assert!(has(&["--proc", "/proc"]));
         assert!(has(&["--dev", "/dev"]));
         assert!(has(&["--tmpfs", "/dev/shm"]));
+    }
+
+    #[test]
+    fn the_system_call_filter_is_handed_to_bubblewrap() {
+        assert!(has(&["--seccomp", "10"]));
+    }
+
+    #[test]
+    fn host_wide_proc_files_are_read_only_over_the_fresh_proc() {
+        let proc = position(&["--proc", "/proc"]);
+        for path in PROC_READ_ONLY {
+            let bind = position(&["--ro-bind-try", path, path]);
+            assert!(proc < bind, "{path} is bound after /proc is mounted");
+        }
+    }
+
+    #[test]
+    fn sysctls_and_sysrq_are_among_the_read_only() {
+        assert!(PROC_READ_ONLY.contains(&"/proc/sys"));
+        assert!(PROC_READ_ONLY.contains(&"/proc/sysrq-trigger"));
+    }
+
+    #[test]
+    fn a_masked_file_is_dev_null_over_the_fresh_proc() {
+        let proc = position(&["--proc", "/proc"]);
+        assert!(proc < position(&["--ro-bind", "/dev/null", "/proc/keys"]));
+    }
+
+    #[test]
+    fn a_masked_folder_is_an_empty_read_only_one() {
+        let proc = position(&["--proc", "/proc"]);
+        let tmpfs = position(&["--tmpfs", "/proc/acpi"]);
+        let read_only = position(&["--remount-ro", "/proc/acpi"]);
+        assert!(proc < tmpfs && tmpfs < read_only);
+    }
+
+    #[test]
+    fn what_the_hosts_proc_lacks_is_not_mounted_over() {
+        assert!(!own().iter().any(|a| a == "/proc/kcore"));
+    }
+
+    #[test]
+    fn the_hosts_proc_is_read_for_the_masks_it_has() {
+        let host = HostProc::read();
+        for path in PROC_MASKED {
+            let there = std::fs::symlink_metadata(path).ok();
+            let listed = host.masked.iter().find(|(p, _)| p == Path::new(path));
+            assert_eq!(listed.is_some(), there.is_some(), "{path}");
+            if let (Some((_, is_dir)), Some(meta)) = (listed, there) {
+                assert_eq!(*is_dir, meta.is_dir(), "{path}");
+            }
+        }
     }
 
     #[test]

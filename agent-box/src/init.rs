@@ -10,6 +10,11 @@
 //! process is gone (killed before a parent-death signal could be set up, say), the pipe
 //! ends and the init ends the box.
 //!
+//! It is out of the agent's reach: it makes itself non-dumpable before it starts the agent,
+//! so the agent (same uid, no capability) can neither ptrace it nor open its
+//! `/proc/1/mem` or `/proc/1/environ`, even where the system call filter would not stop
+//! it; its relays are threads of it. (The agent, started by `exec`, is dumpable again.)
+//!
 //! Its arguments: `--outer-fd N`, `--listen ADDR SOCKET` for each endpoint, then `--`, the
 //! agent's program, its `argv[0]` and its arguments.
 
@@ -137,6 +142,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     }
     if let Some(fd) = args.outer_fd {
         watch_outer(fd);
+    }
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!("codehands box init: cannot keep the agent from tracing the init: {e}");
+        return CANNOT_START;
     }
     // The agent gets the default signal mask (std does not reset it): unblocked just for
     // the spawn. Nothing can kill the init meanwhile: pid 1 ignores a signal it has no

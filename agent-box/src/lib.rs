@@ -3,7 +3,8 @@
 //! agent's provider, and limits in a cgroup.
 //!
 //! - [`BwrapBox`]: the contract's `Confinement`, which the runner wraps each turn with.
-//! - [`plan`]: a box as plain data (`runs/<id>/box.json`); [`planner`] makes one.
+//! - [`plan`]: a box as plain data (`runs/<id>/box.json`); [`planner`] makes one, with
+//!   [`program`] saying what of the host the agent's program needs.
 //! - [`argv`]: the bubblewrap command line of a plan.
 //! - [`outer`]: the process the runner starts instead of the agent (`__box`).
 //! - [`init`]: pid 1 inside the box (`__box-init`).
@@ -11,6 +12,10 @@
 //! - [`git_admin`]: the repository's git folders, and what of them stays read-only.
 //! - [`cgroup`]: the limits; [`etc`]: the box's own `/etc` files; [`probe`]: whether a
 //!   box works on this machine.
+//! - [`seccomp`]: the system calls a box refuses; [`watchdog`]: the outer process's watch
+//!   over the init.
+//! - [`toolchains`]: the caller's toolchains under their home; [`deps`]: the checkout's
+//!   dependency folders the worktree lacks.
 
 pub mod argv;
 pub mod cgroup;
@@ -23,9 +28,12 @@ pub mod outer;
 pub mod plan;
 pub mod planner;
 pub mod probe;
+pub mod program;
 pub mod proxy;
 pub mod relay;
+pub mod seccomp;
 pub mod toolchains;
+pub mod watchdog;
 
 pub use confine::BwrapBox;
 pub use plan::{BoxPlan, Limits, LoginHow};

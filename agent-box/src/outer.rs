@@ -8,6 +8,10 @@
 //! the box's init, waits, cleans up and exits with the agent's exit code. bubblewrap runs in
 //! a process group of its own (a stop reaches the agent through the init, which lets it end
 //! cleanly) and dies with this process (`--die-with-parent`), and the box with it.
+//!
+//! It hands bubblewrap the box's system call filter ([`crate::seccomp`]) in a memory file
+//! that bubblewrap reads and closes before it starts the init (neither the init nor the
+//! agent inherits it), and watches the init from outside ([`crate::watchdog`]).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -15,6 +19,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Component, Path};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
@@ -104,16 +110,29 @@ fn run_bwrap(plan: &BoxPlan, signals: nix::sys::signal::SigSet) -> i32 {
         eprintln!("codehands box: cannot hand the box its pipe: {e}");
         return CANNOT_START;
     }
+    let filter = match seccomp_file(plan) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("codehands box: {e}");
+            return CANNOT_START;
+        }
+    };
+    let fds = crate::argv::Descriptors {
+        outer: watched.as_raw_fd(),
+        seccomp: filter.as_raw_fd(),
+    };
+    let host_proc = crate::argv::HostProc::read();
     // bubblewrap gets the default signal mask (std does not reset it): unblocked just for
     // the spawn.
     let _ = signals.thread_unblock();
     let spawned = std::process::Command::new(&plan.bwrap)
-        .args(crate::argv::bwrap_args(plan, watched.as_raw_fd()))
+        .args(crate::argv::bwrap_args(plan, fds, &host_proc))
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .spawn();
     let _ = signals.thread_block();
     drop(watched);
+    drop(filter);
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
@@ -126,7 +145,18 @@ fn run_bwrap(plan: &BoxPlan, signals: nix::sys::signal::SigSet) -> i32 {
     };
     let bwrap = child.id();
     std::thread::spawn(move || pass_on_stops(signals, bwrap));
-    match child.wait() {
+    let watchdog = Arc::new(crate::watchdog::Shared::default());
+    {
+        let watchdog = watchdog.clone();
+        std::thread::spawn(move || crate::watchdog::watch(bwrap, &watchdog));
+    }
+    let status = child.wait();
+    watchdog.done.store(true, Ordering::Relaxed);
+    if let Some(verdict) = watchdog.verdict.get() {
+        eprintln!("{}", verdict.message());
+        return crate::watchdog::WATCHDOG_EXIT;
+    }
+    match status {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;
             status
@@ -136,6 +166,25 @@ fn run_bwrap(plan: &BoxPlan, signals: nix::sys::signal::SigSet) -> i32 {
         }
         Err(_) => CANNOT_START,
     }
+}
+
+/// The box's system call filter in a memory file, at its start and open across `exec`
+/// for bubblewrap (which reads it to the end and closes it before the init starts).
+fn seccomp_file(plan: &BoxPlan) -> Result<File, String> {
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    use std::io::{Seek, Write};
+    let policy = crate::seccomp::Policy::for_box(plan.nested_sandbox);
+    let bytes = crate::seccomp::to_bytes(&crate::seccomp::program(policy)?);
+    let cannot =
+        |e: &dyn std::fmt::Display| format!("cannot hand the box its system call filter: {e}");
+    let fd =
+        memfd_create(crate::seccomp::MEMFD_NAME, MFdFlags::MFD_CLOEXEC).map_err(|e| cannot(&e))?;
+    let mut file = File::from(fd);
+    file.write_all(&bytes).map_err(|e| cannot(&e))?;
+    file.rewind().map_err(|e| cannot(&e))?;
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    fcntl(&file, FcntlArg::F_SETFD(FdFlag::empty())).map_err(|e| cannot(&e))?;
+    Ok(file)
 }
 
 /// Passes each stop signal to the box's init (bubblewrap's child), which passes it to every
@@ -154,7 +203,7 @@ fn pass_on_stops(signals: nix::sys::signal::SigSet, bwrap: u32) {
 }
 
 /// A live child of `parent`, from `/proc`.
-fn child_of(parent: u32) -> Option<u32> {
+pub(crate) fn child_of(parent: u32) -> Option<u32> {
     let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"));
     if let Ok(text) = children
         && let Some(pid) = text.split_whitespace().find_map(|p| p.parse().ok())

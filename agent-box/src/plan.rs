@@ -69,6 +69,11 @@ pub struct BoxPlan {
     /// The cgroup that enforces them, when the machine gives one (else no limit, and
     /// `codehands doctor` says so).
     pub cgroup: Option<Cgroup>,
+    /// The agent runs its own sandbox inside the box (`BoxNeeds::nested_sandbox`): its
+    /// system call filter allows new namespaces and mounts ([`crate::seccomp::Policy`]).
+    /// Absent in a plan is `false`, the stricter filter.
+    #[serde(default)]
+    pub nested_sandbox: bool,
 }
 
 /// The agent's program and arguments.
@@ -480,6 +485,7 @@ pub(crate) mod tests {
                 memory: "/sys/fs/cgroup/memory/codehands-S".into(),
                 pids: "/sys/fs/cgroup/pids/codehands-S".into(),
             }),
+            nested_sandbox: false,
         }
     }
 
@@ -498,6 +504,21 @@ pub(crate) mod tests {
         plan.version = 2;
         let err = BoxPlan::from_json(&plan.to_json()).unwrap_err();
         assert!(err.to_string().contains("version 2"), "{err}");
+    }
+
+    #[test]
+    fn a_plan_without_the_nested_sandbox_field_gets_the_stricter_filter() {
+        let mut json: serde_json::Value = serde_json::from_slice(&sample().to_json()).unwrap();
+        json.as_object_mut().unwrap().remove("nestedSandbox");
+        let plan = BoxPlan::from_json(json.to_string().as_bytes()).unwrap();
+        assert!(!plan.nested_sandbox);
+        let mut nested = sample();
+        nested.nested_sandbox = true;
+        assert!(
+            BoxPlan::from_json(&nested.to_json())
+                .unwrap()
+                .nested_sandbox
+        );
     }
 
     #[test]

@@ -108,12 +108,7 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
         }
     }
     let mut links = Vec::new();
-    for path in inputs
-        .needs
-        .read_only
-        .iter()
-        .chain([&inputs.program.to_owned()])
-    {
+    for path in &inputs.needs.read_only {
         host_links(path, &system, &mut links);
     }
     for path in &inputs.needs.read_only {
@@ -127,14 +122,21 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
             tools.push(path);
         }
     }
-    let found = find_program(inputs.program, var("PATH"))?;
-    let program = found.canonicalize().unwrap_or(found);
-    for path in program_paths(&program) {
+    // The program's file, its interpreters' and each one's own package folder, never a
+    // folder many installs share (`program.rs`).
+    let program = crate::program::resolve(inputs.program, var("PATH"), &homes)?;
+    for path in &program.named {
+        host_links(path, &system, &mut links);
+    }
+    for path in program.binds {
         let above_home = homes.iter().any(|h| h.starts_with(&path));
         if !above_home && !covered(&path, &system, &tools) {
             tools.push(path);
         }
     }
+    // A link inside a bound folder is there already (a venv's `bin/python`): made again
+    // over it, bubblewrap would refuse the box.
+    links.retain(|link| !tools.iter().any(|tool| link.path.starts_with(tool)));
     let helper = inputs.helper.canonicalize().map_err(|e| {
         Error::io(
             format!("cannot find the box helper {}", inputs.helper.display()),
@@ -210,7 +212,7 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
         bwrap: inputs.bwrap.to_owned(),
         helper,
         command: BoxCommand {
-            program,
+            program: program.real,
             argv0: inputs.program.to_string_lossy().into_owned(),
             args,
         },
@@ -238,6 +240,7 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
         network,
         limits: inputs.limits,
         cgroup: inputs.cgroup.clone(),
+        nested_sandbox: inputs.needs.nested_sandbox,
     };
     plan.check()?;
     Ok(plan)
@@ -316,37 +319,6 @@ fn is_tool_dir(dir: &Path, caller_home: Option<&Path>) -> bool {
     }
 }
 
-/// What running `program` (a real path) needs besides itself: the folder above its `bin/`
-/// (a venv, an install kept whole), and a script's interpreter with the folder above its
-/// `bin/` (a Python of pyenv, say).
-fn program_paths(program: &Path) -> Vec<PathBuf> {
-    let mut paths = vec![program.to_owned()];
-    paths.extend(install_dir(program));
-    if let Some(interpreter) = shebang(program).and_then(|i| i.canonicalize().ok()) {
-        paths.extend(install_dir(&interpreter));
-        paths.push(interpreter);
-    }
-    paths
-}
-
-/// The folder above `program`'s `bin/` folder, if it is in one.
-fn install_dir(program: &Path) -> Option<PathBuf> {
-    let bin = program.parent()?;
-    (bin.file_name()? == "bin").then(|| bin.parent().map(Path::to_owned))?
-}
-
-/// The interpreter a script names on its first line (`#!/path/to/python`), if absolute.
-fn shebang(program: &Path) -> Option<PathBuf> {
-    use std::io::Read;
-    let mut head = [0u8; 256];
-    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
-    let line = head[..n].strip_prefix(b"#!")?;
-    let line = line.split(|b| *b == b'\n').next()?;
-    let first = std::str::from_utf8(line).ok()?.split_whitespace().next()?;
-    let path = PathBuf::from(first);
-    path.is_absolute().then_some(path)
-}
-
 /// The host's symbolic links on the way to `path` outside the system folders (an install
 /// linked into place: `agents/tool-1.2` → `.tool-1.2-abc`), added to `links` once each.
 fn host_links(path: &Path, system: &[SystemPath], links: &mut Vec<SymLink>) {
@@ -384,36 +356,6 @@ fn host_links(path: &Path, system: &[SystemPath], links: &mut Vec<SymLink>) {
 fn covered(path: &Path, system: &[SystemPath], tools: &[PathBuf]) -> bool {
     // A link (`/bin` → `usr/bin`) leads into a bound folder: what is under it is there too.
     system.iter().any(|s| path.starts_with(&s.path)) || tools.iter().any(|t| path.starts_with(t))
-}
-
-/// The agent's program as a path: a bare name is looked up on the agent's PATH.
-fn find_program(program: &Path, path_var: Option<&str>) -> Result<PathBuf> {
-    if program.components().count() > 1 || program.is_absolute() {
-        return if program.is_absolute() {
-            Ok(program.to_owned())
-        } else {
-            std::env::current_dir()
-                .map(|d| d.join(program))
-                .map_err(|e| Error::io("cannot read the current folder", &e))
-        };
-    }
-    std::env::split_paths(path_var.unwrap_or_default())
-        .map(|dir| dir.join(program))
-        .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| {
-            Error::new(
-                runner_contract::ErrorKind::AgentUnavailable,
-                format!(
-                    "the agent program {} is not on PATH: install it or name it by its full path",
-                    program.display()
-                ),
-            )
-        })
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// With base URLs, their hosts and ports are the only endpoints: a loopback address is
@@ -643,6 +585,7 @@ mod tests {
             hosts: vec!["api.example.com:443".into()],
             base_url_envs: vec!["X_BASE_URL".into()],
             state_envs: vec!["AGENT_HOME".into()],
+            nested_sandbox: false,
         };
         let env = vec![
             (
@@ -693,47 +636,23 @@ mod tests {
         assert_ne!(plan.uid, 0);
         assert_eq!(plan.command.args, ["--x"]);
     }
-}
-
-#[cfg(test)]
-mod program_tests {
-    use super::*;
 
     #[test]
-    fn a_program_in_bin_brings_its_install_and_a_script_its_interpreter() {
+    fn the_hosts_links_on_the_way_to_a_path_are_made_again() {
         let dir = tempfile::tempdir().unwrap();
-        let python = dir.path().join("pythons/3.12/bin/python3.12");
-        std::fs::create_dir_all(python.parent().unwrap()).unwrap();
-        std::fs::write(&python, "").unwrap();
-        let venv = dir.path().join("venv");
-        std::fs::create_dir_all(venv.join("bin")).unwrap();
-        std::os::unix::fs::symlink(&python, venv.join("bin/python")).unwrap();
-        let script = venv.join("bin/tool");
-        std::fs::write(
-            &script,
-            format!("#!{}/bin/python -u\nimport x\n", venv.display()),
-        )
-        .unwrap();
-        let paths = program_paths(&script);
-        assert!(paths.contains(&venv), "{paths:?}");
-        assert!(
-            paths.contains(&dir.path().join("pythons/3.12")),
-            "{paths:?}"
-        );
-        assert!(paths.contains(&python), "{paths:?}");
-        let mut links = Vec::new();
+        std::fs::create_dir_all(dir.path().join("venv/bin")).unwrap();
         let linked = dir.path().join("linked-venv");
         std::os::unix::fs::symlink("venv", &linked).unwrap();
+        let mut links = Vec::new();
         host_links(&linked.join("bin/tool"), &[], &mut links);
+        host_links(&linked.join("bin/other"), &[], &mut links);
         assert_eq!(
             links,
             vec![SymLink {
                 path: linked,
                 target: "venv".into()
-            }]
+            }],
+            "once each"
         );
-        let lone = dir.path().join("lone");
-        std::fs::write(&lone, "\x7fELF").unwrap();
-        assert_eq!(program_paths(&lone), vec![lone]);
     }
 }

@@ -154,9 +154,12 @@ impl Agent for Codex {
     /// In a box: its login (`auth.json` read-only, a copy of `config.toml`), and OpenAI's
     /// API and ChatGPT's backend (a ChatGPT login talks to it) when no base URL is set. Its
     /// install (`codex_cli_bin/`, with the bundled `bwrap` and `rg`) is above its `bin/`, which
-    /// a box binds whole.
+    /// a box binds whole. Its own sandbox (that bundled `bwrap`) runs inside the box and
+    /// needs new namespaces and mounts: without them every command it runs fails while the
+    /// turn still ends `turn.completed`, so the box allows those for it alone.
     fn box_needs(&self) -> runner_contract::BoxNeeds {
         runner_contract::BoxNeeds {
+            nested_sandbox: true,
             login: vec![
                 runner_contract::LoginFile::read_only(".codex/auth.json"),
                 runner_contract::LoginFile::copied(".codex/config.toml"),
@@ -226,5 +229,6 @@ mod tests {
                 .all(|l| l.path != std::path::Path::new(".codex"))
         );
         assert_eq!(needs.base_url_envs, vec!["OPENAI_BASE_URL".to_owned()]);
+        assert!(needs.nested_sandbox, "its own bwrap runs in the box");
     }
 }

@@ -59,6 +59,10 @@ pub struct BoxNeedsWire {
     /// The variables that name the agent's own state folder.
     #[serde(default)]
     pub state_envs: Vec<String>,
+    /// The agent runs its own sandbox in the box (written only when it does, so a host of
+    /// an older version still reads what other plugins say).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nested_sandbox: bool,
 }
 
 /// [`LoginFile`] as JSON.
@@ -100,6 +104,7 @@ impl TryFrom<&BoxNeeds> for BoxNeedsWire {
             hosts: needs.hosts.clone(),
             base_url_envs: needs.base_url_envs.clone(),
             state_envs: needs.state_envs.clone(),
+            nested_sandbox: needs.nested_sandbox,
         })
     }
 }
@@ -119,6 +124,7 @@ impl From<BoxNeedsWire> for BoxNeeds {
             hosts: wire.hosts,
             base_url_envs: wire.base_url_envs,
             state_envs: wire.state_envs,
+            nested_sandbox: wire.nested_sandbox,
         }
     }
 }

@@ -361,7 +361,7 @@ pub fn render_human(report: &RunReport) -> String {
     let mut agent = vec![report.agent.to_string()];
     match (&report.agent_program, &report.agent_version) {
         (Some(p), Some(v)) => agent.push(format!("{p} {v}")),
-        (Some(p), None) => agent.push(p.clone()),
+        (Some(p), None) => agent.push(format!("{p} (version unknown)")),
         (None, Some(v)) => agent.push(format!("version {v}")),
         (None, None) => {}
     }

@@ -44,6 +44,9 @@ struct Broken<'a> {
 /// Lists the agents.
 pub async fn run(args: AgentsArgs) -> Result<ExitCode> {
     let (registry, problems) = super::builder()?.agents()?;
+    // The versions are asked outside a box, as the caller: never with the caller's whole
+    // environment or in the caller's folder (`probe::Site`).
+    let site = probe::Site::new(&codehands::Setup::from_env()?.settings.caller_env)?;
     let listed: Vec<Listed> = registry
         .iter()
         .map(|(name, entry)| {
@@ -54,7 +57,7 @@ pub async fn run(args: AgentsArgs) -> Result<ExitCode> {
                 description: entry.agent.description(),
                 protocol: entry.agent.protocol(),
                 program: version.as_ref().map(|v| v.program.display().to_string()),
-                probe: version.as_ref().map(probe::agent),
+                probe: version.as_ref().map(|v| site.agent(v)),
                 capabilities: entry.agent.capabilities(),
             }
         })

@@ -24,21 +24,30 @@ pub struct DoctorArgs {
 
 /// Looks for each tool and prints what it found.
 pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
+    let setup = codehands::Setup::from_env()?;
+    // Every program below runs outside a box, as the caller: never with the caller's whole
+    // environment or in the caller's folder (`probe::Site`).
+    let site = probe::Site::new(&setup.settings.caller_env)?;
     let mut findings = vec![
-        finding("git", "git", &["--version"], Some(TESTED_GIT)),
-        finding(
-            "docker",
-            "docker",
-            &["version", "--format", "{{.Server.Version}}"],
-            Some(TESTED_DOCKER),
-        ),
+        Finding {
+            name: "git".into(),
+            program: "git".into(),
+            location: None,
+            probe: site.run(OsStr::new("git"), &["--version"], Some(TESTED_GIT)),
+        },
+        Finding {
+            name: "docker".into(),
+            program: "docker".into(),
+            location: None,
+            probe: site.run_docker(
+                &["version", "--format", "{{.Server.Version}}"],
+                Some(TESTED_DOCKER),
+            ),
+        },
     ];
     let (registry, problems) = super::builder()?.agents()?;
     #[cfg(feature = "box")]
-    findings.extend(super::doctor_box::findings(
-        &codehands::Setup::from_env()?,
-        &registry,
-    ));
+    findings.extend(super::doctor_box::findings(&setup, &registry, &site));
     for (name, entry) in registry.iter() {
         if let Some(version) = entry.agent.version_probe() {
             let env = codehands::locate::process_env;
@@ -52,7 +61,7 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
                 name: name.to_string(),
                 program: version.program.display().to_string(),
                 location,
-                probe: probe::agent(&version),
+                probe: site.agent(&version),
             });
         }
     }
@@ -75,13 +84,4 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
         output::line(&format!("not loaded: {}", problem.message))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn finding(name: &str, program: &str, args: &[&str], tested: Option<&str>) -> Finding {
-    Finding {
-        name: name.to_owned(),
-        program: program.to_owned(),
-        location: None,
-        probe: probe::run(OsStr::new(program), args, tested),
-    }
 }

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use runner_core::{AgentRegistry, Confinement};
 
-use super::probe::{Finding, Probe};
+use super::probe::{Finding, Probe, Site};
 
-/// The box's findings for `setup`.
-pub fn findings(setup: &codehands::Setup, registry: &AgentRegistry) -> Vec<Finding> {
+/// The box's findings for `setup`; `site` runs the programs asked outside a box.
+pub fn findings(setup: &codehands::Setup, registry: &AgentRegistry, site: &Site) -> Vec<Finding> {
     let boxes = codehands::agent_box(setup);
     let scratch = setup.home.root().join("doctor");
     let helper = boxes.helper().map(Path::to_owned);
@@ -60,7 +60,7 @@ pub fn findings(setup: &codehands::Setup, registry: &AgentRegistry) -> Vec<Findi
         },
     }];
     if let (Ok(()), Some(helper)) = (&works, &helper) {
-        out.extend(codex_sandbox(registry, helper, &scratch, path));
+        out.extend(codex_sandbox(registry, helper, &scratch, path, site));
     }
     let _ = std::fs::remove_dir(&scratch);
     out
@@ -73,6 +73,7 @@ fn codex_sandbox(
     helper: &Path,
     scratch: &Path,
     path: Option<&str>,
+    site: &Site,
 ) -> Option<Finding> {
     let codex = registry
         .get(&runner_core::AgentName::parse("codex").ok()?)
@@ -128,7 +129,7 @@ fn codex_sandbox(
         probe: Probe {
             found: ok,
             note,
-            ..super::probe::agent(&version)
+            ..site.agent(&version)
         },
     })
 }

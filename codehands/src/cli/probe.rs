@@ -1,9 +1,10 @@
 //! Asking a program for its version, for `doctor` and `agents`.
 
 use std::ffi::OsStr;
-use std::process::Command;
+use std::path::Path;
 
-use runner_core::VersionProbe;
+use runner_core::process::probe::{NeutralDir, command, probe_env};
+use runner_core::{Result, VersionProbe};
 use serde::Serialize;
 
 use super::output;
@@ -40,10 +41,62 @@ pub(super) struct Finding {
     pub(super) probe: Probe,
 }
 
-/// Runs `program args` and reads a version from its output; `tested` is a prefix of the
-/// versions our tests ran.
-pub fn run<S: AsRef<OsStr>>(program: &OsStr, args: &[S], tested: Option<&str>) -> Probe {
-    let out = Command::new(program).args(args).output();
+/// Where `doctor`'s and `agents`' probes run: outside any box, as the caller, so with the
+/// allowlist of the caller's variables only and in an empty folder of their own, never the
+/// caller's folder (a worktree an agent wrote): `runner_core::process::probe`.
+pub struct Site {
+    env: Vec<(String, String)>,
+    docker_env: Vec<(String, String)>,
+    dir: NeutralDir,
+}
+
+impl Site {
+    /// A site for probes from `caller` (the caller's environment), in a fresh folder of the
+    /// system's temp folder, removed when the site is dropped.
+    pub fn new(caller: &[(String, String)]) -> Result<Self> {
+        Ok(Self {
+            env: probe_env(caller.iter().cloned(), &[]),
+            // The Docker CLI finds its engine as codehands does (`codehands::sandbox`).
+            docker_env: probe_env(caller.iter().cloned(), &["DOCKER_HOST"]),
+            dir: NeutralDir::make_in(&std::env::temp_dir())?,
+        })
+    }
+
+    /// Runs `program args` and reads a version from its output; `tested` is a prefix of the
+    /// versions our tests ran.
+    pub fn run<S: AsRef<OsStr>>(&self, program: &OsStr, args: &[S], tested: Option<&str>) -> Probe {
+        run_with(&self.env, self.dir.path(), program, args, tested)
+    }
+
+    /// [`Site::run`] for the Docker CLI, which also gets `DOCKER_HOST`.
+    pub fn run_docker<S: AsRef<OsStr>>(&self, args: &[S], tested: Option<&str>) -> Probe {
+        run_with(
+            &self.docker_env,
+            self.dir.path(),
+            OsStr::new("docker"),
+            args,
+            tested,
+        )
+    }
+
+    /// An agent's own version call.
+    pub fn agent(&self, probe: &VersionProbe) -> Probe {
+        self.run(
+            probe.program.as_os_str(),
+            &probe.args,
+            probe.tested.as_deref(),
+        )
+    }
+}
+
+fn run_with<S: AsRef<OsStr>>(
+    env: &[(String, String)],
+    dir: &Path,
+    program: &OsStr,
+    args: &[S],
+    tested: Option<&str>,
+) -> Probe {
+    let out = command(program, args, env, dir).output();
     let (found, version, note) = match out {
         Err(e) => (
             false,
@@ -74,15 +127,6 @@ pub fn run<S: AsRef<OsStr>>(program: &OsStr, args: &[S], tested: Option<&str>) -
         tested: is_tested,
         note,
     }
-}
-
-/// An agent's own version call.
-pub fn agent(probe: &VersionProbe) -> Probe {
-    run(
-        probe.program.as_os_str(),
-        &probe.args,
-        probe.tested.as_deref(),
-    )
 }
 
 /// A short coloured account: `found 2.1.332 (tested)`.

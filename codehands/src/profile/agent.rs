@@ -45,6 +45,18 @@ impl ProfileAgent {
         Some((var.clone(), request.model.clone()?))
     }
 
+    /// The files the profile's own arguments name: each whole argument of the file (never a
+    /// placeholder's value: a prompt that is a path binds nothing) that is an absolute path
+    /// to an existing file, the script an interpreter runs (`python3 /home/me/agent.py`).
+    fn script_files(&self) -> Vec<std::path::PathBuf> {
+        self.profile
+            .args
+            .iter()
+            .map(std::path::PathBuf::from)
+            .filter(|arg| arg.is_absolute() && arg.is_file())
+            .collect()
+    }
+
     /// The argument list with each whole-element placeholder replaced; `{model}` without a
     /// model drops the element and the flag right before it.
     fn args(&self, request: &AgentRequest) -> Vec<OsString> {
@@ -103,9 +115,12 @@ impl Agent for ProfileAgent {
         self.profile.description.clone()
     }
 
-    /// In a box: its base URL when it names one, else the hosts of `[network] allow`.
+    /// In a box: its base URL when it names one, else the hosts of `[network] allow`; the
+    /// script files its arguments name, read-only (the program and its interpreter the box
+    /// finds itself).
     fn box_needs(&self) -> runner_core::BoxNeeds {
         runner_core::BoxNeeds {
+            read_only: self.script_files(),
             base_url_envs: self.profile.provider.base_url_env.iter().cloned().collect(),
             hosts: self.profile.network.allow.clone(),
             ..Default::default()

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BoxNeeds {
     /// Folders or files the program needs, read-only at their own path (a config folder,
-    /// an install kept whole). The program is always there, with the folder above its
-    /// `bin/` and its script's interpreter's (a venv, an install kept whole).
+    /// an install kept whole). The program is always there, with its script's interpreters
+    /// and each one's own package folder (a venv, an npm package, one toolchain version:
+    /// agent-box's `program.rs`), never a folder many installs share (`~/.local`).
     pub read_only: Vec<PathBuf>,
     /// The agent's login, file by file, relative to the caller's home.
     pub login: Vec<LoginFile>,
@@ -24,6 +25,13 @@ pub struct BoxNeeds {
     /// with the rest of that home), so the agent writes nothing outside its run and no
     /// session sees another's state.
     pub state_envs: Vec<String>,
+    /// The agent runs its own sandbox inside the box (Codex runs each command through its
+    /// own bubblewrap), which needs new user namespaces and mounts: the box's system call
+    /// filter allows those for it, and still refuses the rest of its list (ptrace,
+    /// `process_vm_*`, io_uring, the key rings, bpf, perf, userfaultfd). Its `/proc` stays
+    /// read-only in every namespace it makes. `false` (the default) refuses namespaces and
+    /// mounts, which breaks such an agent's sandbox.
+    pub nested_sandbox: bool,
 }
 
 impl BoxNeeds {

@@ -1,21 +1,177 @@
-//! Running an agent's version probe: the contract describes the probe
+//! Running an agent's version probe (and every other program codehands asks something of
+//! outside a box: `doctor`'s and `agents`' checks): the contract describes the probe
 //! ([`VersionProbe`]), the engine spawns it, so no process code lives in runner-contract.
+//!
+//! A probe runs outside the box, as the caller: so never with the caller's whole environment
+//! (an `SSH_AUTH_SOCK`, a `GITHUB_TOKEN` would reach it) and never in the caller's folder or a
+//! worktree (files an agent wrote there could steer it). It gets [`probe_env`], the
+//! allowlist the agent's own environment is built from, and runs in a [`NeutralDir`].
 
+use std::ffi::OsStr;
+use std::path::Path;
 use std::time::Duration;
 
+use crate::error::{Error, Result};
 use crate::traits::agent::VersionProbe;
 
-/// Runs `probe` (at most `limit`) and reads the version from what it prints; `None`
-/// when it cannot be run or prints none.
-pub async fn ask(probe: &VersionProbe, limit: Duration) -> Option<String> {
-    let mut command = tokio::process::Command::new(&probe.program);
+/// The environment of a probe: the caller's variables of [`super::env::PASSTHROUGH`] and
+/// `extra` (each by exact name: `DOCKER_HOST` for `docker version`), and the hygiene
+/// variables, nothing else (no provider key: a version needs none).
+pub fn probe_env(
+    caller: impl IntoIterator<Item = (String, String)>,
+    extra: &[&str],
+) -> Vec<(String, String)> {
+    let extra: Vec<String> = extra.iter().map(|name| (*name).to_owned()).collect();
+    super::env::agent_env(caller, &[], &extra, &[])
+}
+
+/// The same with HOME and TMPDIR pointed at `dir`: a probe for a boxed session, whose
+/// agent has no caller's home either. Never the box's private home: the agent writes there
+/// while the probe runs outside the box (a Python reads `usercustomize` from its home).
+pub fn probe_env_in(
+    caller: impl IntoIterator<Item = (String, String)>,
+    dir: &Path,
+) -> Vec<(String, String)> {
+    let text = dir.to_string_lossy().into_owned();
+    let mut env = probe_env(caller, &[]);
+    env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
+    env.push(("HOME".to_owned(), text.clone()));
+    env.push(("TMPDIR".to_owned(), text));
+    env
+}
+
+/// An empty folder of codehands' own (0700, made fresh) that a probe runs in; removed when
+/// dropped.
+#[derive(Debug)]
+pub struct NeutralDir(tempfile::TempDir);
+
+impl NeutralDir {
+    /// A fresh folder in `parent` (a run's folder; the system's temp folder outside a
+    /// session).
+    pub fn make_in(parent: &Path) -> Result<Self> {
+        tempfile::Builder::new()
+            .prefix("probe-")
+            .tempdir_in(parent)
+            .map(Self)
+            .map_err(|e| {
+                Error::io(
+                    format!(
+                        "cannot make a folder to probe in under {}",
+                        parent.display()
+                    ),
+                    &e,
+                )
+            })
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// `program args` with exactly `env` (nothing of this process's own), in `dir`, with an
+/// empty stdin: how every probe is started.
+pub fn command<S: AsRef<OsStr>>(
+    program: &OsStr,
+    args: &[S],
+    env: &[(String, String)],
+    dir: &Path,
+) -> std::process::Command {
+    // A bare name is looked up on `env`'s PATH (std does, when the command's PATH is set).
+    let mut command = std::process::Command::new(program);
     command
-        .args(&probe.args)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
+        .args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// Runs `probe` (at most `limit`) with `env` in `dir` and reads the version from what it
+/// prints; `None` when it cannot be run or prints none.
+pub async fn ask(
+    probe: &VersionProbe,
+    env: &[(String, String)],
+    dir: &Path,
+    limit: Duration,
+) -> Option<String> {
+    let mut command =
+        tokio::process::Command::from(command(probe.program.as_os_str(), &probe.args, env, dir));
+    command.kill_on_drop(true);
     let out = tokio::time::timeout(limit, command.output())
         .await
         .ok()?
         .ok()?;
     VersionProbe::version_in(&String::from_utf8_lossy(&out.stdout))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The caller's environment of the tests: secrets beside the allowlist.
+    fn caller() -> Vec<(String, String)> {
+        [
+            ("PATH", "/usr/bin:/bin"),
+            ("HOME", "/home/me"),
+            ("TMPDIR", "/tmp/me"),
+            ("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock"),
+            ("GITHUB_TOKEN", "canary-gh"),
+            ("AWS_SECRET_ACCESS_KEY", "canary-aws"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
+    #[tokio::test]
+    async fn a_probe_sees_only_the_allowlist_in_a_folder_of_its_own() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = NeutralDir::make_in(parent.path()).unwrap();
+        let env = probe_env_in(caller(), dir.path());
+        // A "version" that tells what the program saw: its folder and its variables' names.
+        let probe = VersionProbe {
+            program: "sh".into(),
+            args: vec![
+                "-c".into(),
+                "echo \"1.0 $(pwd) $(env | cut -d= -f1 | sort | tr '\\n' ,)\"".into(),
+            ],
+            tested: None,
+        };
+        let mut command = tokio::process::Command::from(command(
+            probe.program.as_os_str(),
+            &probe.args,
+            &env,
+            dir.path(),
+        ));
+        let seen = String::from_utf8(command.output().await.unwrap().stdout).unwrap();
+        for secret in ["SSH_AUTH_SOCK", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"] {
+            assert!(!seen.contains(secret), "{secret} reached the probe: {seen}");
+        }
+        let real = dir.path().canonicalize().unwrap();
+        assert!(seen.contains(&format!(" {} ", real.display())), "{seen}");
+        assert!(env.contains(&("HOME".into(), dir.path().display().to_string())));
+        assert_eq!(
+            ask(&probe, &env, dir.path(), Duration::from_secs(10))
+                .await
+                .as_deref(),
+            Some("1.0")
+        );
+        let path = dir.path().to_owned();
+        drop(dir);
+        assert!(!path.exists(), "the folder goes with its probe");
+    }
+
+    #[test]
+    fn outside_a_box_the_probe_keeps_the_callers_home() {
+        let env = probe_env(caller(), &["SSH_AUTH_SOCK"]);
+        assert!(env.contains(&("HOME".into(), "/home/me".into())));
+        assert!(!env.iter().any(|(k, _)| k == "GITHUB_TOKEN"));
+        assert!(
+            env.iter().any(|(k, _)| k == "SSH_AUTH_SOCK"),
+            "an extra name passes by its exact name"
+        );
+    }
 }

@@ -765,24 +765,20 @@ impl Runner for LocalRunner {
     async fn report(&self, session_id: &SessionId) -> Result<crate::report::RunReport> {
         let record = self.healed(self.shared.store.get(session_id)?).await?;
         let events = self.logged_events(session_id, 0)?;
-        // What ran, as probed during the session's last turn; else asked now, of the agent
-        // this runner knows by that name.
-        let (program, version) = match RunFiles::in_home(&self.shared.home, session_id)
-            .agent_probed()
-        {
-            Some(probed) => (Some(probed.program), probed.version),
-            None => {
-                let probe = self
-                    .agent(&record.agent)
-                    .ok()
-                    .and_then(|a| a.version_probe());
-                let version = match &probe {
-                    Some(probe) => crate::process::probe::ask(probe, Duration::from_secs(10)).await,
-                    None => None,
-                };
-                (probe.map(|p| p.program.display().to_string()), version)
-            }
-        };
+        // What ran, as probed at the session's start; else the program this runner knows by
+        // the agent's name, its version unknown: never run again here, outside the session
+        // (`process/probe.rs` says why a probe is run with care).
+        let (program, version) =
+            match RunFiles::in_home(&self.shared.home, session_id).agent_probed() {
+                Some(probed) => (Some(probed.program), probed.version),
+                None => {
+                    let probe = self
+                        .agent(&record.agent)
+                        .ok()
+                        .and_then(|a| a.version_probe());
+                    (probe.map(|p| p.program.display().to_string()), None)
+                }
+            };
         Ok(crate::report::build(crate::report::ReportInput {
             record: &record,
             events: &events,

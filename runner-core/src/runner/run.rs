@@ -250,15 +250,33 @@ impl Supervisor {
 
     /// Asks the agent's program for its version in the background and records it as soon
     /// as it answers (the report says what ran from it); `None` for an agent that cannot say.
+    /// It runs outside the box, as the caller: with the allowlist of the agent's environment
+    /// only, in an empty folder of the run's own that the box never sees, which is also its
+    /// HOME and TMPDIR when the session is boxed (`process/probe.rs`).
     fn probe_version(&self) -> Option<tokio::task::JoinHandle<()>> {
-        let probe = self.agent.version_probe()?;
+        use crate::process::probe;
+        let asked = self.agent.version_probe()?;
         let files = self.files.clone();
         let session = self.record.session_id;
+        let caller = self.shared.settings.caller_env.clone();
+        let boxed = self.record.isolation != crate::options::Isolation::None;
         Some(tokio::spawn(async move {
-            let version =
-                crate::process::probe::ask(&probe, std::time::Duration::from_secs(10)).await;
+            let version = match probe::NeutralDir::make_in(files.dir()) {
+                Ok(dir) => {
+                    let env = if boxed {
+                        probe::probe_env_in(caller, dir.path())
+                    } else {
+                        probe::probe_env(caller, &[])
+                    };
+                    probe::ask(&asked, &env, dir.path(), Duration::from_secs(10)).await
+                }
+                Err(e) => {
+                    tracing::warn!(session = %session, "cannot ask the agent's version: {e}");
+                    None
+                }
+            };
             let probed = super::control::AgentProbed {
-                program: probe.program.display().to_string(),
+                program: asked.program.display().to_string(),
                 version,
             };
             if let Err(e) = files.set_agent_probed(&probed) {
