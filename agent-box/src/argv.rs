@@ -144,6 +144,11 @@ pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host_proc: &HostProc) -> Vec
     for file in plan.git.iter().flat_map(|git| &git.keep) {
         args.same("--ro-bind", file);
     }
+    // The checkout's dependency folders, read-only over their empty places in the
+    // worktree (after it, which would cover them).
+    for dep in &plan.deps {
+        args.two("--ro-bind", &dep.source, &dep.dest);
+    }
     args.same("--bind", &plan.home);
     for login in plan.login.iter().filter(|l| l.how == LoginHow::ReadOnly) {
         args.two("--ro-bind", &login.source, &login.dest);

@@ -10,14 +10,7 @@ use std::path::{Path, PathBuf};
 /// The folder names taken, at the top of the checkout.
 pub const NAMES: &[&str] = &["node_modules", ".venv", "venv", "vendor"];
 
-/// One read-only bind of a dependency folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DepBind {
-    /// The checkout's folder.
-    pub source: PathBuf,
-    /// Where it appears in the box.
-    pub dest: PathBuf,
-}
+use crate::plan::Mount as DepBind;
 
 /// The binds for `checkout`'s dependency folders that `worktree` lacks; a venv comes also at
 /// its own path (its scripts name their Python by it), with its base Python's install when

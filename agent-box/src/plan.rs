@@ -74,6 +74,20 @@ pub struct BoxPlan {
     /// Absent in a plan is `false`, the stricter filter.
     #[serde(default)]
     pub nested_sandbox: bool,
+    /// The person's checkout's dependency folders the worktree lacks, read-only in the box
+    /// ([`crate::deps`]), mounted after the worktree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deps: Vec<Mount>,
+}
+
+/// A folder of the host mounted read-only somewhere in the box.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Mount {
+    /// The host's folder.
+    pub source: PathBuf,
+    /// Where it appears in the box.
+    pub dest: PathBuf,
 }
 
 /// The agent's program and arguments.
@@ -345,6 +359,7 @@ impl BoxPlan {
         paths.extend(self.tools.iter().map(PathBuf::as_path));
         paths.extend(self.links.iter().map(|l| l.path.as_path()));
         paths.extend(self.login.iter().flat_map(|l| [&*l.source, &*l.dest]));
+        paths.extend(self.deps.iter().flat_map(|d| [&*d.source, &*d.dest]));
         if let Some(git) = &self.git {
             paths.extend([git.common.as_path(), git.admin.as_path()]);
             paths.extend(git.keep.iter().map(PathBuf::as_path));
@@ -486,6 +501,7 @@ pub(crate) mod tests {
                 pids: "/sys/fs/cgroup/pids/codehands-S".into(),
             }),
             nested_sandbox: false,
+            deps: Vec::new(),
         }
     }
 

@@ -107,6 +107,22 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
             tools.push(dir);
         }
     }
+    // The caller's toolchains under their home, read-only, with their variables
+    // (`toolchains.rs`); the rest of the home stays out.
+    let mut toolchain_env: Vec<(String, String)> = Vec::new();
+    for caller in &homes {
+        let found = crate::toolchains::find(var("PATH").unwrap_or_default(), caller, inputs.env);
+        for path in found.read_only {
+            if !covered(&path, &system, &tools) {
+                tools.push(path);
+            }
+        }
+        for (name, value) in found.env {
+            if !toolchain_env.iter().any(|(k, _)| *k == name) {
+                toolchain_env.push((name, value));
+            }
+        }
+    }
     let mut links = Vec::new();
     for path in &inputs.needs.read_only {
         host_links(path, &system, &mut links);
@@ -192,6 +208,7 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
     for name in &inputs.needs.state_envs {
         env.push((name.clone(), path_text(&state_dir(&home, name)?)));
     }
+    env.extend(toolchain_env);
     if network
         .endpoints
         .iter()
@@ -241,9 +258,24 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
         limits: inputs.limits,
         cgroup: inputs.cgroup.clone(),
         nested_sandbox: inputs.needs.nested_sandbox,
+        deps: checkout_deps(inputs, caller_home.as_deref()),
     };
     plan.check()?;
     Ok(plan)
+}
+
+/// The person's checkout's dependency folders the worktree lacks (`deps.rs`): the checkout
+/// is the folder whose `.git` is the repository's common git folder.
+fn checkout_deps(inputs: &BoxInputs<'_>, caller_home: Option<&Path>) -> Vec<crate::plan::Mount> {
+    let Some(common) = inputs.git.as_ref().map(|g| g.common.as_path()) else {
+        return Vec::new();
+    };
+    match (common.file_name(), common.parent()) {
+        (Some(name), Some(checkout)) if name == ".git" => {
+            crate::deps::find(checkout, inputs.worktree, caller_home)
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Where the state folder the variable `name` names lives in the box: a folder of the
@@ -363,6 +395,11 @@ fn covered(path: &Path, system: &[SystemPath], tools: &[PathBuf]) -> bool {
 /// `/etc/hosts`, so the URL the agent uses (and its transcripts show) is unchanged.
 pub fn network_for_base_urls(urls: &[(&str, &str)]) -> Result<Network> {
     let mut network = Network::default();
+    // A named host on a port below 1024 (a company gateway on 443) cannot be listened on in
+    // the box (its processes have no capability, and a root caller's network namespace is
+    // not the box's user's): it goes through the allow-list proxy instead, which the agent
+    // reaches by `HTTPS_PROXY`, and the URL stays as it is.
+    let mut proxied: Vec<HostPort> = Vec::new();
     for (var, url) in urls {
         let target = base_url_target(url).ok_or_else(|| {
             Error::invalid_input(format!(
@@ -386,6 +423,12 @@ pub fn network_for_base_urls(urls: &[(&str, &str)]) -> Result<Network> {
                 )));
             }
             Err(_) if target.host == "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            Err(_) if target.port < 1024 && url.starts_with("https://") => {
+                if !proxied.contains(&target) {
+                    proxied.push(target);
+                }
+                continue;
+            }
             Err(_) => match network.hosts.iter().find(|h| h.name == target.host) {
                 Some(entry) => entry.ip,
                 None => {
@@ -404,6 +447,13 @@ pub fn network_for_base_urls(urls: &[(&str, &str)]) -> Result<Network> {
             listen: SocketAddr::new(listen_ip, target.port),
             socket: format!("provider-{n}.sock"),
             to: Destination::Direct(target),
+        });
+    }
+    if !proxied.is_empty() {
+        network.endpoints.push(Endpoint {
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), PROXY_PORT),
+            socket: "proxy.sock".into(),
+            to: Destination::Proxy(proxied),
         });
     }
     Ok(network)
@@ -497,17 +547,37 @@ mod tests {
     fn a_named_base_url_gets_a_loopback_address_in_hosts() {
         let net = network_for_base_urls(&[
             ("X_BASE_URL", "https://models.internal:8443"),
-            ("Y_BASE_URL", "https://other.internal"),
+            ("Y_BASE_URL", "http://other.internal:9000"),
             ("Z_BASE_URL", "https://models.internal:8443/v2"),
         ])
         .unwrap();
         assert_eq!(net.endpoints.len(), 2, "the same host and port once");
-        assert_eq!(net.endpoints[1].listen, "127.0.0.3:443".parse().unwrap());
+        assert_eq!(net.endpoints[1].listen, "127.0.0.3:9000".parse().unwrap());
         assert_eq!(net.endpoints[0].listen, "127.0.0.2:8443".parse().unwrap());
         assert_eq!(net.hosts[0].name, "models.internal");
         assert_eq!(
             net.endpoints[0].to,
             Destination::Direct(HostPort::parse("models.internal:8443").unwrap())
+        );
+    }
+
+    #[test]
+    fn a_named_https_base_url_on_a_privileged_port_goes_through_the_proxy() {
+        let net = network_for_base_urls(&[
+            ("X_BASE_URL", "https://gateway.example.com/v1"),
+            ("Y_BASE_URL", "https://models.internal:8443"),
+        ])
+        .unwrap();
+        assert_eq!(net.endpoints.len(), 2);
+        assert_eq!(net.endpoints[0].listen, "127.0.0.2:8443".parse().unwrap());
+        assert_eq!(net.endpoints[1].listen.port(), PROXY_PORT);
+        assert_eq!(
+            net.endpoints[1].to,
+            Destination::Proxy(vec![HostPort::parse("gateway.example.com:443").unwrap()])
+        );
+        assert!(
+            !net.hosts.iter().any(|h| h.name == "gateway.example.com"),
+            "the proxy resolves it, not the box"
         );
     }
 
