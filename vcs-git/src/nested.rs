@@ -41,7 +41,7 @@ pub(crate) fn take_out(spec: &WorktreeSpec, quarantine: &Path) -> Result<NestedG
     })?;
     let modules = registration.admin.join("modules").canonicalize().ok();
     let mut found = NestedGit::default();
-    for (rela, path) in dot_gits(&spec.path)? {
+    for (rela, path) in dot_gits(&spec.path, &mut found.failed) {
         if modules
             .as_deref()
             .is_some_and(|m| names_a_folder_inside(&path, m))
@@ -69,15 +69,33 @@ pub(crate) fn has_dot_git(path: &BStr) -> bool {
 
 /// Every `.git` below `top` (not `top/.git`, the worktree's own), as its `/`-separated path
 /// in the worktree and its path on disk. Links are never followed; a `.git` folder is not
-/// entered (it moves whole).
-fn dot_gits(top: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// entered (it moves whole). A folder that cannot be read is said in `unread` and the walk
+/// goes on: the agent must not stop the check of the rest (and of the index) by making one.
+fn dot_gits(top: &Path, unread: &mut Vec<String>) -> Vec<(String, PathBuf)> {
     let mut found = Vec::new();
     let mut folders = vec![(top.to_owned(), String::new())];
+    let mut cannot_read = |folder: &Path, e: std::io::Error| {
+        unread.push(format!(
+            "the folder {} could not be read to look for a `.git` in it ({e})",
+            folder.display()
+        ));
+    };
     while let Some((folder, rela)) = folders.pop() {
-        let entries =
-            std::fs::read_dir(&folder).map_err(|e| error::io("cannot read", &folder, &e))?;
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) => {
+                cannot_read(&folder, e);
+                continue;
+            }
+        };
         for entry in entries {
-            let entry = entry.map_err(|e| error::io("cannot read", &folder, &e))?;
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    cannot_read(&folder, e);
+                    break;
+                }
+            };
             let name = entry.file_name();
             let name_text = name.to_string_lossy();
             let child_rela = if rela.is_empty() {
@@ -92,17 +110,15 @@ fn dot_gits(top: &Path) -> Result<Vec<(String, PathBuf)>> {
                 continue;
             }
             // The entry's own type (lstat): a link to a folder is not entered.
-            let is_folder = entry
-                .file_type()
-                .map_err(|e| error::io("cannot read", &entry.path(), &e))?
-                .is_dir();
-            if is_folder {
-                folders.push((entry.path(), child_rela));
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => folders.push((entry.path(), child_rela)),
+                Ok(_) => {}
+                Err(e) => cannot_read(&entry.path(), e),
             }
         }
     }
     found.sort();
-    Ok(found)
+    found
 }
 
 /// Whether `dot_git` is a plain `.git` file of one `gitdir:` line naming a folder inside
@@ -260,6 +276,29 @@ mod tests {
         for path in ["src/git.rs", ".gitmodules", "a/.gitignore", "x.git/y"] {
             assert!(!has_dot_git(path.into()), "{path}");
         }
+    }
+
+    #[test]
+    fn the_walk_skips_the_tops_own_follows_no_link_and_says_what_it_cannot_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        std::fs::create_dir_all(top.join("a/.git")).unwrap();
+        std::fs::create_dir_all(top.join("b/c")).unwrap();
+        std::fs::write(top.join(".git"), "gitdir: elsewhere\n").unwrap();
+        std::os::unix::fs::symlink(top.join("a"), top.join("b/c/link")).unwrap();
+        let mut unread = Vec::new();
+        let found = dot_gits(top, &mut unread);
+        assert_eq!(
+            found,
+            vec![("a/.git".to_owned(), top.join("a/.git"))],
+            "the top's own .git is not one, and a link is not followed"
+        );
+        assert!(unread.is_empty(), "{unread:?}");
+        // Permissions do not stop root (the tests run as root): a folder gone is the
+        // refusal every user meets.
+        let mut unread = Vec::new();
+        assert!(dot_gits(&top.join("not-there"), &mut unread).is_empty());
+        assert_eq!(unread.len(), 1, "{unread:?}");
     }
 
     #[test]
