@@ -16,7 +16,7 @@ pub struct Allowances {
     /// (absolute: the settings' `~` is expanded when they are read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub box_read: Vec<PathBuf>,
-    /// Tool rules the agent may use without asking, in Claude Code's rule syntax
+    /// Tool rules the agent may use without asking, in the `Tool(specifier)` rule syntax
     /// (`Bash(cargo test:*)`); an agent with no such rules ignores them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_allow: Vec<String>,

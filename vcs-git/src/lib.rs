@@ -55,6 +55,14 @@
 //! - paths with spaces or non-ASCII characters: plain paths to gix; in patches they are
 //!   written as git writes them (C-quoted when needed, a tab after a name with a space).
 //!
+//! **Git inside the worktree.** A `.git` the agent made below the worktree's top, or a
+//! submodule entry (gitlink) it wrote into the worktree's index, would have the person's own
+//! `git status` there enter a git folder of the agent's making and run what its config names.
+//! After each boxed turn the runner calls [`Vcs::take_out_nested_git`] (`nested.rs`): each such
+//! `.git` is moved into the run's `quarantine/`, each gitlink the base does not have is dropped
+//! from the index. Diff and approve never take a gitlink the base does not have at that path,
+//! nor a path with a `.git` component, whatever the index says.
+//!
 //! Known limits: a path that is not UTF-8 is shown lossily in the patch and the stat (the
 //! commit keeps its bytes); an untracked folder that is itself a git repo is left out, where `git add -A`
 //! would add it as an embedded repo.
@@ -71,6 +79,7 @@ mod committed;
 mod diff;
 mod dirty;
 mod error;
+mod nested;
 mod patch;
 mod registry;
 mod repo;
@@ -221,6 +230,15 @@ impl Vcs for GitVcs {
             )
         })
         .await
+    }
+
+    async fn take_out_nested_git(
+        &self,
+        worktree: &WorktreeSpec,
+        quarantine: &Path,
+    ) -> Result<runner_contract::traits::vcs::NestedGit> {
+        let (spec, into) = (worktree.clone(), quarantine.to_owned());
+        blocking(move || nested::take_out(&spec, &into)).await
     }
 
     async fn branch_tip(&self, repo: &Path, branch: &str) -> Result<Option<String>> {

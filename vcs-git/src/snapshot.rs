@@ -12,7 +12,7 @@ use gix::objs::tree::EntryKind;
 use gix::status::index_worktree::Item as WorktreeItem;
 use runner_contract::Result;
 
-use crate::error;
+use crate::{error, nested};
 
 /// Writes the blobs and trees of everything not ignored in `repo`'s worktree into its object
 /// store (in memory when the repo was opened with object memory) and returns the root tree.
@@ -81,8 +81,13 @@ pub(crate) fn worktree_tree(
         .map_err(|e| error::gix("cannot read the base tree", &e))?;
     // First what the index holds beyond base (the agent may have staged or committed), then
     // what the working files hold beyond the index: the later edit of a path wins.
+    let base = repo
+        .find_tree(base_tree)
+        .map_err(|e| error::gix("cannot read the base tree", &e))?;
     for change in &staged {
-        apply_staged(&mut editor, change)?;
+        if !is_agents_git(&base, change)? {
+            apply_staged(&mut editor, change)?;
+        }
     }
     let mut files = FileReader::new(repo, &workdir, &index, large);
     for item in &on_disk {
@@ -92,6 +97,28 @@ pub(crate) fn worktree_tree(
         .write()
         .map(|id| id.detach())
         .map_err(|e| error::gix("cannot write the worktree's tree", &e))
+}
+
+/// Whether the index's `change` puts a git folder of the agent's into the tree, which is never
+/// taken (`nested.rs`): a path with a `.git` component (git refuses one, but the index is the
+/// agent's to write as bytes), or a gitlink where the base has none (a submodule the agent
+/// made up; it writes no object, and checking it out would have git enter the agent's
+/// `.git`). The path keeps what the base has there.
+fn is_agents_git(base: &gix::Tree<'_>, change: &gix::diff::index::Change) -> Result<bool> {
+    let Some((path, _, mode, _)) = change.rhs_fields() else {
+        return Ok(false);
+    };
+    if nested::has_dot_git(path) {
+        return Ok(true);
+    }
+    if !mode.to_tree_entry_mode().is_some_and(|m| m.is_commit()) {
+        return Ok(false);
+    }
+    let in_base = base
+        .lookup_entry(path.split_str("/"))
+        .map_err(|e| error::gix("cannot read the base tree", &e))?
+        .is_some_and(|e| e.mode().is_commit());
+    Ok(!in_base)
 }
 
 fn apply_staged(
@@ -141,6 +168,7 @@ fn apply_on_disk(
             }
             EntryStatus::Change(Change::SubmoduleModification(_)) => {}
             _ if entry.mode == gix::index::entry::Mode::COMMIT => {}
+            _ if nested::has_dot_git(rela_path.as_bstr()) => {}
             _ => match files.read(rela_path.as_bstr())? {
                 Some((kind, id)) => {
                     editor
@@ -157,6 +185,7 @@ fn apply_on_disk(
             let is_file = matches!(entry.disk_kind, Some(Kind::File | Kind::Symlink));
             if entry.status == Status::Untracked
                 && is_file
+                && !nested::has_dot_git(entry.rela_path.as_bstr())
                 && let Some((kind, id)) = files.read(entry.rela_path.as_bstr())?
             {
                 editor

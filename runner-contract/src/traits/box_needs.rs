@@ -25,7 +25,7 @@ pub struct BoxNeeds {
     /// with the rest of that home), so the agent writes nothing outside its run and no
     /// session sees another's state.
     pub state_envs: Vec<String>,
-    /// The agent runs its own sandbox inside the box (Codex runs each command through its
+    /// The agent runs its own sandbox inside the box (an agent that runs each command through its
     /// own bubblewrap), which needs new user namespaces and mounts: the box's system call
     /// filter allows those for it, and still refuses the rest of its list (ptrace,
     /// `process_vm_*`, io_uring, the key rings, bpf, perf, userfaultfd). Its `/proc` stays

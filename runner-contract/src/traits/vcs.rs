@@ -48,6 +48,35 @@ pub struct ToolWorktree {
     pub branch: Option<String>,
 }
 
+/// What [`Vcs::take_out_nested_git`] took out of a worktree after a turn: every way the
+/// agent left for the person's own `git` to read a git folder of the agent's making (and run
+/// the programs its config names) in that worktree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NestedGit {
+    /// Each `.git` (file, folder or link) moved out: its path in the worktree, and where it is
+    /// now (under the run's `quarantine/`, for the person to look at).
+    pub moved: Vec<(String, PathBuf)>,
+    /// Each `.git` that could not be moved (the run's folder is on another disk) and was
+    /// removed instead, by its path in the worktree.
+    pub removed: Vec<String>,
+    /// Each submodule entry (gitlink) dropped from the worktree's index, by path: one the base
+    /// commit does not have, which the agent wrote.
+    pub gitlinks: Vec<String>,
+    /// What could not be done, in words: each is a way left open, so the person must not run
+    /// git in the worktree.
+    pub failed: Vec<String>,
+}
+
+impl NestedGit {
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.moved.is_empty()
+            && self.removed.is_empty()
+            && self.gitlinks.is_empty()
+            && self.failed.is_empty()
+    }
+}
+
 /// Version control for codehands: every method leaves the person's checkout
 /// (HEAD, current branch, index, working files) exactly as it was.
 #[async_trait]
@@ -146,5 +175,20 @@ pub trait Vcs: Send + Sync {
     async fn git_dirs(&self, worktree: &WorktreeSpec) -> Result<Option<crate::GitDirs>> {
         let _ = worktree;
         Ok(None)
+    }
+
+    /// After a turn of an agent in a box: moves every `.git` below the worktree's top that is
+    /// not a submodule's link into the repository's own git folder into `quarantine` (at the
+    /// same relative path), and drops from the worktree's index the submodule entries the
+    /// base commit does not have; the person's next `git status` in the worktree would
+    /// otherwise read that git folder's config and hooks and run what they name. Nothing by
+    /// default, for a VCS that has no such thing.
+    async fn take_out_nested_git(
+        &self,
+        worktree: &WorktreeSpec,
+        quarantine: &Path,
+    ) -> Result<NestedGit> {
+        let _ = (worktree, quarantine);
+        Ok(NestedGit::default())
     }
 }

@@ -21,6 +21,7 @@ mod hidden;
 mod inbox;
 mod journal;
 mod log;
+mod nested_git;
 mod notes;
 mod preflight;
 mod recover;

@@ -933,6 +933,13 @@ impl Supervisor {
             self.took_over_ending = true;
             self.skip = 0;
         }
+        // Before the turn is said to be over: no `.git` of the agent's is left for the
+        // person's git to enter (`nested_git.rs`).
+        let turn = self.plan.turn;
+        let nested = super::nested_git::take_out(&self.shared, &self.record, &self.files, turn);
+        if let Some(text) = nested.await {
+            self.note(text);
+        }
         if interruption.is_none() && self.full.is_none() && held.is_none() {
             // An agent whose own writes failed for a full disk (its edits, its output) may
             // die without a result: the disk is the reason then, not the agent.
