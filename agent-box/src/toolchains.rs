@@ -37,6 +37,18 @@ impl Toolchains {
 /// The toolchains of the PATH folders that lie under `home`, with the caller's `env` (for
 /// the roots a toolchain's variable names: `CARGO_HOME`, `RUSTUP_HOME`, `PYENV_ROOT` …).
 pub fn find(path_var: &str, home: &Path, env: &[(String, String)]) -> Toolchains {
+    let mut found = find_each(path_var, home, env);
+    let mut seen = Vec::new();
+    found.found.retain(|line| {
+        let first = !seen.contains(line);
+        seen.push(line.clone());
+        first
+    });
+    found
+}
+
+/// [`find`], a line per PATH folder (a folder named twice says so twice).
+fn find_each(path_var: &str, home: &Path, env: &[(String, String)]) -> Toolchains {
     let var = |name: &str| {
         env.iter()
             .find(|(k, v)| k == name && !v.is_empty())
@@ -73,7 +85,10 @@ pub fn find(path_var: &str, home: &Path, env: &[(String, String)]) -> Toolchains
                     .found
                     .push(format!("rustup: {}", rustup_home.display()));
             }
-            found.found.push(format!("cargo: {}", cargo_home.display()));
+            found.found.push(format!(
+                "cargo: {} (bin, registry, git, config; never credentials)",
+                cargo_home.display()
+            ));
         } else if dir.starts_with(&pyenv_root) {
             // Its shims run `pyenv exec`, which needs the whole root (versions, libexec).
             found.bind(pyenv_root.clone());

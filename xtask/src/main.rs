@@ -6,6 +6,7 @@
 mod agents;
 mod bench_attempts;
 mod bench_check;
+mod bench_deps;
 mod bench_events;
 mod bench_git;
 mod bench_many;
@@ -42,6 +43,7 @@ tasks:
   bench git [--rounds N]  GitVcs against the git program on a 20,000-file repo
   bench run [--rounds N] `codehands run` with the real Claude Code against the bare `claude -p`
   bench many [--rounds N] 64 fake runs started together on one repo against 64 one by one
+  bench deps [--rounds N] a boxed fake run with a 200 MB node_modules against one without
   bench attempts [--rounds N] a task of 4 fake attempts against a task of one (wall, memory)
   bench events [--rounds N] events/s and latency through `codehands run --json`, the supervisor's memory
   bench scale [--rounds N] 16 fake runs through a one-node Docker Swarm against 16 with --engine local
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
             bench_events::run(&rest[1..])
         }
         "bench" if rest.first().map(String::as_str) == Some("many") => bench_many::run(&rest[1..]),
+        "bench" if rest.first().map(String::as_str) == Some("deps") => bench_deps::run(&rest[1..]),
         "bench" if rest.first().map(String::as_str) == Some("check") => {
             bench_check::run(&rest[1..])
         }

@@ -59,11 +59,41 @@ pub fn findings(setup: &codehands::Setup, registry: &AgentRegistry, site: &Site)
             note: works.as_ref().err().cloned(),
         },
     }];
+    out.push(toolchains(setup, path));
     if let (Ok(()), Some(helper)) = (&works, &helper) {
         out.extend(codex_sandbox(registry, helper, &scratch, path, site));
     }
     let _ = std::fs::remove_dir(&scratch);
     out
+}
+
+/// What of the caller's home the box brings in for their toolchains (README.md, "The
+/// agent's box"): each one found on their PATH, or none.
+fn toolchains(setup: &codehands::Setup, path: Option<&str>) -> Finding {
+    let env = &setup.settings.caller_env;
+    let home = env
+        .iter()
+        .find(|(k, v)| k == "HOME" && !v.is_empty())
+        .map(|(_, v)| Path::new(v));
+    let found = home
+        .map(|home| agent_box::toolchains::find(path.unwrap_or_default(), home, env).found)
+        .unwrap_or_default();
+    Finding {
+        name: "box toolchains".into(),
+        program: "(your PATH under your home)".into(),
+        location: Some(if found.is_empty() {
+            "none: nothing of your home comes into the box for a toolchain".into()
+        } else {
+            format!("read-only in the box: {}", found.join("; "))
+        }),
+        probe: Probe {
+            found: true,
+            version: Some(found.len().to_string()),
+            tested_version: None,
+            tested: true,
+            note: None,
+        },
+    }
 }
 
 /// Codex's own sandbox, run once inside a box: it must run a command in the worktree and
