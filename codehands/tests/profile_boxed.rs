@@ -1,7 +1,8 @@
 //! A profile agent in its box, by default: an interpreter and a script of the caller's home
 //! run and read nothing else of that home; and every program codehands asks something of
 //! outside the box (the version probe of a session, `agents`, `doctor`) sees none of the
-//! caller's secrets and runs in a folder of its own, while `report` runs nothing.
+//! caller's secrets and runs in a folder of its own, while `report` runs nothing; as root
+//! and as an unprivileged test user.
 
 mod support;
 
@@ -378,4 +379,113 @@ fn every_version_call_sees_no_secret_of_the_caller_and_runs_in_a_folder_of_its_o
         "report ran the agent's program: {}",
         std::fs::read_to_string(&seer.seen).unwrap_or_default()
     );
+}
+
+/// The unprivileged user the tests make (once), as the box's hostile suite does: its uid
+/// and gid.
+fn test_user() -> (u32, u32) {
+    const NAME: &str = "codehands-hostile";
+    let find = || nix::unistd::User::from_name(NAME).ok().flatten();
+    if find().is_none() {
+        let status = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                NAME,
+            ])
+            .status()
+            .unwrap();
+        // Another test binary may have made it meanwhile (exit code 9: it exists).
+        assert!(
+            status.success() || status.code() == Some(9),
+            "useradd {NAME}: {status}"
+        );
+    }
+    let user = find().unwrap();
+    (user.uid.as_raw(), user.gid.as_raw())
+}
+
+#[test]
+fn as_an_unprivileged_user_the_version_call_sees_no_secret_either() {
+    if !box_support() {
+        return;
+    }
+    if !nix::unistd::geteuid().is_root() {
+        // The test above already runs as this unprivileged caller.
+        eprintln!("not root: the test above is this caller's");
+        return;
+    }
+    let (uid, gid) = test_user();
+    let seer = Seer::new();
+    let world = &seer.world;
+    // The world becomes the user's, and the folders above it let them through, as a home's
+    // would (the target folder may be closed to others).
+    let chown = Command::new("chown")
+        .arg("-R")
+        .arg(format!("{uid}:{gid}"))
+        .arg(world.dir.path())
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let as_user = |args: &[&str]| {
+        let mut command = Command::new("setpriv");
+        command
+            .arg(format!("--reuid={uid}"))
+            .arg(format!("--regid={gid}"))
+            .arg("--clear-groups")
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_codehands"))
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &world.agent_home)
+            .env("CODEHANDS_HOME", world.home.root())
+            .env("NO_COLOR", "1")
+            .envs(SECRETS.iter().copied())
+            .current_dir(&world.repo);
+        support::run(&mut command)
+    };
+    let reachable = as_user(&["--version"]);
+    if !reachable.status.success() {
+        runner_core::testkit::skip(&format!(
+            "the test user cannot run this build's codehands (a folder above it is closed): {}",
+            support::text(&reachable.stderr)
+        ));
+        return;
+    }
+    let out = as_user(&["agents", "--json", "--agent-file", &seer.profile]);
+    assert!(out.status.success(), "{out:?}");
+    let (cwd, home, names) = seer.take_seen();
+    seer.assert_no_secret("agents, as the user", &names);
+    seer.assert_neutral("agents, as the user", &cwd);
+    assert_eq!(Path::new(&home), world.agent_home);
+
+    let run = as_user(&[
+        "run",
+        ".",
+        "Look.",
+        "--agent-file",
+        &seer.profile,
+        "--agent",
+        "seer",
+        "--json",
+    ]);
+    let events = support::json_lines(&run);
+    assert!(
+        events.iter().any(|e| e["type"] == "approval.requested"),
+        "{events:?}\n{}",
+        support::text(&run.stderr)
+    );
+    let id: runner_core::SessionId = events[0]["sessionId"].as_str().unwrap().parse().unwrap();
+    let recorded = world.home.run_dir(&id).join("agent-version.json");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !recorded.exists() {
+        assert!(Instant::now() < deadline, "the version was never recorded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (cwd, _, names) = seer.take_seen();
+    seer.assert_no_secret("the session's probe, as the user", &names);
+    seer.assert_neutral("the session's probe, as the user", &cwd);
 }
