@@ -200,7 +200,8 @@ fn a_program_the_box_hides_is_said_and_the_settings_bring_it_in() {
     assert_eq!(payload["found"], bin.join("mytool").display().to_string());
     assert_eq!(
         payload["folder"],
-        world.agent_home.join(".local").display().to_string()
+        bin.display().to_string(),
+        "~/.local holds the keyrings: its bin folder is named"
     );
     let human = support::text(&run(false).stdout);
     assert!(

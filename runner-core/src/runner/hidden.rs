@@ -19,10 +19,12 @@ const NOT_FOUND: &[(&str, &str)] = &[
 ];
 
 /// The `box.hidden` warning `finished` calls for: its command could not find a program
-/// (exit 127, or a shell's "not found") that `caller_path` has.
+/// (exit 127, or a shell's "not found") that `caller_path` has; `home` is the caller's, whose
+/// secret places a suggested folder never holds.
 pub(super) fn hidden_program(
     finished: &CommandFinished,
     caller_path: Option<&str>,
+    home: Option<&Path>,
 ) -> Option<BoxHidden> {
     let missing = finished.exit_code == Some(127)
         || finished.output.contains("not found")
@@ -35,7 +37,7 @@ pub(super) fn hidden_program(
     Some(BoxHidden {
         command: finished.command.clone(),
         program,
-        folder: folder_for(&found).display().to_string(),
+        folder: folder_for(&found, home).display().to_string(),
         found: found.display().to_string(),
     })
 }
@@ -72,11 +74,21 @@ fn find_on(name: &str, path: &str) -> Option<PathBuf> {
         })
 }
 
-/// The folder that brings `program` in: the one above its `bin/`, else its own folder.
-fn folder_for(program: &Path) -> PathBuf {
+/// The folder that brings `program` in: the one above its `bin/` (its install), unless that
+/// holds a secret place of `home` (`~/.local` holds the keyrings) or is the home; else its
+/// own folder.
+fn folder_for(program: &Path, home: Option<&Path>) -> PathBuf {
     let dir = program.parent().unwrap_or(program);
     match (dir.file_name(), dir.parent()) {
-        (Some(bin), Some(above)) if bin == "bin" && above != Path::new("/") => above.to_owned(),
+        (Some(bin), Some(above))
+            if bin == "bin"
+                && above != Path::new("/")
+                && home.is_none_or(|h| {
+                    above != h && crate::secret_places::secret_in(h, above).is_none()
+                }) =>
+        {
+            above.to_owned()
+        }
         _ => dir.to_owned(),
     }
 }
@@ -131,6 +143,7 @@ mod tests {
         let hidden = hidden_program(
             &finished("bash: line 1: cargo: command not found\n", 127),
             Some(&path),
+            None,
         )
         .unwrap();
         assert_eq!(hidden.program, "cargo");
@@ -140,14 +153,37 @@ mod tests {
             dir.path().join(".cargo").display().to_string()
         );
         assert_eq!(
-            hidden_program(&finished("sh: 1: nothere: not found", 127), Some(&path)),
+            hidden_program(
+                &finished("sh: 1: nothere: not found", 127),
+                Some(&path),
+                None
+            ),
             None,
             "a program the caller lacks too is no box's doing"
         );
         assert_eq!(
-            hidden_program(&finished("2 failed", 1), Some(&path)),
+            hidden_program(&finished("2 failed", 1), Some(&path), None),
             None,
             "a failing test is no missing program"
+        );
+    }
+
+    #[test]
+    fn a_folder_holding_a_secret_place_is_never_suggested() {
+        let home = Path::new("/home/me");
+        assert_eq!(
+            folder_for(Path::new("/home/me/.local/bin/tool"), Some(home)),
+            Path::new("/home/me/.local/bin"),
+            "~/.local holds the keyrings"
+        );
+        assert_eq!(
+            folder_for(Path::new("/home/me/sdk/go/bin/go"), Some(home)),
+            Path::new("/home/me/sdk/go")
+        );
+        assert_eq!(
+            folder_for(Path::new("/home/me/bin/tool"), Some(home)),
+            Path::new("/home/me/bin"),
+            "never the whole home"
         );
     }
 }

@@ -1270,7 +1270,14 @@ impl Supervisor {
             .iter()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.as_str());
-        super::hidden::hidden_program(finished, path)
+        let home = self
+            .shared
+            .settings
+            .caller_env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| std::path::Path::new(v.as_str()));
+        super::hidden::hidden_program(finished, path, home)
     }
 
     fn note(&mut self, text: String) {
