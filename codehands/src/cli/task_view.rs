@@ -59,6 +59,20 @@ pub fn table(report: &TaskReport, colour: bool) -> String {
                 .collect();
             out.push_str(&format!("  {}: {}\n", attempt.attempt, files.join(", ")));
         }
+        if attempt.refused > 0 {
+            // A refused tool use may be why an attempt ran no test: say so beside it.
+            out.push_str(&paint(
+                colour,
+                "33",
+                &format!(
+                    "  {}: its agent was refused {} tool use(s): `codehands report {}` lists them \
+                     with the setting that allows each\n",
+                    attempt.attempt,
+                    attempt.refused,
+                    attempt.session_id.short()
+                ),
+            ));
+        }
         if let Some(failure) = &attempt.failure {
             out.push_str(&format!(
                 "  {} failed: {}\n",

@@ -148,11 +148,16 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
                 format!("started ({model})")
             }
         }
-        EventBody::Message(m) if m.denied => format!(
-            "denied {}: {}",
-            m.tool.as_deref().unwrap_or("a tool"),
-            flat(&m.text)
-        ),
+        // A refusal is said whole: what was refused and the setting that allows it
+        // (agent-claude writes both into the text; ARCHITECTURE.md, "agent-claude").
+        EventBody::Message(m) if m.denied => {
+            let text = present::one_line(&m.text, DENIED_LINE);
+            match m.tool.as_deref() {
+                Some(tool) if !text.contains(tool) => format!("denied {tool}: {text}"),
+                None => format!("denied a tool: {text}"),
+                Some(_) => format!("denied: {text}"),
+            }
+        }
         // The person's own text as the agent took it in (the prompt, a follow-up, a steer).
         EventBody::Message(m) if m.role == runner_core::event::MessageRole::User => {
             format!("you: {}", flat(&m.text))
@@ -302,6 +307,10 @@ pub fn stat_table(stat: &DiffStat) -> String {
     out.push_str(&format!(" {}", stat_line(stat)));
     out
 }
+
+/// The most characters of a refusal's line: the command (cut to 120 by the agent's
+/// parser), the setting that would allow it and the agent's reason.
+const DENIED_LINE: usize = 480;
 
 /// The agent's text on one line, cut to what a line of the view holds; [`describe`] makes
 /// it visible.
