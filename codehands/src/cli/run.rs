@@ -135,10 +135,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     // Each step's span is timed by `CODEHANDS_TIMING` (codehands::timing).
     let step = tracing::trace_span!("run.setup");
     let permissions = permissions_of(&args);
+    let prompt = args.prompt_or_default();
     let agent = args.agent;
     let runner = super::runner_for(&agent)?;
     let id = args.session_id.unwrap_or_else(SessionId::new_random);
-    let prompt = args.prompt_or_default();
     let mut options = StartOptions::new(id, args.repo, prompt, agent);
     options.model = args.model;
     options.budget_usd = args.budget_usd;
@@ -451,4 +451,45 @@ async fn watch(
     }
     view.clear_spinner();
     Ok(Some(last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_prompt_names_the_repos_own_test_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = |file: &str, text: &str| {
+            let repo = dir.path().join(file.replace('.', "-"));
+            std::fs::create_dir_all(&repo).unwrap();
+            std::fs::write(repo.join(file), text).unwrap();
+            repo
+        };
+        let cases = [
+            (
+                repo("Cargo.toml", "[package]\nname = \"a\"\n"),
+                "`cargo test`",
+            ),
+            (repo("go.mod", "module a\n"), "`go test ./...`"),
+            (
+                repo("package.json", "{\"scripts\":{\"test\":\"node --test\"}}"),
+                "`npm test`",
+            ),
+            (
+                repo("pyproject.toml", "[tool.pytest.ini_options]\n"),
+                "`python -m pytest`",
+            ),
+        ];
+        for (repo, command) in cases {
+            let prompt = default_prompt(&repo);
+            assert!(prompt.contains(command), "{}: {prompt}", repo.display());
+        }
+        let empty = dir.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        assert_eq!(
+            default_prompt(&empty),
+            "Fix the failing test. Run the repo's tests to check."
+        );
+    }
 }
