@@ -367,6 +367,32 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_is_one_whole_line_with_the_setting_that_allows_it() {
+        let text = format!(
+            "Claude Code was refused Bash: {}(no approval surface) — to allow it, add [agent] \
+             allow = [\"Bash(curl:*)\"] to $CODEHANDS_HOME/config.toml or the repo's committed \
+             .codehands.toml",
+            "curl -s x ".repeat(12)
+        );
+        assert!(text.chars().count() > 160);
+        let (kind, line) = describe(&EventBody::Message(Message {
+            text,
+            denied: true,
+            tool: Some("Bash".into()),
+            ..Message::default()
+        }));
+        assert_eq!(kind, "message");
+        assert!(
+            line.starts_with("denied: Claude Code was refused Bash: curl -s x"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("or the repo's committed .codehands.toml"),
+            "{line}"
+        );
+    }
+
+    #[test]
     fn control_and_bidi_characters_are_shown_not_sent() {
         let body = EventBody::Message(Message {
             text: "a\u{1b}]0;t\u{7}\u{1b}[2J\u{9b}1m\u{202e}b\u{7f}".into(),
