@@ -3,7 +3,9 @@
 //! - boxed, any command runs: `git status`, `ls -la`, the test command with arguments
 //!   (`npm test -- --test-reporter=tap`) and `node -e …`, each with its exit code in the
 //!   events, while an `[agent] deny` rule of the person's config still refuses `curl` and
-//!   says which rule;
+//!   says which rule; on a Rust crate whose toolchain `[box] read` brings in,
+//!   `RUSTUP_HOME=… cargo test --offline` and `RUSTUP_HOME=… cargo test two` run and pass
+//!   (the box's HOME is its own, so rustup is told where its home is);
 //! - unboxed (`--isolation none`), the test command runs with its arguments, `curl` is
 //!   refused and the live view names the setting that allows it, an `[agent] allow` entry of
 //!   the repo's `.codehands.toml` at HEAD works (`node -e …`), and an entry the agent writes
@@ -177,6 +179,83 @@ async fn boxed_claude_code_runs_what_a_developer_runs_and_a_deny_rule_still_refu
             && refused[0].contains("[agent] deny = [\"Bash(curl:*)\"] refuses it"),
         "{refused:?}"
     );
+}
+
+/// The rustup install the tests' own cargo runs from: its cargo home (`~/.cargo`) and rustup
+/// home (`~/.rustup`), or `None` for a toolchain installed another way.
+fn rustup_homes() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let home = std::path::PathBuf::from(std::env::var_os("HOME")?);
+    let cargo = std::env::var_os("CARGO_HOME").map_or_else(|| home.join(".cargo"), Into::into);
+    let rustup = std::env::var_os("RUSTUP_HOME").map_or_else(|| home.join(".rustup"), Into::into);
+    (cargo.join("bin/cargo").exists() && rustup.join("toolchains").is_dir())
+        .then_some((cargo, rustup))
+}
+
+#[tokio::test]
+async fn boxed_claude_code_runs_cargo_test_with_its_arguments_once_the_settings_read_the_toolchain_in()
+ {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let Some((cargo_home, rustup_home)) = rustup_homes() else {
+        return runner_core::testkit::skip("no rustup install under CARGO_HOME/RUSTUP_HOME");
+    };
+    let world = World::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"two\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "#[test]\nfn two() {\n    assert_eq!(1 + 1, 2);\n}\n",
+        ),
+        (".gitignore", "/target\n"),
+    ]);
+    std::fs::create_dir_all(world.home.root()).unwrap();
+    std::fs::write(
+        world.home.root().join("config.toml"),
+        format!(
+            "[box]\nread = [{:?}, {:?}]\n",
+            cargo_home.display().to_string(),
+            rustup_home.display().to_string()
+        ),
+    )
+    .unwrap();
+    // The box's HOME is its own, so rustup is told where its home is (the variable, not a
+    // rule: the box allows any command).
+    let rustup = format!("RUSTUP_HOME={}", rustup_home.display());
+    let offline = format!("{rustup} cargo test --offline");
+    let one = format!("{rustup} cargo test two");
+    let server = ModelServer::start(Script::new([
+        bash("toolu_cargo_1", &offline),
+        bash("toolu_cargo_2", &one),
+        Turn::text("Both ran."),
+    ]))
+    .await
+    .unwrap();
+    let runner = runner_with_settings(&world, &claude, &server);
+    let id = SessionId::new_random();
+    let options = StartOptions::new(
+        id,
+        &world.repo,
+        "Run the tests",
+        AgentName::parse("claude-code").unwrap(),
+    );
+    let events = suite::collect(runner.start(options).await.unwrap()).await;
+    let ran = exits(&events);
+    assert!(refusals(&events).is_empty(), "{:?}", refusals(&events));
+    for command in [&offline, &one] {
+        assert!(
+            ran.contains(&(command.clone(), Some(0))),
+            "{command} not in {ran:?}: {}",
+            support::tool_results(&server).join("\n")
+        );
+    }
+    let passed = events
+        .iter()
+        .filter(|e| matches!(&e.body, EventBody::TestResult(t) if t.passed))
+        .count();
+    assert_eq!(passed, 2, "both are test runs that passed");
 }
 
 // Multi-threaded: the command line blocks a thread while the model server answers.
