@@ -7,14 +7,7 @@ use runner_contract::{
     AgentRequest, Error, Invocation, PermissionMode, Result, SessionId, StdinClose,
 };
 
-use crate::input;
-
-/// The tools every run may use without asking. Bash is added only for the repo's
-/// test command, so any other command is refused and reported as denied.
-const ALLOWED_TOOLS: [&str; 5] = ["Read", "Edit", "Write", "Glob", "Grep"];
-
-/// The allow list of a read-only turn (`AgentRequest::read_only`): reading tools only.
-const READ_ONLY_TOOLS: [&str; 3] = ["Read", "Glob", "Grep"];
+use crate::{input, rules};
 
 /// Flags codehands sets itself (the stream-json format flags and the safety flags
 /// ARCHITECTURE.md's "Security" lists), or that would widen what the agent may do or take the run out of the
@@ -38,6 +31,8 @@ const OWNED_FLAGS: &[&str] = &[
     "--permission-prompt-tool",
     "--allowedTools",
     "--allowed-tools",
+    "--disallowedTools",
+    "--disallowed-tools",
     "--max-budget-usd",
     "--strict-mcp-config",
     "--mcp-config",
@@ -150,11 +145,13 @@ pub(crate) fn build(
             args.push(request.session_id.to_string().into());
         }
     }
+    // Boxed, any command; unboxed, the test command and the settings' rules (rules.rs).
     args.push("--allowedTools".into());
-    if request.read_only {
-        args.push(READ_ONLY_TOOLS.join(",").into());
-    } else {
-        args.push(allowed_tools(request.test_command.as_deref())?.into());
+    args.push(rules::allowed(request)?.join(",").into());
+    let denied = rules::denied(request)?;
+    if !denied.is_empty() {
+        args.push("--disallowedTools".into());
+        args.push(denied.join(",").into());
     }
     // `--flag=value` keeps a value that starts with `-` from being read as a flag.
     args.push(format!("--max-budget-usd={}", budget).into());
@@ -215,26 +212,4 @@ pub(crate) fn build(
         stdin,
         close_stdin: StdinClose::Conversation,
     })
-}
-
-/// The allow list: the file tools, and Bash for exactly the repo's test command.
-fn allowed_tools(test_command: Option<&str>) -> Result<String> {
-    let mut tools = ALLOWED_TOOLS.join(",");
-    if let Some(command) = test_command.map(str::trim).filter(|c| !c.is_empty()) {
-        // Parentheses, commas and line breaks would let the command end the rule early
-        // and smuggle in another one.
-        if command
-            .chars()
-            .any(|c| matches!(c, '(' | ')' | ',') || c.is_control())
-        {
-            return Err(Error::invalid_input(format!(
-                "the test command {command:?} has a parenthesis, comma or control character, \
-                 which cannot go into Claude Code's allow list: use a plain command like \"npm test\""
-            )));
-        }
-        tools.push_str(",Bash(");
-        tools.push_str(command);
-        tools.push(')');
-    }
-    Ok(tools)
 }

@@ -9,6 +9,7 @@
 mod args;
 mod input;
 mod parse;
+mod rules;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -161,6 +162,13 @@ impl Agent for ClaudeCode {
 
     fn parser(&self) -> Box<dyn AgentParser> {
         Box::new(parse::ClaudeParser::default())
+    }
+
+    /// Knows the turn's deny rules, to say which one refused a tool.
+    fn parser_for(&self, request: &AgentRequest) -> Box<dyn AgentParser> {
+        Box::new(parse::ClaudeParser::with_deny_rules(
+            request.tools.deny.clone(),
+        ))
     }
 
     fn input_line(&self, input: &runner_contract::AgentInput) -> Result<String> {

@@ -24,6 +24,7 @@ fn request() -> AgentRequest {
             ("ANTHROPIC_API_KEY".into(), "sk-secret".into()),
         ],
         read_only: false,
+        tools: Default::default(),
     }
 }
 
@@ -248,6 +249,27 @@ fn bad_requests_are_refused_with_what_to_do() {
             },
         ),
         (
+            "[agent] allow rule",
+            AgentRequest {
+                tools: runner_core::ToolPolicy {
+                    boxed: true,
+                    allow: vec!["Bash(ls),Bash(curl:*)".into()],
+                    deny: Vec::new(),
+                },
+                ..request()
+            },
+        ),
+        (
+            "[agent] deny rule",
+            AgentRequest {
+                tools: runner_core::ToolPolicy {
+                    deny: vec!["Bash(curl:*".into()],
+                    ..Default::default()
+                },
+                ..request()
+            },
+        ),
+        (
             "model",
             AgentRequest {
                 permissions: Default::default(),
@@ -337,4 +359,76 @@ fn a_read_only_request_runs_in_plan_mode_with_the_reading_tools_alone() {
     let args = args_of(&agent, &request());
     let at = args.iter().position(|a| a == "--permission-mode").unwrap();
     assert_eq!(args[at + 1], "acceptEdits");
+}
+
+/// The value after `flag` in `args`, if the flag is there.
+fn value_after(args: &[String], flag: &str) -> Option<String> {
+    let at = args.iter().position(|a| a == flag)?;
+    args.get(at + 1).cloned()
+}
+
+#[test]
+fn a_boxed_turn_may_run_any_command_and_keeps_the_deny_rules() {
+    let agent = ClaudeCode::with_program("/opt/claude");
+    let boxed = AgentRequest {
+        tools: runner_core::ToolPolicy {
+            boxed: true,
+            allow: vec!["WebFetch".into(), "Bash".into()],
+            deny: vec!["Bash(curl:*)".into(), "WebSearch".into()],
+        },
+        ..request()
+    };
+    let args = args_of(&agent, &boxed);
+    assert_eq!(
+        value_after(&args, "--allowedTools").as_deref(),
+        Some("Read,Edit,Write,Glob,Grep,Bash,WebFetch"),
+        "the box is the boundary: any command, no test-command rule, each rule once"
+    );
+    assert_eq!(
+        value_after(&args, "--disallowedTools").as_deref(),
+        Some("Bash(curl:*),WebSearch")
+    );
+    assert_eq!(
+        value_after(&args, "--permission-mode").as_deref(),
+        Some("acceptEdits")
+    );
+    for arg in &args {
+        assert_eq!(runner_contract::bypass::find(arg), None, "{arg}");
+    }
+}
+
+#[test]
+fn an_unboxed_turn_may_run_the_test_command_with_its_arguments_and_the_settings_rules() {
+    let agent = ClaudeCode::with_program("/opt/claude");
+    let unboxed = AgentRequest {
+        test_command: Some("cargo test".into()),
+        tools: runner_core::ToolPolicy {
+            boxed: false,
+            allow: vec!["Bash(make lint:*)".into()],
+            deny: Vec::new(),
+        },
+        ..request()
+    };
+    let args = args_of(&agent, &unboxed);
+    assert_eq!(
+        value_after(&args, "--allowedTools").as_deref(),
+        Some("Read,Edit,Write,Glob,Grep,Bash(cargo test:*),Bash(make lint:*)")
+    );
+    assert!(!args.iter().any(|a| a == "--disallowedTools"), "{args:?}");
+    // A read-only turn keeps to the reading tools whatever the settings allow.
+    let read_only = AgentRequest {
+        read_only: true,
+        ..unboxed
+    };
+    assert_eq!(
+        value_after(&args_of(&agent, &read_only), "--allowedTools").as_deref(),
+        Some("Read,Glob,Grep")
+    );
+}
+
+#[test]
+fn a_caller_cannot_pass_its_own_deny_list() {
+    let refused = ClaudeCode::with_program("claude").with_args(["--disallowedTools", "Read"]);
+    let message = expect_error(refused, ErrorKind::InvalidInput, "--disallowedTools");
+    assert!(message.contains("conflicts"), "{message}");
 }

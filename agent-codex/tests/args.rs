@@ -26,6 +26,7 @@ fn request() -> AgentRequest {
             ("OPENAI_API_KEY".into(), "sk-test".into()),
         ],
         read_only: false,
+        tools: Default::default(),
     }
 }
 

@@ -145,6 +145,7 @@ impl<'a> Harness<'a> {
             resume: None,
             provider_env: (self.provider_env)(&server),
             read_only: false,
+            tools: Default::default(),
         };
         if !scenario.answers.is_empty() {
             request.permissions = runner_core::options::PermissionMode::Ask;

@@ -313,6 +313,9 @@ impl From<RequestWire> for AgentRequest {
             provider_env: wire.provider_env,
             permissions: wire.permissions,
             read_only: wire.read_only,
+            // The ABI carries no tool policy: only Claude Code's adapter reads it, and a
+            // plugin's agent keeps its own (ARCHITECTURE.md, "agent-claude").
+            tools: runner_contract::ToolPolicy::default(),
         }
     }
 }
@@ -414,6 +417,7 @@ mod tests {
             }),
             provider_env: vec![("OPENAI_BASE_URL".into(), "http://127.0.0.1:1".into())],
             read_only: true,
+            tools: Default::default(),
         }
     }
 

@@ -240,6 +240,21 @@ pub fn uncommitted_files(repo: &std::path::Path) -> Result<Option<usize>> {
     }
 }
 
+/// The test command of the repo at `repo`, read from its files as the repo memory's
+/// profile reads them (`cargo test` for Cargo.toml, `python -m pytest`, `go test ./...`,
+/// `npm test` …); `None` when it has none, or the build has no repo memory (`memory-fs`).
+pub fn repo_test_command(repo: &std::path::Path) -> Option<String> {
+    #[cfg(feature = "memory-fs")]
+    {
+        memory_fs::detect_repo_profile(repo).test_command
+    }
+    #[cfg(not(feature = "memory-fs"))]
+    {
+        let _ = repo;
+        None
+    }
+}
+
 /// Writes the demo's files (a date formatter with a failing test) into `dir` and returns
 /// the prompt the fake agent's recording answers (feature `fake`).
 pub fn write_demo_repo(dir: &std::path::Path) -> Result<&'static str> {

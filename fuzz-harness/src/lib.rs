@@ -120,6 +120,7 @@ fn acp_parser() -> Box<dyn AgentParser> {
         permissions: Default::default(),
         provider_env: Vec::new(),
         read_only: false,
+        tools: Default::default(),
     };
     agent.parser_for(&request)
 }

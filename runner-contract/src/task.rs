@@ -299,6 +299,14 @@ pub struct AttemptReport {
     /// Why it failed, for a failed attempt.
     #[serde(default)]
     pub failure: Option<String>,
+    /// How many tool uses its agent was refused (each a `message` with `denied: true`, or a
+    /// permission request not allowed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A task's attempts side by side: `codehands task ID --json` and `LocalRunner::task_report`.

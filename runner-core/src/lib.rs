@@ -67,7 +67,7 @@ pub use task::{
 };
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
-    Invocation, ResumeFrom, StdinClose, VersionProbe,
+    Invocation, ResumeFrom, StdinClose, ToolPolicy, VersionProbe,
 };
 pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};

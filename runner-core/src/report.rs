@@ -410,12 +410,20 @@ pub fn render_human(report: &RunReport) -> String {
         tests.push(text);
     }
     lines.extend(each("tests", tests));
-    // Refusals usually name their tool already (as in "… was refused Bash: …").
-    let denied = report.denied_tools.iter().map(|d| match &d.tool {
-        Some(tool) if !d.text.contains(tool.as_str()) => format!("{tool}: {}", d.text),
-        _ => d.text.clone(),
-    });
-    lines.extend(each("denied", denied.collect()));
+    // Refusals usually name their tool already (as in "… was refused Bash: …"), and the
+    // setting that would allow it; the count first, since a refusal can be why no test ran.
+    let mut denied: Vec<String> = report
+        .denied_tools
+        .iter()
+        .map(|d| match &d.tool {
+            Some(tool) if !d.text.contains(tool.as_str()) => format!("{tool}: {}", d.text),
+            _ => d.text.clone(),
+        })
+        .collect();
+    if !denied.is_empty() {
+        denied.insert(0, format!("{} tool use(s) refused", denied.len()));
+    }
+    lines.extend(each("denied", denied));
     let mut cost = match report.cost_usd {
         Some(usd) => format!("${usd:.4}"),
         None => "not reported".to_owned(),
@@ -452,7 +460,9 @@ pub fn render_human(report: &RunReport) -> String {
         // Repeated keys (several commands, tests) are written once, on the first line.
         let shown_key = if key == previous { "" } else { key };
         previous = key;
-        out.push_str(&format!("{shown_key:<width$}  {}\n", shown(&value)));
+        // A refusal's line ends with the setting that allows it: kept whole.
+        let limit = if key == "denied" { DENIED_LINE } else { LINE };
+        out.push_str(&format!("{shown_key:<width$}  {}\n", shown(&value, limit)));
     }
     out
 }
@@ -518,8 +528,15 @@ fn list(items: impl Iterator<Item = String>) -> String {
 /// Most values here are the agent's text: on one line, at most 160 characters, and with
 /// control and bidi characters shown as escapes, so that nothing the agent wrote can move the
 /// cursor, retitle the terminal or reorder what the person reads.
-fn shown(text: &str) -> String {
-    present::visible(&present::one_line(text, 160), false).into_owned()
+/// The most characters of a report line.
+const LINE: usize = 160;
+
+/// The most characters of a refusal's line: its command (cut to 120 by the agent's parser),
+/// the setting that allows it, and the agent's reason.
+const DENIED_LINE: usize = 480;
+
+fn shown(text: &str, limit: usize) -> String {
+    present::visible(&present::one_line(text, limit), false).into_owned()
 }
 
 #[cfg(test)]
@@ -790,11 +807,11 @@ mod tests {
     #[test]
     fn the_human_view_escapes_what_the_agent_wrote() {
         assert_eq!(
-            shown("a\u{1b}[2J\n\tb\u{202e}c\u{7f}"),
+            shown("a\u{1b}[2J\n\tb\u{202e}c\u{7f}", LINE),
             "a\\x1b[2J b\\u{202e}c\\x7f"
         );
         let long = "x".repeat(200);
-        assert_eq!(shown(&long).chars().count(), 160);
+        assert_eq!(shown(&long, LINE).chars().count(), 160);
     }
 
     #[test]

@@ -332,6 +332,7 @@ fn same_flags(
         resume: None,
         provider_env: Vec::new(),
         read_only: false,
+        tools: Default::default(),
     };
     let invocation = agent_claude::ClaudeCode::with_program(claude)
         .invocation(&request)

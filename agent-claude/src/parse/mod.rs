@@ -3,7 +3,8 @@
 //! | Claude Code line | Event |
 //! |---|---|
 //! | `system`/`init` | `task.started` |
-//! | `system`/`permission_denied` | `message` with `denied: true` |
+//! | `system`/`permission_denied` | `message` with `denied: true`, naming the rule that would allow it |
+//! | a tool result whose `tool_result_meta` says `reject`, not reported yet | the same |
 //! | `system`/`api_retry` | `provider.status` (live, at every retry) |
 //! | assistant text block | `message` |
 //! | assistant tool use: Read, Glob, Grep | `file.read` |
@@ -11,7 +12,7 @@
 //! | assistant tool use: Bash, PowerShell | `command.started` |
 //! | user tool result for a command | `command.finished`, plus `test.result` for a test run |
 //! | assistant line with `is_api_error_message` | `provider.status` |
-//! | `result` | `task.finished`, or `task.failed` when `is_error` is true |
+//! | `result` | `task.finished`, or `task.failed` when `is_error` is true; before it, a refusal of its `permission_denials` not reported yet |
 //! | a line that is not JSON | `message` with the raw text |
 //! | `rate_limit_event`, thinking, other system lines, unknown types | skipped |
 //!
@@ -33,6 +34,8 @@ use runner_contract::{AgentParser, EventBody};
 use serde_json::value::RawValue;
 
 use wire::{Block, Content, Line, MessageField, Str, ToolInput, ToolUseResult};
+
+use crate::rules;
 
 /// What a tool use does, as far as events go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +72,15 @@ pub(crate) struct ClaudeParser {
     pending: HashMap<String, Pending>,
     /// Tool uses refused by permission, whose error result is already reported.
     denied: std::collections::HashSet<String>,
+    /// Tool uses whose refusal has a `message` already: each is said once, whichever line
+    /// says it first.
+    refusals_said: std::collections::HashSet<String>,
+    /// Tool uses Claude Code asked the caller about (`can_use_tool`): their answer is the
+    /// caller's, reported by the runner, not a refusal of the settings.
+    asked: std::collections::HashSet<String>,
+    /// The settings' deny rules of the turn, to tell a refusal they made from one an allow
+    /// rule would lift.
+    deny: Vec<String>,
     /// The last provider trouble seen, which explains an error result.
     provider: Option<ProviderState>,
     /// Whether `init` was seen.
@@ -159,17 +171,36 @@ fn control_request(line: &Line<'_>) -> Option<EventBody> {
 }
 
 impl ClaudeParser {
+    /// A parser for a turn whose settings refuse `deny` (Claude Code's rule syntax): a
+    /// refusal one of them made says so instead of suggesting an allow rule.
+    pub(crate) fn with_deny_rules(deny: Vec<String>) -> Self {
+        Self {
+            deny,
+            ..Self::default()
+        }
+    }
+
     fn events_of(&mut self, line: Line<'_>) -> Vec<EventBody> {
         match line.kind.get() {
             Some("system") => self.system(&line).into_iter().collect(),
             Some("assistant") => self.assistant(line),
             Some("user") => self.user(line),
             Some("result") => {
+                let mut events = self.late_refusals(&line);
                 let mut event = outcome::result(&line, self.provider);
                 self.spent.add(&line, &mut event);
-                vec![event]
+                events.push(event);
+                events
             }
-            Some("control_request") => control_request(&line).into_iter().collect(),
+            Some("control_request") => {
+                let event = control_request(&line);
+                if let Some(EventBody::PermissionRequested(asked)) = &event
+                    && let Some(id) = &asked.tool_use_id
+                {
+                    self.asked.insert(id.clone());
+                }
+                event.into_iter().collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -205,20 +236,10 @@ impl ClaudeParser {
                     .and_then(|id| self.pending.get(id))
                     .map(|p| p.target.clone());
                 if let Some(id) = id {
-                    self.denied.insert(id);
+                    self.denied.insert(id.clone());
+                    self.refusals_said.insert(id);
                 }
-                let name = tool.as_deref().unwrap_or("a tool");
-                let what = target.map_or_else(String::new, |t| format!(": {t}"));
-                let why = line
-                    .decision_reason
-                    .get()
-                    .map_or_else(String::new, |r| format!(" ({r})"));
-                Some(EventBody::Message(Message {
-                    text: format!("Claude Code was refused {name}{what}{why}"),
-                    role: MessageRole::System,
-                    denied: true,
-                    tool,
-                }))
+                Some(self.refusal(tool, target, line.decision_reason.get()))
             }
             "api_retry" => provider::from_retry(
                 line.error.get(),
@@ -353,7 +374,12 @@ impl ClaudeParser {
         }
         let mut events = Vec::new();
         for block in blocks.iter().filter(|b| b.kind.is("tool_result")) {
-            self.tool_result(block, line.tool_use_result, &mut events);
+            self.tool_result(
+                block,
+                line.tool_use_result,
+                line.tool_result_meta,
+                &mut events,
+            );
         }
         events
     }
@@ -362,6 +388,7 @@ impl ClaudeParser {
         &mut self,
         block: &Block<'_>,
         structured: Option<&RawValue>,
+        line_meta: Option<&RawValue>,
         events: &mut Vec<EventBody>,
     ) {
         let Some(id) = block.tool_use_id.owned() else {
@@ -371,7 +398,18 @@ impl ClaudeParser {
             return;
         };
         let is_error = wire::bool_of(block.is_error) == Some(true);
-        let was_denied = self.denied.remove(&id);
+        let mut was_denied = self.denied.remove(&id);
+        if !was_denied && rejected(line_meta, &id) {
+            // Refused without a `permission_denied` line: said here, before its result.
+            was_denied = true;
+            if self.refusals_said.insert(id.clone()) {
+                events.push(self.refusal(
+                    Some(pending.tool.clone()),
+                    Some(pending.target.clone()),
+                    None,
+                ));
+            }
+        }
         match pending.kind {
             ToolKind::Command => {
                 let output = wire::result_text(block.content);
@@ -421,6 +459,65 @@ impl ClaudeParser {
         }
     }
 
+    /// The `message` of a refused tool use: the tool, what it was for (the command, the
+    /// path), Claude Code's reason, then the setting that would allow it (ARCHITECTURE.md,
+    /// "agent-claude").
+    fn refusal(
+        &self,
+        tool: Option<String>,
+        target: Option<String>,
+        why: Option<&str>,
+    ) -> EventBody {
+        let name = tool.as_deref().unwrap_or("a tool");
+        let target = target.filter(|t| !t.trim().is_empty());
+        // A long command is cut, so that the advice after it stays on the live view's line.
+        let what = target.as_deref().map_or_else(String::new, |t| {
+            format!(": {}", runner_contract::present::one_line(t, 120))
+        });
+        let command = target
+            .as_deref()
+            .filter(|_| tool_kind(name) == ToolKind::Command);
+        let advice = rules::advice(&self.deny, name, command);
+        let why = why.map_or_else(String::new, |r| {
+            format!(" ({})", runner_contract::present::one_line(r, 160))
+        });
+        EventBody::Message(Message {
+            text: format!("Claude Code was refused {name}{what}{why} — {advice}"),
+            role: MessageRole::System,
+            denied: true,
+            tool,
+        })
+    }
+
+    /// The refusals a result line lists that no earlier line said (nor the caller answered).
+    fn late_refusals(&mut self, line: &Line<'_>) -> Vec<EventBody> {
+        let denials: Vec<wire::Denial<'_>> = line
+            .permission_denials
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_default();
+        let mut events = Vec::new();
+        for denial in denials {
+            let Some(id) = denial.tool_use_id.owned() else {
+                continue;
+            };
+            if self.asked.contains(&id) || !self.refusals_said.insert(id) {
+                continue;
+            }
+            let input: ToolInput<'_> = denial
+                .tool_input
+                .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                .unwrap_or_default();
+            let target = input
+                .command
+                .get()
+                .or(input.file_path.get())
+                .or(input.path.get())
+                .map(str::to_owned);
+            events.push(self.refusal(denial.tool_name.owned(), target, None));
+        }
+        events
+    }
+
     /// A path relative to the agent's folder when it lies inside it.
     fn relative(&self, path: &str) -> String {
         if let Some(cwd) = self.cwd.as_deref()
@@ -435,6 +532,19 @@ impl ClaudeParser {
         }
         path.to_owned()
     }
+}
+
+/// Whether a user line's `tool_result_meta` says tool use `id` was refused.
+fn rejected(meta: Option<&RawValue>, id: &str) -> bool {
+    meta.and_then(|raw| serde_json::from_str::<Vec<wire::ResultMeta<'_>>>(raw.get()).ok())
+        .is_some_and(|entries| {
+            entries.iter().any(|e| {
+                e.id.is(id)
+                    && e.permission_decision
+                        .as_ref()
+                        .is_some_and(|d| d.decision.is("reject"))
+            })
+        })
 }
 
 /// Claude Code's Bash result starts with "Exit code N" when the command failed.

@@ -232,3 +232,73 @@ fn a_processs_results_cost_their_own_share_summed() {
     let old = r#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5}"#;
     assert_eq!(cost(&parse(&[old])).0, Some(0.5));
 }
+
+/// The `message`s with `denied: true` among `events`, their text.
+fn refusals(events: &[EventBody]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::Message(m) if m.denied => Some(m.text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_refusal_is_said_once_whichever_line_says_it_with_the_setting_that_allows_it() {
+    let tool_use = r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cargo build --offline"}}]}}"##;
+    let result = r##"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"Permission denied"}]},"tool_result_meta":[{"id":"t1","non_execution_kind":"permission-rule","permission_decision":{"decision":"reject"}}]}"##;
+    let end = r##"{"type":"result","subtype":"success","is_error":false,"result":"ok","permission_denials":[{"tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"cargo build --offline"}},{"tool_name":"WebFetch","tool_use_id":"t2","tool_input":{"url":"https://example.com"}}]}"##;
+    let events = parse(&[tool_use, result, end]);
+    let said = refusals(&events);
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(
+        said[0].starts_with("Claude Code was refused Bash: cargo build --offline — ")
+            && said[0].contains("[agent] allow = [\"Bash(cargo build:*)\"]"),
+        "{said:?}"
+    );
+    assert!(
+        said[1].contains("[agent] allow = [\"WebFetch\"]"),
+        "{said:?}"
+    );
+    // The refused command ran nothing: no exit code, and its refusal before its end.
+    let types: Vec<&str> = events.iter().map(EventBody::type_name).collect();
+    assert_eq!(
+        types,
+        [
+            "command.started",
+            "message",
+            "command.finished",
+            "message",
+            "task.finished"
+        ]
+    );
+}
+
+#[test]
+fn a_refusal_by_a_deny_rule_names_the_rule_to_remove() {
+    let mut parser = ClaudeParser::with_deny_rules(vec!["Bash(curl:*)".into()]);
+    let events: Vec<EventBody> = [
+        r##"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"curl -s http://x/"}}]}}"##,
+        r##"{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"t1","decision_reason":"a deny rule"}"##,
+        r##"{"type":"result","subtype":"success","is_error":false,"permission_denials":[{"tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"curl -s http://x/"}}]}"##,
+    ]
+    .iter()
+    .flat_map(|l| parser.parse_line(l))
+    .collect();
+    let said = refusals(&events);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("[agent] deny = [\"Bash(curl:*)\"] refuses it"),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn a_tool_the_caller_was_asked_about_is_not_a_refusal_of_the_settings() {
+    let events = parse(&[
+        r##"{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"curl x"},"tool_use_id":"t1"}}"##,
+        r##"{"type":"result","subtype":"success","is_error":false,"permission_denials":[{"tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"curl x"}}]}"##,
+    ]);
+    assert!(refusals(&events).is_empty(), "{events:?}");
+}

@@ -81,6 +81,40 @@ pub(super) struct Line<'a> {
     /// A control request's body.
     #[serde(borrow, default)]
     pub request: Option<&'a RawValue>,
+    /// On a user line of tool results: per tool use, whether it ran (a refused one says
+    /// `permission_decision.decision: "reject"`).
+    #[serde(borrow, default)]
+    pub tool_result_meta: Option<&'a RawValue>,
+    /// On a result line: the tool uses refused during the turn.
+    #[serde(borrow, default)]
+    pub permission_denials: Option<&'a RawValue>,
+}
+
+/// One entry of a user line's `tool_result_meta`.
+#[derive(Deserialize, Default)]
+pub(super) struct ResultMeta<'a> {
+    #[serde(borrow, default)]
+    pub id: Str<'a>,
+    #[serde(borrow, default)]
+    pub permission_decision: Option<Decision<'a>>,
+}
+
+/// Claude Code's permission decision on one tool use.
+#[derive(Deserialize, Default)]
+pub(super) struct Decision<'a> {
+    #[serde(borrow, default)]
+    pub decision: Str<'a>,
+}
+
+/// One entry of a result line's `permission_denials`.
+#[derive(Deserialize, Default)]
+pub(super) struct Denial<'a> {
+    #[serde(borrow, default)]
+    pub tool_name: Str<'a>,
+    #[serde(borrow, default)]
+    pub tool_use_id: Str<'a>,
+    #[serde(borrow, default)]
+    pub tool_input: Option<&'a RawValue>,
 }
 
 /// The body of a `control_request` Claude Code sends (`can_use_tool` asks to use a tool).

@@ -101,6 +101,7 @@ fn request() -> String {
         resume: None,
         provider_env: Vec::new(),
         read_only: false,
+        tools: Default::default(),
     };
     serde_json::to_string(&RequestWire::try_from(&request).unwrap()).unwrap()
 }

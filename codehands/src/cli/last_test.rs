@@ -19,10 +19,13 @@ pub enum LastTest {
         /// What failed, when the output said.
         summary: Option<String>,
     },
-    /// No test ran; `hidden` commands failed for want of a program the box hides.
+    /// No test ran; `hidden` commands failed for want of a program the box hides, and the
+    /// agent may have been refused the test command (`refused`).
     NeverRan {
         /// How many `box.hidden` warnings the run had.
         hidden: usize,
+        /// The last test command the agent was refused, if it was refused one.
+        refused: Option<String>,
     },
 }
 
@@ -45,7 +48,10 @@ impl LastTest {
                 command: t.command.clone(),
                 summary: t.summary.clone(),
             },
-            None => Self::NeverRan { hidden },
+            None => Self::NeverRan {
+                hidden,
+                refused: refused_test(events),
+            },
         }
     }
 
@@ -69,13 +75,57 @@ impl LastTest {
                     .map(|s| format!(": {}", flat(s)))
                     .unwrap_or_default()
             ),
-            Self::NeverRan { hidden: 0 } => "last test: tests never ran".to_owned(),
-            Self::NeverRan { hidden } => format!(
-                "last test: tests never ran ({hidden} command(s) did not find their program in \
-                 the box: see the yellow lines above)"
-            ),
+            Self::NeverRan { hidden, refused } => {
+                let mut why = Vec::new();
+                if let Some(command) = refused {
+                    why.push(format!(
+                        "the agent was refused `{}`: the yellow line above names the setting \
+                         that allows it",
+                        flat(command)
+                    ));
+                }
+                if *hidden > 0 {
+                    why.push(format!(
+                        "{hidden} command(s) did not find their program in the box: see the \
+                         yellow lines above"
+                    ));
+                }
+                if why.is_empty() {
+                    "last test: tests never ran".to_owned()
+                } else {
+                    format!("last test: tests never ran ({})", why.join("; "))
+                }
+            }
         }
     }
+}
+
+/// The last test command the agent was refused: a refusal (`message` with `denied: true`)
+/// belongs to the command started before it that has not finished yet, as every agent
+/// that reports refused commands orders them (started, refused, finished).
+fn refused_test(events: &[Event]) -> Option<String> {
+    let mut open: Vec<&str> = Vec::new();
+    let mut refused = None;
+    for event in events {
+        match &event.body {
+            EventBody::CommandStarted(c) => open.push(&c.command),
+            EventBody::CommandFinished(c) => {
+                if let Some(at) = open.iter().rposition(|o| *o == c.command) {
+                    open.remove(at);
+                }
+            }
+            EventBody::Message(m) if m.denied => {
+                if let Some(command) = open
+                    .last()
+                    .filter(|c| runner_core::testrun::is_test_command(c))
+                {
+                    refused = Some((*command).to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    refused
 }
 
 #[cfg(test)]
@@ -129,6 +179,62 @@ mod tests {
             last.line().contains("1 command(s) did not find"),
             "{}",
             last.line()
+        );
+    }
+
+    #[test]
+    fn a_refused_test_command_is_why_no_test_ran() {
+        use runner_core::event::{CommandFinished, CommandStarted, Message};
+        let started = |command: &str| {
+            EventBody::CommandStarted(CommandStarted {
+                command: command.into(),
+                tool_use_id: None,
+            })
+        };
+        let finished = |command: &str| {
+            EventBody::CommandFinished(CommandFinished {
+                command: command.into(),
+                exit_code: None,
+                is_error: true,
+                output: String::new(),
+                tool_use_id: None,
+            })
+        };
+        let refused = || {
+            EventBody::Message(Message {
+                text: "Claude Code was refused Bash: cargo test two".into(),
+                denied: true,
+                tool: Some("Bash".into()),
+                ..Message::default()
+            })
+        };
+        let run = events(vec![
+            started("curl -s x"),
+            refused(),
+            finished("curl -s x"),
+            started("cargo test two"),
+            refused(),
+            finished("cargo test two"),
+        ]);
+        let last = LastTest::of(&run);
+        assert_eq!(
+            last,
+            LastTest::NeverRan {
+                hidden: 0,
+                refused: Some("cargo test two".into())
+            }
+        );
+        assert!(
+            last.line()
+                .starts_with("last test: tests never ran (the agent was refused `cargo test two`"),
+            "{}",
+            last.line()
+        );
+        // A refused command that runs no tests is not a refused test.
+        let curl_only = events(vec![started("curl -s x"), refused(), finished("curl -s x")]);
+        assert_eq!(
+            LastTest::of(&curl_only).line(),
+            "last test: tests never ran"
         );
     }
 }

@@ -16,8 +16,14 @@ use super::output;
 use super::permissions::{self, Questions};
 use super::view::HumanView;
 
-/// The prompt when none is given.
-const DEFAULT_PROMPT: &str = "Fix the failing test. Run npm test to check.";
+/// The prompt when none is given, naming the repo's own test command (read from its files:
+/// `cargo test` for Cargo.toml, `python -m pytest`, `go test ./...`, `npm test` …).
+fn default_prompt(repo: &std::path::Path) -> String {
+    match codehands::repo_test_command(repo) {
+        Some(command) => format!("Fix the failing test. Run `{command}` to check."),
+        None => "Fix the failing test. Run the repo's tests to check.".to_owned(),
+    }
+}
 
 /// Arguments of `codehands run`.
 #[derive(Debug, Args)]
@@ -26,8 +32,10 @@ pub struct RunArgs {
     #[arg(default_value = ".")]
     pub repo: PathBuf,
     /// What the agent should do; always text, even when it starts with `--` (put `--` before it).
-    #[arg(allow_hyphen_values = true, default_value = DEFAULT_PROMPT)]
-    pub prompt: String,
+    /// Default: fix the failing test, running the repo's own test command (`cargo test`,
+    /// `python -m pytest`, `go test ./...`, `npm test` …, read from its files).
+    #[arg(allow_hyphen_values = true)]
+    pub prompt: Option<String>,
     /// Which agent runs, by name (`codehands agents` lists them).
     #[arg(long, value_parser = super::agent_name, default_value = "claude-code")]
     pub agent: AgentName,
@@ -106,6 +114,15 @@ pub struct ResumeArgs {
     pub decide: DecideArgs,
 }
 
+impl RunArgs {
+    /// The prompt given, else the default for the repo (`default_prompt`).
+    pub fn prompt_or_default(&self) -> String {
+        self.prompt
+            .clone()
+            .unwrap_or_else(|| default_prompt(&self.repo))
+    }
+}
+
 /// `codehands run`.
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(wait) = codehands::timing::planted_slowdown() {
@@ -118,10 +135,11 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     // Each step's span is timed by `CODEHANDS_TIMING` (codehands::timing).
     let step = tracing::trace_span!("run.setup");
     let permissions = permissions_of(&args);
+    let prompt = args.prompt_or_default();
     let agent = args.agent;
     let runner = super::runner_for(&agent)?;
     let id = args.session_id.unwrap_or_else(SessionId::new_random);
-    let mut options = StartOptions::new(id, args.repo, args.prompt, agent);
+    let mut options = StartOptions::new(id, args.repo, prompt, agent);
     options.model = args.model;
     options.budget_usd = args.budget_usd;
     options.verify = args.verify;
@@ -195,10 +213,11 @@ async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
     let agents: Vec<AgentName> = workflow.phases.iter().map(|p| p.agent.clone()).collect();
     let runner = super::runner_for_all(&agents)?;
     let id = args.session_id.unwrap_or_else(SessionId::new_random);
+    let prompt = args.prompt_or_default();
     let options = runner_core::WorkflowOptions {
         session_id: id,
         repo_path: args.repo,
-        prompt: args.prompt,
+        prompt,
         workflow,
         budget_usd: args.budget_usd,
         isolation: args.isolation,
@@ -432,4 +451,45 @@ async fn watch(
     }
     view.clear_spinner();
     Ok(Some(last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_prompt_names_the_repos_own_test_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = |file: &str, text: &str| {
+            let repo = dir.path().join(file.replace('.', "-"));
+            std::fs::create_dir_all(&repo).unwrap();
+            std::fs::write(repo.join(file), text).unwrap();
+            repo
+        };
+        let cases = [
+            (
+                repo("Cargo.toml", "[package]\nname = \"a\"\n"),
+                "`cargo test`",
+            ),
+            (repo("go.mod", "module a\n"), "`go test ./...`"),
+            (
+                repo("package.json", "{\"scripts\":{\"test\":\"node --test\"}}"),
+                "`npm test`",
+            ),
+            (
+                repo("pyproject.toml", "[tool.pytest.ini_options]\n"),
+                "`python -m pytest`",
+            ),
+        ];
+        for (repo, command) in cases {
+            let prompt = default_prompt(&repo);
+            assert!(prompt.contains(command), "{}: {prompt}", repo.display());
+        }
+        let empty = dir.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        assert_eq!(
+            default_prompt(&empty),
+            "Fix the failing test. Run the repo's tests to check."
+        );
+    }
 }

@@ -38,10 +38,11 @@ pub async fn start(args: RunArgs, attempts: &str) -> Result<ExitCode> {
     let attempts = attempts_of(attempts, &args.agent, args.model.as_deref())?;
     let names: Vec<AgentName> = attempts.iter().map(|a| a.agent.clone()).collect();
     let runner = runner_for_all(&names)?;
+    let prompt = args.prompt_or_default();
     let options = TaskOptions {
         task_id: TaskId::new_random(),
         repo_path: args.repo,
-        prompt: args.prompt,
+        prompt,
         attempts,
         budget_usd: args.budget_usd,
         verify: args.verify,

@@ -59,6 +59,20 @@ pub fn table(report: &TaskReport, colour: bool) -> String {
                 .collect();
             out.push_str(&format!("  {}: {}\n", attempt.attempt, files.join(", ")));
         }
+        if attempt.refused > 0 {
+            // A refused tool use may be why an attempt ran no test: say so beside it.
+            out.push_str(&paint(
+                colour,
+                "33",
+                &format!(
+                    "  {}: its agent was refused {} tool use(s): `codehands report {}` lists them \
+                     with the setting that allows each\n",
+                    attempt.attempt,
+                    attempt.refused,
+                    attempt.session_id.short()
+                ),
+            ));
+        }
         if let Some(failure) = &attempt.failure {
             out.push_str(&format!(
                 "  {} failed: {}\n",
@@ -178,4 +192,56 @@ pub fn task_totals(tasks: &[TaskRecord], listed: &[&SessionRecord]) -> Vec<Strin
             ))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runner_core::{AgentName, SessionId, SessionState, TaskId, TaskState};
+
+    fn attempt(n: usize, refused: usize) -> AttemptReport {
+        AttemptReport {
+            attempt: n,
+            session_id: SessionId::new_random(),
+            agent: AgentName::parse("claude-code").unwrap(),
+            model: None,
+            state: SessionState::AwaitingApproval,
+            branch: "codehands/x".into(),
+            duration_ms: None,
+            cost_usd: None,
+            tokens: None,
+            diff_stat: None,
+            files_changed: Vec::new(),
+            tests: Vec::new(),
+            verify: None,
+            passing: false,
+            cheapest_passing: false,
+            failure: None,
+            refused,
+        }
+    }
+
+    #[test]
+    fn an_attempts_refused_tool_uses_are_counted_beside_it() {
+        let report = TaskReport {
+            task_id: TaskId::new_random(),
+            state: TaskState::Open,
+            repo_path: "/repo".into(),
+            base_commit: "0123456789abcdef".into(),
+            prompt: "fix it".into(),
+            picked: None,
+            attempts: vec![attempt(1, 0), attempt(2, 3)],
+            cost_usd: None,
+            settled: true,
+        };
+        let text = table(&report, false);
+        let second = report.attempts[1].session_id.short();
+        assert!(
+            text.contains(&format!(
+                "  2: its agent was refused 3 tool use(s): `codehands report {second}` lists them"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains("  1: its agent was refused"), "{text}");
+    }
 }

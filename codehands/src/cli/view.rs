@@ -148,11 +148,16 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
                 format!("started ({model})")
             }
         }
-        EventBody::Message(m) if m.denied => format!(
-            "denied {}: {}",
-            m.tool.as_deref().unwrap_or("a tool"),
-            flat(&m.text)
-        ),
+        // A refusal is said whole: what was refused and the setting that allows it
+        // (agent-claude writes both into the text; ARCHITECTURE.md, "agent-claude").
+        EventBody::Message(m) if m.denied => {
+            let text = present::one_line(&m.text, DENIED_LINE);
+            match m.tool.as_deref() {
+                Some(tool) if !text.contains(tool) => format!("denied {tool}: {text}"),
+                None => format!("denied a tool: {text}"),
+                Some(_) => format!("denied: {text}"),
+            }
+        }
         // The person's own text as the agent took it in (the prompt, a follow-up, a steer).
         EventBody::Message(m) if m.role == runner_core::event::MessageRole::User => {
             format!("you: {}", flat(&m.text))
@@ -303,6 +308,10 @@ pub fn stat_table(stat: &DiffStat) -> String {
     out
 }
 
+/// The most characters of a refusal's line: the command (cut to 120 by the agent's
+/// parser), the setting that would allow it and the agent's reason.
+const DENIED_LINE: usize = 480;
+
 /// The agent's text on one line, cut to what a line of the view holds; [`describe`] makes
 /// it visible.
 fn flat(text: &str) -> String {
@@ -354,6 +363,32 @@ mod tests {
         assert!(
             !text.contains("line 13\n") && !text.contains('\u{1b}'),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_one_whole_line_with_the_setting_that_allows_it() {
+        let text = format!(
+            "Claude Code was refused Bash: {}(no approval surface) — to allow it, add [agent] \
+             allow = [\"Bash(curl:*)\"] to $CODEHANDS_HOME/config.toml or the repo's committed \
+             .codehands.toml",
+            "curl -s x ".repeat(12)
+        );
+        assert!(text.chars().count() > 160);
+        let (kind, line) = describe(&EventBody::Message(Message {
+            text,
+            denied: true,
+            tool: Some("Bash".into()),
+            ..Message::default()
+        }));
+        assert_eq!(kind, "message");
+        assert!(
+            line.starts_with("denied: Claude Code was refused Bash: curl -s x"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("or the repo's committed .codehands.toml"),
+            "{line}"
         );
     }
 

@@ -112,6 +112,26 @@ pub struct AgentRequest {
     /// capabilities say [`AgentCapabilities::read_only`] asks its program for that mode.
     /// The runner fails the turn if the worktree changed anyway.
     pub read_only: bool,
+    /// What the agent's program may run without asking: whether the turn runs in the box,
+    /// and the settings' tool rules. An agent whose program keeps an allow list of its own
+    /// (Claude Code) builds it from this; the others ignore it.
+    pub tools: ToolPolicy,
+}
+
+/// What an agent's program may run without asking, for an agent whose program keeps an
+/// allow list of its own (Claude Code's `--allowedTools`; ARCHITECTURE.md, "agent-claude").
+/// The default is an unboxed turn with no rules: the narrowest list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolPolicy {
+    /// The turn runs in the box (the session's isolation is `box`): the box is the boundary,
+    /// so the program may run any command there.
+    pub boxed: bool,
+    /// Tool rules allowed by the settings (`[agent] allow`), in Claude Code's rule syntax
+    /// (`Bash(cargo test:*)`), already checked: no rule smuggles in another.
+    pub allow: Vec<String>,
+    /// Tool rules refused by the settings (`[agent] deny`), in the same syntax; a refusal
+    /// wins over an allow, boxed or not.
+    pub deny: Vec<String>,
 }
 
 /// What a resume tells the agent when the caller gives no new prompt.

@@ -52,6 +52,7 @@ pub fn sample_request(worktree: &Path) -> AgentRequest {
             CANARY_SECRET.to_owned(),
         )],
         read_only: false,
+        tools: Default::default(),
     }
 }
 

@@ -34,6 +34,7 @@ fn request(worktree: &Path) -> AgentRequest {
             ("OPENAI_API_KEY".into(), "sk-secret".into()),
         ],
         read_only: false,
+        tools: Default::default(),
     }
 }
 

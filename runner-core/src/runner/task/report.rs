@@ -76,6 +76,7 @@ impl LocalRunner {
             passing: finished && tests_pass,
             cheapest_passing: false,
             failure: record.failure.clone(),
+            refused: report.denied_tools.len(),
         })
     }
 }
@@ -99,6 +100,7 @@ fn never_started(n: usize, attempt: &TaskAttempt) -> AttemptReport {
         passing: false,
         cheapest_passing: false,
         failure: Some("the attempt never started (its start was cut short)".into()),
+        refused: 0,
     }
 }
 
