@@ -1,0 +1,237 @@
+//! The real Claude Code in its box, as a developer's repos need it (against the scripted
+//! model server): a Rust crate tested offline with the caller's rustup under their home, a
+//! Python package tested with the checkout's venv, a Node package tested with the
+//! checkout's `node_modules` on the caller's nvm node. Each run's tests pass in the box and
+//! approve commits only the agent's change.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use runner_core::testkit::runner as suite;
+use runner_core::{AgentName, Event, EventBody, Runner, SessionId, StartOptions};
+use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use serde_json::json;
+use support::{World, worktree_for};
+
+/// Claude Code's turns: run `command` with Bash, append a line to `file`, say done.
+fn script(command: &str, file: &Path) -> Script {
+    Script::new([
+        Turn::blocks([Block::tool_use(
+            "toolu_live_1",
+            "Bash",
+            json!({ "command": command, "description": "Run the tests" }),
+        )]),
+        Turn::blocks([Block::tool_use(
+            "toolu_live_2",
+            "Write",
+            json!({ "file_path": file.display().to_string(), "content": "# done\n" }),
+        )]),
+        Turn::text("The tests pass."),
+    ])
+}
+
+/// Runs Claude Code on `world` with `command`, approves; the command's event and the
+/// approved commit's files.
+async fn run(
+    world: &World,
+    claude: &Path,
+    command: &str,
+    extra: &[(&str, &str)],
+) -> (Vec<Event>, Vec<String>) {
+    let id = SessionId::new_random();
+    let note = worktree_for(world, &id).await.join("NOTES.md");
+    let server = ModelServer::start(script(command, &note)).await.unwrap();
+    let mut settings = world.settings();
+    // A variable given here replaces the world's (PATH, say) rather than follows it.
+    settings
+        .caller_env
+        .retain(|(k, _)| !extra.iter().any(|(name, _)| name == k));
+    settings
+        .caller_env
+        .extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    settings
+        .caller_env
+        .push(("ANTHROPIC_BASE_URL".into(), server.base_url()));
+    settings
+        .caller_env
+        .push(("ANTHROPIC_API_KEY".into(), support::CLAUDE_TEST_KEY.into()));
+    let runner = world.runner_with(settings, |s| s.claude_bin = claude.to_path_buf());
+    let options = StartOptions::new(
+        id,
+        &world.repo,
+        "Run the tests.",
+        AgentName::parse("claude-code").unwrap(),
+    );
+    let events = suite::collect(runner.start(options).await.unwrap()).await;
+    let approved = runner.approve(&id, "the work").await;
+    assert!(approved.is_ok(), "{approved:?}\n{events:#?}");
+    let branch = world
+        .branches()
+        .into_iter()
+        .find(|b| b.starts_with("codehands/"))
+        .unwrap();
+    let files = world
+        .git(&["diff", "--name-only", "main", &branch])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    (events, files)
+}
+
+/// The `command.finished` of `command`: its exit code and output.
+fn finished(events: &[Event], command: &str) -> (Option<i32>, String) {
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::CommandFinished(f) if f.command == command => {
+                Some((f.exit_code, f.output.clone()))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no command.finished for {command}: {events:#?}"))
+}
+
+fn commit_all(world: &World, message: &str) {
+    world.git(&["add", "-A"]);
+    world.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-qm",
+        message,
+    ]);
+}
+
+#[tokio::test]
+async fn a_rust_crate_tests_offline_with_the_callers_rustup() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let Some(cargo_home) = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo"))
+        .filter(|c| c.join("bin/cargo").is_file() && c.join("registry").is_dir())
+    else {
+        runner_core::testkit::skip("no rustup under this user's home (~/.cargo/bin/cargo)");
+        return;
+    };
+    let world = World::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"livable\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n\n[workspace]\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn five() -> String { itoa::Buffer::new().format(5).to_string() }\n\n#[test]\nfn it_is_five() { assert_eq!(five(), \"5\"); }\n",
+        ),
+        (".gitignore", "target/\n"),
+    ]);
+    let lock = std::process::Command::new(cargo_home.join("bin/cargo"))
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(&world.repo)
+        .output()
+        .unwrap();
+    assert!(lock.status.success(), "{lock:?}");
+    commit_all(&world, "lock");
+    let path = format!(
+        "{}:{}",
+        cargo_home.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (events, files) = run(&world, &claude, "cargo test --offline", &[("PATH", &path)]).await;
+    let (code, output) = finished(&events, "cargo test --offline");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("test result: ok"), "{output}");
+    assert_eq!(files, ["NOTES.md"], "never target/");
+}
+
+#[tokio::test]
+async fn a_python_package_tests_with_the_checkouts_venv() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let world = World::new(&[
+        (".gitignore", ".venv/\n__pycache__/\n"),
+        (
+            "test_app.py",
+            "import unittest\nimport depmod\n\n\nclass T(unittest.TestCase):\n    def test_dep(self):\n        self.assertEqual(depmod.VALUE, 'from-the-venv')\n",
+        ),
+    ]);
+    let venv = std::process::Command::new("/usr/bin/python3")
+        .args(["-m", "venv", "--without-pip", ".venv"])
+        .current_dir(&world.repo)
+        .output()
+        .unwrap();
+    assert!(venv.status.success(), "{venv:?}");
+    let lib = world.repo.join(".venv/lib");
+    let site = std::fs::read_dir(&lib)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path()
+        .join("site-packages");
+    std::fs::write(site.join("depmod.py"), "VALUE = 'from-the-venv'\n").unwrap();
+    let command = ".venv/bin/python -m unittest -v";
+    let (events, files) = run(&world, &claude, command, &[]).await;
+    let (code, output) = finished(&events, command);
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains("OK"), "{output}");
+    assert_eq!(files, ["NOTES.md"], "never .venv");
+}
+
+#[tokio::test]
+async fn a_node_package_tests_with_node_modules_on_the_callers_nvm_node() {
+    let Some(claude) = support::claude() else {
+        return;
+    };
+    let Some(system_node) = ["/usr/bin/node", "/usr/local/bin/node"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+    else {
+        runner_core::testkit::skip("node is not installed (/usr/bin/node)");
+        return;
+    };
+    let world = World::new(&[
+        (".gitignore", "node_modules/\n"),
+        (
+            "test.js",
+            "const dep = require('dep');\nif (dep !== 'from-node-modules') { process.exit(1); }\nconsole.log('node', process.env.NODE_FROM || 'system', 'ok');\n",
+        ),
+    ]);
+    std::fs::create_dir_all(world.repo.join("node_modules/dep")).unwrap();
+    std::fs::write(
+        world.repo.join("node_modules/dep/index.js"),
+        "module.exports = 'from-node-modules';\n",
+    )
+    .unwrap();
+    // nvm's layout under the caller's home; its node runs the machine's, saying it is nvm's.
+    let nvm_bin = world.agent_home.join(".nvm/versions/node/v20.0.0/bin");
+    std::fs::create_dir_all(&nvm_bin).unwrap();
+    std::fs::write(
+        nvm_bin.join("node"),
+        format!(
+            "#!/bin/sh\nNODE_FROM=nvm exec {} \"$@\"\n",
+            system_node.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(nvm_bin.join("node"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        nvm_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (events, files) = run(&world, &claude, "node test.js", &[("PATH", &path)]).await;
+    let (code, output) = finished(&events, "node test.js");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(
+        output.contains("node nvm ok"),
+        "the caller's nvm node ran, not the system's: {output}"
+    );
+    assert_eq!(files, ["NOTES.md"], "never node_modules");
+}
