@@ -444,8 +444,10 @@ async fn run_ask_on_a_terminal_asks_and_an_allowed_tool_runs_with_its_result_sen
     stop.args(["stop", ID]);
     let _stop = StopOnDrop(stop);
     let mut cmd = codehands_claude(&world, &claude, &server);
+    // Unboxed: in its box Claude Code may run any command, so nothing would be asked.
     cmd.args(["run", ".", "What does Python print?", "--ask"])
-        .args(["--agent", "claude-code", "--session-id", ID]);
+        .args(["--agent", "claude-code", "--session-id", ID])
+        .args(["--isolation", "none"]);
     let asked = "allow Bash: python3 -c \"print(42)\"? [y/N] ";
     let (code, seen) = tokio::task::spawn_blocking(move || {
         let mut term = OnTerminal::start(&mut cmd, false);
@@ -509,7 +511,9 @@ async fn run_ask_json_waits_for_another_process_to_answer_and_a_denial_reaches_t
     stop.args(["stop", ID]);
     let _stop = StopOnDrop(stop);
     let mut cmd = codehands_claude(&world, &claude, &server);
+    // Unboxed: in its box Claude Code may run any command, so nothing would be asked.
     cmd.args(["run", ".", "What does Python print?", "--ask", "--json"])
+        .args(["--isolation", "none"])
         .args([
             "--then",
             "reject",

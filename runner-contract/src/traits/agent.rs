@@ -114,19 +114,19 @@ pub struct AgentRequest {
     pub read_only: bool,
     /// What the agent's program may run without asking: whether the turn runs in the box,
     /// and the settings' tool rules. An agent whose program keeps an allow list of its own
-    /// (Claude Code) builds it from this; the others ignore it.
+    /// builds it from this; the others ignore it.
     pub tools: ToolPolicy,
 }
 
 /// What an agent's program may run without asking, for an agent whose program keeps an
-/// allow list of its own (Claude Code's `--allowedTools`; ARCHITECTURE.md, "agent-claude").
+/// allow list of its own (ARCHITECTURE.md, "Adding an agent").
 /// The default is an unboxed turn with no rules: the narrowest list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolPolicy {
     /// The turn runs in the box (the session's isolation is `box`): the box is the boundary,
     /// so the program may run any command there.
     pub boxed: bool,
-    /// Tool rules allowed by the settings (`[agent] allow`), in Claude Code's rule syntax
+    /// Tool rules allowed by the settings (`[agent] allow`), in the `Tool(specifier)` syntax
     /// (`Bash(cargo test:*)`), already checked: no rule smuggles in another.
     pub allow: Vec<String>,
     /// Tool rules refused by the settings (`[agent] deny`), in the same syntax; a refusal

@@ -527,7 +527,7 @@ pub(super) fn request_for(record: &SessionRecord, plan: &TurnPlan) -> AgentReque
         provider_env: Vec::new(),
         read_only: plan.phase.as_ref().is_some_and(|p| p.read_only),
         // Boxed, the box is the boundary and the agent may run any command in it; unboxed,
-        // its program's own allow list is (issue 48; ARCHITECTURE.md, "agent-claude").
+        // its program's own allow list is (ARCHITECTURE.md, "Adding an agent").
         tools: crate::ToolPolicy {
             boxed: record.isolation == crate::options::Isolation::Box,
             allow: record.allowances.agent_allow.clone(),
