@@ -1,7 +1,7 @@
 //! The real Claude Code in its box, as a developer's repos need it (against the scripted
 //! model server): a Rust crate tested offline with the caller's rustup under their home, a
-//! Python package tested with the checkout's venv, a Node package tested with the
-//! checkout's `node_modules` on the caller's nvm node. Each run's tests pass in the box and
+//! Python package tested with the checkout's venv and the pytest in it, a Node package tested
+//! with a runner from the checkout's `node_modules` on the caller's nvm node. Each run's tests pass in the box and
 //! approve commits only the agent's change.
 
 mod support;
@@ -147,16 +147,39 @@ async fn a_rust_crate_tests_offline_with_the_callers_rustup() {
     assert_eq!(files, ["NOTES.md"], "never target/");
 }
 
+/// pytest's wheels, which `cargo xtask install` caches (xtask/src/agents/pytest.rs).
+fn pytest_wheels() -> Option<Vec<PathBuf>> {
+    let folder = runner_core::testkit::agents::cache_root().join("wheels/pytest-8.3.5");
+    let wheels: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    if wheels.is_empty() {
+        runner_core::testkit::skip(&format!(
+            "pytest's wheels are not in {}: run `cargo xtask install`",
+            folder.display()
+        ));
+        return None;
+    }
+    Some(wheels)
+}
+
 #[tokio::test]
-async fn a_python_package_tests_with_the_checkouts_venv() {
+async fn a_python_package_tests_with_the_checkouts_venv_and_its_pytest() {
     let Some(claude) = support::claude() else {
+        return;
+    };
+    let Some(wheels) = pytest_wheels() else {
         return;
     };
     let world = World::new(&[
         (".gitignore", ".venv/\n__pycache__/\n"),
         (
             "test_app.py",
-            "import unittest\nimport depmod\n\n\nclass T(unittest.TestCase):\n    def test_dep(self):\n        self.assertEqual(depmod.VALUE, 'from-the-venv')\n",
+            "import depmod\n\n\ndef test_dep():\n    assert depmod.VALUE == 'from-the-venv'\n",
         ),
     ]);
     let venv = std::process::Command::new("/usr/bin/python3")
@@ -174,11 +197,22 @@ async fn a_python_package_tests_with_the_checkouts_venv() {
         .path()
         .join("site-packages");
     std::fs::write(site.join("depmod.py"), "VALUE = 'from-the-venv'\n").unwrap();
-    let command = ".venv/bin/python -m unittest -v";
+    // pytest installed in the venv as pip would, from its wheels (pure Python: unpacked).
+    for wheel in &wheels {
+        let unpacked = std::process::Command::new(world.repo.join(".venv/bin/python"))
+            .arg("-c")
+            .arg("import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])")
+            .arg(wheel)
+            .arg(&site)
+            .output()
+            .unwrap();
+        assert!(unpacked.status.success(), "{unpacked:?}");
+    }
+    let command = ".venv/bin/python -m pytest -q -p no:cacheprovider";
     let (events, files) = run(&world, &claude, command, &[]).await;
     let (code, output) = finished(&events, command);
     assert_eq!(code, Some(0), "{output}");
-    assert!(output.contains("OK"), "{output}");
+    assert!(output.contains("1 passed"), "{output}");
     assert_eq!(files, ["NOTES.md"], "never .venv");
 }
 
@@ -208,6 +242,14 @@ async fn a_node_package_tests_with_node_modules_on_the_callers_nvm_node() {
         "module.exports = 'from-node-modules';\n",
     )
     .unwrap();
+    // The package's test runner, from node_modules as npm links one.
+    std::fs::create_dir_all(world.repo.join("node_modules/.bin")).unwrap();
+    let runner = world.repo.join("node_modules/.bin/run-tests");
+    std::fs::write(
+        &runner,
+        "#!/usr/bin/env node\nprocess.chdir(__dirname + '/../..');\nrequire(process.cwd() + '/test.js');\n",
+    )
+    .unwrap();
     // nvm's layout under the caller's home; its node runs the machine's, saying it is nvm's.
     let nvm_bin = world.agent_home.join(".nvm/versions/node/v20.0.0/bin");
     std::fs::create_dir_all(&nvm_bin).unwrap();
@@ -220,14 +262,17 @@ async fn a_node_package_tests_with_node_modules_on_the_callers_nvm_node() {
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(nvm_bin.join("node"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for program in [nvm_bin.join("node"), runner] {
+        std::fs::set_permissions(program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let path = format!(
         "{}:{}",
         nvm_bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let (events, files) = run(&world, &claude, "node test.js", &[("PATH", &path)]).await;
-    let (code, output) = finished(&events, "node test.js");
+    let command = "node_modules/.bin/run-tests";
+    let (events, files) = run(&world, &claude, command, &[("PATH", &path)]).await;
+    let (code, output) = finished(&events, command);
     assert_eq!(code, Some(0), "{output}");
     assert!(
         output.contains("node nvm ok"),

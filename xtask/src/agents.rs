@@ -8,6 +8,7 @@
 
 mod codex;
 mod mini_swe;
+mod pytest;
 mod ruff;
 mod vibe;
 
@@ -44,6 +45,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     codex::ensure()?;
     ruff::ensure()?;
+    pytest::ensure()?;
     mini_swe::ensure()?;
     vibe::ensure()
 }
