@@ -242,6 +242,8 @@ async fn asking_run(
     let id = SessionId::new_random();
     let mut options = options(world, id, "Compute six times seven with python");
     options.permissions = permissions;
+    // Unboxed: in its box Claude Code may run any command, so nothing would be asked.
+    options.isolation = runner_core::Isolation::None;
     let mut stream = runner.start(options).await.unwrap();
     let seen = read_until(&mut stream, |e| {
         matches!(e.body, EventBody::PermissionRequested(_))
