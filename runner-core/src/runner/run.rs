@@ -991,9 +991,19 @@ impl Supervisor {
             (None, _) => {
                 let code =
                     exit_code.map_or("no exit code".to_owned(), |c| format!("exit code {c}"));
-                let message = format!(
-                    "the agent exited without a result ({code}): check that it is installed, on PATH and logged in; stderr says more"
-                );
+                // An agent that cannot write its output on a full disk dies without a
+                // result: then the disk is the cause to name, not its install.
+                let message = if disk::looks_full(self.files.dir()) {
+                    disk::full_message(
+                        self.files.dir(),
+                        &format!("the agent exited without a result, {code}"),
+                        "run `codehands recover`",
+                    )
+                } else {
+                    format!(
+                        "the agent exited without a result ({code}): check that it is installed, on PATH and logged in; stderr says more"
+                    )
+                };
                 self.fail(FailureKind::NoResult, message, stderr, exit_code, None)
                     .await;
             }
