@@ -59,8 +59,13 @@ fn setuid(path: &Path) -> bool {
 
 /// bubblewrap's version line (`bubblewrap 0.8.0`).
 pub fn bwrap_version(bwrap: &Path) -> Option<String> {
+    // Nothing of the caller's environment, in the root folder: a program codehands runs
+    // for its checks sees none of the caller's secrets (ARCHITECTURE.md, runner-core).
     let out = std::process::Command::new(bwrap)
         .arg("--version")
+        .env_clear()
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
         .output()
         .ok()?;
     Some(String::from_utf8_lossy(&out.stdout).trim().to_owned()).filter(|v| !v.is_empty())
