@@ -381,32 +381,6 @@ fn every_version_call_sees_no_secret_of_the_caller_and_runs_in_a_folder_of_its_o
     );
 }
 
-/// The unprivileged user the tests make (once), as the box's hostile suite does: its uid
-/// and gid.
-fn test_user() -> (u32, u32) {
-    const NAME: &str = "codehands-hostile";
-    let find = || nix::unistd::User::from_name(NAME).ok().flatten();
-    if find().is_none() {
-        let status = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                NAME,
-            ])
-            .status()
-            .unwrap();
-        // Another test binary may have made it meanwhile (exit code 9: it exists).
-        assert!(
-            status.success() || status.code() == Some(9),
-            "useradd {NAME}: {status}"
-        );
-    }
-    let user = find().unwrap();
-    (user.uid.as_raw(), user.gid.as_raw())
-}
-
 #[test]
 fn as_an_unprivileged_user_the_version_call_sees_no_secret_either() {
     if !box_support() {
@@ -417,7 +391,7 @@ fn as_an_unprivileged_user_the_version_call_sees_no_secret_either() {
         eprintln!("not root: the test above is this caller's");
         return;
     }
-    let (uid, gid) = test_user();
+    let (uid, gid) = runner_core::testkit::test_user::test_user();
     let seer = Seer::new();
     let world = &seer.world;
     // The world becomes the user's, and the folders above it let them through, as a home's

@@ -13,9 +13,6 @@ use agent_box::BoxInputs;
 use agent_box::plan::{BoxPlan, Limits};
 use runner_contract::{BoxNeeds, GitDirs};
 
-/// The unprivileged user the suite makes (once) when it runs as root.
-pub const TEST_USER: &str = "codehands-hostile";
-
 /// The canary the caller's private key holds: no boxed probe may print it.
 pub const CANARY: &str = "CANARY-HOSTILE-KEY-51c2";
 
@@ -52,7 +49,8 @@ impl Caller {
     }
 }
 
-/// The callers to try: as root, root and [`TEST_USER`]; as anyone else, only them.
+/// The callers to try: as root, root and the test user (`runner_core::testkit::test_user`);
+/// as anyone else, only them.
 pub fn callers() -> Vec<Caller> {
     let uid = nix::unistd::geteuid().as_raw();
     let gid = nix::unistd::getegid().as_raw();
@@ -63,7 +61,7 @@ pub fn callers() -> Vec<Caller> {
             gid,
         }];
     }
-    let (user_uid, user_gid) = test_user();
+    let (user_uid, user_gid) = runner_core::testkit::test_user::test_user();
     vec![
         Caller {
             name: "root",
@@ -98,33 +96,6 @@ pub fn box_support() -> bool {
             false
         }
     }
-}
-
-/// The test user's uid and gid, made on first use.
-fn test_user() -> (u32, u32) {
-    static USER: OnceLock<(u32, u32)> = OnceLock::new();
-    *USER.get_or_init(|| {
-        let find = || nix::unistd::User::from_name(TEST_USER).ok().flatten();
-        if find().is_none() {
-            let status = Command::new("useradd")
-                .args([
-                    "--system",
-                    "--no-create-home",
-                    "--shell",
-                    "/usr/sbin/nologin",
-                ])
-                .arg(TEST_USER)
-                .status()
-                .expect("useradd runs");
-            // Another test binary may have made it meanwhile (exit code 9: it exists).
-            assert!(
-                status.success() || status.code() == Some(9),
-                "cannot make the test user {TEST_USER}: {status}"
-            );
-        }
-        let user = find().expect("the test user exists");
-        (user.uid.as_raw(), user.gid.as_raw())
-    })
 }
 
 /// The box helper, copied where every caller can run it (a checkout under `/root` is closed

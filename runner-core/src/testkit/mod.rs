@@ -10,6 +10,7 @@ pub mod lifecycle;
 pub mod memory;
 pub mod runner;
 pub mod sandbox;
+pub mod test_user;
 pub mod vcs;
 
 use crate::{ErrorKind, Result};
