@@ -30,13 +30,12 @@ const HEADS: &[(&str, &str, &str)] = &[
 
 /// A runner whose agent `hostile` locks its worktree, runs `head` and fixes the month.
 fn hostile_runner(world: &World, head: &str) -> runner_core::LocalRunner {
-    let script = world
-        .dir
-        .path()
-        .join(format!("agent-{}.sh", SessionId::new_random().short()));
-    std::fs::write(
-        &script,
-        format!(
+    let file = format!("agent-{}.sh", SessionId::new_random().short());
+    support::shell_agent_runner(
+        world,
+        &file,
+        "hostile",
+        &format!(
             "#!/bin/sh\n\
              sed -i 's/getMonth()}}/getMonth() + 1}}/' src/date.js\n\
              git worktree lock --reason \"the agent's\" \"$PWD\" && echo locked\n\
@@ -44,23 +43,6 @@ fn hostile_runner(world: &World, head: &str) -> runner_core::LocalRunner {
              echo \"fixed the month\"\n"
         ),
     )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let profile = script.with_extension("toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"hostile\"\nprogram = \"{}\"\nprompt = \"stdin\"\nparser = \"text\"\n",
-            script.display()
-        ),
-    )
-    .unwrap();
-    codehands::RunnerBuilder::new(world.setup(world.settings()))
-        .load_home(false)
-        .agent_file(&profile)
-        .build()
-        .unwrap()
 }
 
 /// Runs the agent to `awaiting_approval` and checks it did lock and move its HEAD; returns

@@ -20,11 +20,12 @@ use support::World;
 /// A runner whose agent `planter` fixes the month, then plants git whose config makes
 /// `marker` (a path outside the box: only the person's git can write it).
 fn planter_runner(world: &World, marker: &Path) -> runner_core::LocalRunner {
-    let script = world.dir.path().join("planter.sh");
     let program = format!("touch '{}'; false", marker.display());
-    std::fs::write(
-        &script,
-        format!(
+    support::shell_agent_runner(
+        world,
+        "planter.sh",
+        "planter",
+        &format!(
             "#!/bin/sh\n\
              sed -i 's/getMonth()}}/getMonth() + 1}}/' src/date.js\n\
              base=$(git rev-parse HEAD)\n\
@@ -38,23 +39,6 @@ fn planter_runner(world: &World, marker: &Path) -> runner_core::LocalRunner {
              echo planted\n"
         ),
     )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let profile = script.with_extension("toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"planter\"\nprogram = \"{}\"\nprompt = \"stdin\"\nparser = \"text\"\n",
-            script.display()
-        ),
-    )
-    .unwrap();
-    codehands::RunnerBuilder::new(world.setup(world.settings()))
-        .load_home(false)
-        .agent_file(&profile)
-        .build()
-        .unwrap()
 }
 
 /// Runs the planter to `awaiting_approval` with `isolation`; its events and worktree.

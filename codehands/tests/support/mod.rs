@@ -472,3 +472,26 @@ pub fn scripted_runner(world: &World, mode: &str, script: &str) -> LocalRunner {
 fn plan_path(argv: &[String]) -> &str {
     argv.last().map(String::as_str).unwrap_or_default()
 }
+
+/// A runner whose one extra agent, `name`, is a plain-text profile running the shell script
+/// `script` (written to `file` in the world's folder) with the prompt on stdin.
+pub fn shell_agent_runner(world: &World, file: &str, name: &str, script: &str) -> LocalRunner {
+    use std::os::unix::fs::PermissionsExt;
+    let path = world.dir.path().join(file);
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let profile = path.with_extension("toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"{name}\"\nprogram = \"{}\"\nprompt = \"stdin\"\nparser = \"text\"\n",
+            path.display()
+        ),
+    )
+    .unwrap();
+    codehands::RunnerBuilder::new(world.setup(world.settings()))
+        .load_home(false)
+        .agent_file(&profile)
+        .build()
+        .unwrap()
+}
