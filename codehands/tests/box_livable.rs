@@ -81,59 +81,12 @@ fn exit_codes(events: &[serde_json::Value]) -> Vec<(String, i64, String)> {
         .collect()
 }
 
-/// The files of the approved commit on the session's branch.
-fn committed_files(world: &World) -> Vec<String> {
-    let branch = world
-        .branches()
-        .into_iter()
-        .find(|b| b.starts_with("codehands/"))
-        .expect("the session's branch");
-    world
-        .git(&["diff", "--name-only", "main", &branch])
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
 #[test]
 fn a_rust_crate_tests_offline_with_the_callers_rustup_under_their_home() {
-    // The machine's own rustup, under the tester's home as developers have it.
-    let Some(cargo_home) = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cargo"))
-        .filter(|c| c.join("bin/cargo").is_file() && c.join("registry").is_dir())
-    else {
-        runner_core::testkit::skip("no rustup under this user's home (~/.cargo/bin/cargo)");
+    let Some(cargo_home) = support::callers_cargo_home() else {
         return;
     };
-    let world = World::new(&[
-        (
-            "Cargo.toml",
-            "[package]\nname = \"livable\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n\n[workspace]\n",
-        ),
-        (
-            "src/lib.rs",
-            "pub fn five() -> String { itoa::Buffer::new().format(5).to_string() }\n\n#[test]\nfn it_is_five() { assert_eq!(five(), \"5\"); }\n",
-        ),
-        (".gitignore", "target/\n"),
-    ]);
-    // The lock file as the caller's cargo makes it, so the box's offline build uses the
-    // registry copy the caller has.
-    let lock = std::process::Command::new(cargo_home.join("bin/cargo"))
-        .args(["generate-lockfile", "--offline"])
-        .current_dir(&world.repo)
-        .output()
-        .unwrap();
-    assert!(lock.status.success(), "{lock:?}");
-    world.git(&["add", "Cargo.lock"]);
-    world.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@example.invalid",
-        "commit",
-        "-qm",
-        "lock",
-    ]);
+    let world = support::offline_crate(&cargo_home);
     let profile = command_runner(
         &world,
         &[
@@ -154,7 +107,11 @@ fn a_rust_crate_tests_offline_with_the_callers_rustup_under_their_home() {
         !events.iter().any(|e| e["type"] == "box.hidden"),
         "{events:#?}"
     );
-    assert_eq!(committed_files(&world), ["src/lib.rs"], "never target/");
+    assert_eq!(
+        support::session_branch_files(&world),
+        ["src/lib.rs"],
+        "never target/"
+    );
 }
 
 #[test]
@@ -163,21 +120,8 @@ fn the_checkouts_venv_and_node_modules_are_usable_read_only_and_never_committed(
         (".gitignore", ".venv/\nnode_modules/\n"),
         ("app.py", "print('app')\n"),
     ]);
-    // The checkout's own venv (no pip: quick) with a package in it, and a node module.
-    let venv = std::process::Command::new("/usr/bin/python3")
-        .args(["-m", "venv", "--without-pip", ".venv"])
-        .current_dir(&world.repo)
-        .output()
-        .unwrap();
-    assert!(venv.status.success(), "{venv:?}");
-    let site = std::fs::read_dir(world.repo.join(".venv/lib"))
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path()
-        .join("site-packages");
-    std::fs::write(site.join("depmod.py"), "VALUE = 'from-the-venv'\n").unwrap();
+    // The checkout's own venv with a package in it, and a node module.
+    support::checkout_venv(&world);
     std::fs::create_dir_all(world.repo.join("node_modules/dep")).unwrap();
     std::fs::write(
         world.repo.join("node_modules/dep/index.js"),
@@ -222,5 +166,5 @@ fn the_checkouts_venv_and_node_modules_are_usable_read_only_and_never_committed(
         "module.exports = 'from-node-modules';\n",
         "the person's copy is unchanged"
     );
-    assert_eq!(committed_files(&world), ["app.py"]);
+    assert_eq!(support::session_branch_files(&world), ["app.py"]);
 }

@@ -66,16 +66,7 @@ async fn run(
     let events = suite::collect(runner.start(options).await.unwrap()).await;
     let approved = runner.approve(&id, "the work").await;
     assert!(approved.is_ok(), "{approved:?}\n{events:#?}");
-    let branch = world
-        .branches()
-        .into_iter()
-        .find(|b| b.starts_with("codehands/"))
-        .unwrap();
-    let files = world
-        .git(&["diff", "--name-only", "main", &branch])
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let files = support::session_branch_files(world);
     (events, files)
 }
 
@@ -92,49 +83,15 @@ fn finished(events: &[Event], command: &str) -> (Option<i32>, String) {
         .unwrap_or_else(|| panic!("no command.finished for {command}: {events:#?}"))
 }
 
-fn commit_all(world: &World, message: &str) {
-    world.git(&["add", "-A"]);
-    world.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@example.invalid",
-        "commit",
-        "-qm",
-        message,
-    ]);
-}
-
 #[tokio::test]
 async fn a_rust_crate_tests_offline_with_the_callers_rustup() {
     let Some(claude) = support::claude() else {
         return;
     };
-    let Some(cargo_home) = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cargo"))
-        .filter(|c| c.join("bin/cargo").is_file() && c.join("registry").is_dir())
-    else {
-        runner_core::testkit::skip("no rustup under this user's home (~/.cargo/bin/cargo)");
+    let Some(cargo_home) = support::callers_cargo_home() else {
         return;
     };
-    let world = World::new(&[
-        (
-            "Cargo.toml",
-            "[package]\nname = \"livable\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n\n[workspace]\n",
-        ),
-        (
-            "src/lib.rs",
-            "pub fn five() -> String { itoa::Buffer::new().format(5).to_string() }\n\n#[test]\nfn it_is_five() { assert_eq!(five(), \"5\"); }\n",
-        ),
-        (".gitignore", "target/\n"),
-    ]);
-    let lock = std::process::Command::new(cargo_home.join("bin/cargo"))
-        .args(["generate-lockfile", "--offline"])
-        .current_dir(&world.repo)
-        .output()
-        .unwrap();
-    assert!(lock.status.success(), "{lock:?}");
-    commit_all(&world, "lock");
+    let world = support::offline_crate(&cargo_home);
     let path = format!(
         "{}:{}",
         cargo_home.join("bin").display(),
@@ -182,21 +139,7 @@ async fn a_python_package_tests_with_the_checkouts_venv_and_its_pytest() {
             "import depmod\n\n\ndef test_dep():\n    assert depmod.VALUE == 'from-the-venv'\n",
         ),
     ]);
-    let venv = std::process::Command::new("/usr/bin/python3")
-        .args(["-m", "venv", "--without-pip", ".venv"])
-        .current_dir(&world.repo)
-        .output()
-        .unwrap();
-    assert!(venv.status.success(), "{venv:?}");
-    let lib = world.repo.join(".venv/lib");
-    let site = std::fs::read_dir(&lib)
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path()
-        .join("site-packages");
-    std::fs::write(site.join("depmod.py"), "VALUE = 'from-the-venv'\n").unwrap();
+    let site = support::checkout_venv(&world);
     // pytest installed in the venv as pip would, from its wheels (pure Python: unpacked).
     for wheel in &wheels {
         let unpacked = std::process::Command::new(world.repo.join(".venv/bin/python"))

@@ -495,3 +495,82 @@ pub fn shell_agent_runner(world: &World, file: &str, name: &str, script: &str) -
         .build()
         .unwrap()
 }
+
+/// The tester's own rustup under their home (`~/.cargo` with cargo and a registry cache), as
+/// developers have it; `None` (a skip) without one.
+pub fn callers_cargo_home() -> Option<PathBuf> {
+    let found = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo"))
+        .filter(|c| c.join("bin/cargo").is_file() && c.join("registry").is_dir());
+    if found.is_none() {
+        runner_core::testkit::skip("no rustup under this user's home (~/.cargo/bin/cargo)");
+    }
+    found
+}
+
+/// A crate with one dependency (`itoa`) and a test, `target/` ignored, its lock file made by
+/// the caller's cargo offline and committed, so a box builds it from the caller's registry.
+pub fn offline_crate(cargo_home: &Path) -> World {
+    let world = World::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"livable\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n\n[workspace]\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn five() -> String { itoa::Buffer::new().format(5).to_string() }\n\n#[test]\nfn it_is_five() { assert_eq!(five(), \"5\"); }\n",
+        ),
+        (".gitignore", "target/\n"),
+    ]);
+    let lock = Command::new(cargo_home.join("bin/cargo"))
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(&world.repo)
+        .output()
+        .unwrap();
+    assert!(lock.status.success(), "{lock:?}");
+    world.git(&["add", "Cargo.lock"]);
+    world.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-qm",
+        "lock",
+    ]);
+    world
+}
+
+/// A venv (no pip: quick) in the world's checkout, `.venv`, holding the module `depmod`
+/// (`VALUE = 'from-the-venv'`); its site-packages folder.
+pub fn checkout_venv(world: &World) -> PathBuf {
+    let venv = Command::new("/usr/bin/python3")
+        .args(["-m", "venv", "--without-pip", ".venv"])
+        .current_dir(&world.repo)
+        .output()
+        .unwrap();
+    assert!(venv.status.success(), "{venv:?}");
+    let site = std::fs::read_dir(world.repo.join(".venv/lib"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path()
+        .join("site-packages");
+    std::fs::write(site.join("depmod.py"), "VALUE = 'from-the-venv'\n").unwrap();
+    site
+}
+
+/// The files the session's branch (`codehands/…`) changes against `main`.
+pub fn session_branch_files(world: &World) -> Vec<String> {
+    let branch = world
+        .branches()
+        .into_iter()
+        .find(|b| b.starts_with("codehands/"))
+        .expect("the session's branch");
+    world
+        .git(&["diff", "--name-only", "main", &branch])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
