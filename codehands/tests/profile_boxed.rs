@@ -264,6 +264,38 @@ impl Seer {
         }
     }
 
+    /// `codehands run` of the seer, by `codehands` (the caller's or the test user's).
+    fn run_with(&self, codehands: impl FnOnce(&[&str]) -> Output) -> Output {
+        codehands(&[
+            "run",
+            ".",
+            "Look.",
+            "--agent-file",
+            &self.profile,
+            "--agent",
+            "seer",
+            "--json",
+        ])
+    }
+
+    /// The session `run` made, once it awaits approval and its version is recorded.
+    fn recorded_session(&self, run: &Output) -> runner_core::SessionId {
+        let events = support::json_lines(run);
+        assert!(
+            events.iter().any(|e| e["type"] == "approval.requested"),
+            "{events:?}\n{}",
+            support::text(&run.stderr)
+        );
+        let id = events[0]["sessionId"].as_str().unwrap().parse().unwrap();
+        let recorded = self.world.home.run_dir(&id).join("agent-version.json");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !recorded.exists() {
+            assert!(Instant::now() < deadline, "the version was never recorded");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        id
+    }
+
     /// The caller's folder and the world's files are not where a probe runs.
     fn assert_neutral(&self, what: &str, cwd: &Path) {
         let repo = self.world.repo.canonicalize().unwrap();
@@ -305,33 +337,10 @@ fn every_version_call_sees_no_secret_of_the_caller_and_runs_in_a_folder_of_its_o
     assert_eq!(cwd, world.repo.canonicalize().unwrap());
 
     // A session's probe, at its start, boxed by default: its HOME is its folder too.
-    let run = codehands(
-        world,
-        &[
-            "run",
-            ".",
-            "Look.",
-            "--agent-file",
-            &seer.profile,
-            "--agent",
-            "seer",
-            "--json",
-        ],
-    );
-    let events = support::json_lines(&run);
-    assert!(
-        events.iter().any(|e| e["type"] == "approval.requested"),
-        "{events:?}\n{}",
-        support::text(&run.stderr)
-    );
-    let id: runner_core::SessionId = events[0]["sessionId"].as_str().unwrap().parse().unwrap();
+    let run = seer.run_with(|args| codehands(world, args));
+    let id = seer.recorded_session(&run);
     let run_dir = world.home.run_dir(&id);
     let recorded = run_dir.join("agent-version.json");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !recorded.exists() {
-        assert!(Instant::now() < deadline, "the version was never recorded");
-        std::thread::sleep(Duration::from_millis(20));
-    }
     let (cwd, home, names) = seer.take_seen();
     seer.assert_no_secret("the session's probe", &names);
     seer.assert_neutral("the session's probe", &cwd);
@@ -436,29 +445,8 @@ fn as_an_unprivileged_user_the_version_call_sees_no_secret_either() {
     seer.assert_neutral("agents, as the user", &cwd);
     assert_eq!(Path::new(&home), world.agent_home);
 
-    let run = as_user(&[
-        "run",
-        ".",
-        "Look.",
-        "--agent-file",
-        &seer.profile,
-        "--agent",
-        "seer",
-        "--json",
-    ]);
-    let events = support::json_lines(&run);
-    assert!(
-        events.iter().any(|e| e["type"] == "approval.requested"),
-        "{events:?}\n{}",
-        support::text(&run.stderr)
-    );
-    let id: runner_core::SessionId = events[0]["sessionId"].as_str().unwrap().parse().unwrap();
-    let recorded = world.home.run_dir(&id).join("agent-version.json");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !recorded.exists() {
-        assert!(Instant::now() < deadline, "the version was never recorded");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let run = seer.run_with(as_user);
+    seer.recorded_session(&run);
     let (cwd, _, names) = seer.take_seen();
     seer.assert_no_secret("the session's probe, as the user", &names);
     seer.assert_neutral("the session's probe, as the user", &cwd);
