@@ -18,17 +18,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if let Some(outcome) = crate::rerun_in_release(&["bench", "attempts"], args) {
         return outcome;
     }
-    let rounds: usize = match args {
-        [] => 5,
-        [flag, n] if flag == "--rounds" => n
-            .parse()
-            .map_err(|_| format!("--rounds takes a number, not {n:?}"))?,
-        other => {
-            return Err(format!(
-                "usage: cargo xtask bench attempts [--rounds N], not {other:?}"
-            ));
-        }
-    };
+    let rounds = crate::rounds(args, 5, "attempts")?;
     let codehands = crate::bench_run::build_codehands()?;
     let dir = crate::workspace_root().join("target/bench/attempts");
     let _ = std::fs::remove_dir_all(&dir);

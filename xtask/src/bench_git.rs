@@ -25,17 +25,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if let Some(outcome) = crate::rerun_in_release(&["bench", "git"], args) {
         return outcome;
     }
-    let rounds = match args {
-        [] => 3,
-        [flag, n] if flag == "--rounds" => n
-            .parse()
-            .map_err(|_| format!("--rounds takes a number, not {n:?}"))?,
-        other => {
-            return Err(format!(
-                "usage: cargo xtask bench git [--rounds N], not {other:?}"
-            ));
-        }
-    };
+    let rounds = crate::rounds(args, 3, "git")?;
     let bench_dir = crate::workspace_root().join("target/bench");
     let repo = ensure_repo(&bench_dir.join("git-repo"))?;
     let home = bench_dir.join("git-home");

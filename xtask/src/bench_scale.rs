@@ -24,17 +24,7 @@ struct Batch {
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    let rounds: usize = match args {
-        [] => 3,
-        [flag, n] if flag == "--rounds" => n
-            .parse()
-            .map_err(|_| format!("--rounds takes a number, not {n:?}"))?,
-        other => {
-            return Err(format!(
-                "usage: cargo xtask bench scale [--rounds N], not {other:?}"
-            ));
-        }
-    };
+    let rounds = crate::rounds(args, 3, "scale")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let built = Command::new(cargo)
         .args(["build", "--quiet", "-p", "codehands"])

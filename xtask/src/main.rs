@@ -126,6 +126,19 @@ pub fn workspace_root() -> std::path::PathBuf {
         .to_path_buf()
 }
 
+/// A bench's `[--rounds N]` argument: `default` without one; `bench` names it in the usage.
+pub fn rounds(args: &[String], default: usize, bench: &str) -> Result<usize, String> {
+    match args {
+        [] => Ok(default),
+        [flag, n] if flag == "--rounds" => n
+            .parse()
+            .map_err(|_| format!("--rounds takes a number, not {n:?}")),
+        other => Err(format!(
+            "usage: cargo xtask bench {bench} [--rounds N], not {other:?}"
+        )),
+    }
+}
+
 /// In a debug build of xtask, runs `cargo xtask TASK… ARGS…` again as a release build and
 /// returns its outcome; in a release build returns `None`, so the caller does the work.
 /// Benchmarks that time our own code in-process use it: unoptimised gix, tokio and serde
