@@ -103,8 +103,8 @@ impl LocalRunner {
             agent.preflight(&options.repo_path)?;
             starts.push(start);
         }
-        super::refuse_line_breaks(&self.shared.home, &options.repo_path)?;
-        super::refuse_codehands_worktree(&self.shared, &options.repo_path)?;
+        super::start::refuse_line_breaks(&self.shared.home, &options.repo_path)?;
+        super::start::refuse_codehands_worktree(&self.shared, &options.repo_path)?;
         let base = self.shared.vcs.base_commit(&options.repo_path).await?;
         let repo_path = std::path::absolute(&options.repo_path).map_err(|e| {
             Error::io(

@@ -1,0 +1,153 @@
+//! [`Runner`] for [`LocalRunner`]: each call of the trait, in the words of the runner's parts.
+
+use super::*;
+
+#[async_trait]
+impl Runner for LocalRunner {
+    async fn start(&self, options: StartOptions) -> Result<EventStream> {
+        self.start_session(options, None).await
+    }
+
+    async fn diff(&self, session_id: &SessionId) -> Result<DiffResult> {
+        let record = self.healed(self.shared.store.get(session_id)?).await?;
+        if !record.worktree_path.exists() {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "session {session_id} is {} and its worktree is gone: there is nothing to diff",
+                    record.state
+                ),
+            ));
+        }
+        self.shared.vcs.diff(&record.worktree_spec()).await
+    }
+
+    async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult> {
+        self.approve_with(session_id, message, ApproveOptions::default())
+            .await
+    }
+
+    async fn reject(&self, session_id: &SessionId) -> Result<()> {
+        self.reject_session(session_id).await.map(drop)
+    }
+
+    async fn stop(&self, session_id: &SessionId) -> Result<()> {
+        let shared = &self.shared;
+        let record = shared.store.get(session_id)?;
+        record
+            .state
+            .check_move(SessionState::Stopped, SessionState::Stopped, "stop")?;
+        let files = RunFiles::in_home(&shared.home, session_id);
+        files.request_stop()?;
+        let grace = shared.settings.stop_grace;
+        if let Some(agent) = files.agent() {
+            crate::process::tree::end_group(&agent, grace).await;
+        }
+        // Whoever supervises the run sees the agent exit and the request, and saves
+        // `stopped`; with nobody at it, the turn is ended here.
+        if !control::SupervisorLock::is_held(&files) {
+            run::supervise(shared.clone(), *session_id).await?;
+        }
+        let deadline = Instant::now() + grace + run::SETTLE_WAIT;
+        loop {
+            let state = shared.store.get(session_id)?.state;
+            match state {
+                SessionState::Running if Instant::now() < deadline => {}
+                SessionState::Stopped => return Ok(()),
+                SessionState::Running => {
+                    return Err(Error::internal(format!(
+                        "session {session_id} did not stop within {}: its supervisor may hang; try again or run `codehands recover`",
+                        watched::human(grace + run::SETTLE_WAIT)
+                    )));
+                }
+                other => return Err(Error::illegal_move(other, SessionState::Stopped, "stop")),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream> {
+        let shared = &self.shared;
+        let record = shared.store.get(session_id)?;
+        // Running is reachable from queued too; resume is only for a stopped session.
+        if record.state != SessionState::Stopped {
+            return Err(Error::illegal_move(
+                record.state,
+                SessionState::Running,
+                "resume",
+            ));
+        }
+        let prompt = prompt
+            .filter(|p| !p.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_RESUME_PROMPT.into());
+        self.next_turn(&record, prompt, false, "resume").await
+    }
+
+    async fn recover(&self) -> Result<RecoveryReport> {
+        let mut report = recover::recover(&self.shared).await?;
+        // After the sessions: a pick cut short reads its attempt's settled approve.
+        self.settle_tasks(&mut report).await;
+        Ok(report)
+    }
+
+    async fn session(&self, session_id: &SessionId) -> Result<SessionRecord> {
+        self.healed(self.shared.store.get(session_id)?).await
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionRecord>> {
+        Ok(self.listing().await?.records)
+    }
+
+    async fn report(&self, session_id: &SessionId) -> Result<crate::report::RunReport> {
+        let record = self.healed(self.shared.store.get(session_id)?).await?;
+        let events = self.logged_events(session_id, 0)?;
+        // What ran, as probed at the session's start; else the program this runner knows by
+        // the agent's name, its version unknown: never run again here, outside the session
+        // (`process/probe.rs` says why a probe is run with care).
+        let (program, version) =
+            match RunFiles::in_home(&self.shared.home, session_id).agent_probed() {
+                Some(probed) => (Some(probed.program), probed.version),
+                None => {
+                    let probe = self
+                        .agent(&record.agent)
+                        .ok()
+                        .and_then(|a| a.version_probe());
+                    (probe.map(|p| p.program.display().to_string()), None)
+                }
+            };
+        Ok(crate::report::build(crate::report::ReportInput {
+            record: &record,
+            events: &events,
+            agent_program: program.as_deref(),
+            agent_version: version.as_deref(),
+        }))
+    }
+
+    async fn send(&self, session_id: &SessionId, text: String) -> Result<crate::options::Sent> {
+        self.send_text(session_id, text).await
+    }
+
+    async fn answer(
+        &self,
+        session_id: &SessionId,
+        request_id: &str,
+        answer: crate::options::PermissionAnswer,
+    ) -> Result<()> {
+        self.answer_request(session_id, request_id, answer).await
+    }
+
+    async fn interrupt(&self, session_id: &SessionId) -> Result<()> {
+        self.interrupt_turn(session_id).await
+    }
+
+    async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {
+        let record = self.shared.store.get(session_id)?;
+        self.healed(record).await?;
+        Ok(follow::follow(
+            self.shared.clone(),
+            *session_id,
+            after_seq,
+            true,
+        ))
+    }
+}

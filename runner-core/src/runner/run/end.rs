@@ -1,0 +1,277 @@
+//! The end of a turn: its one terminal event, the sandbox's verdict, the record settled.
+
+use crate::error::Error;
+use crate::event::{
+    ApprovalRequested, EventBody, FailureKind, TaskFailed, TaskFinished, TaskStopped,
+};
+use crate::runner::disk::{self};
+use crate::runner::ending::TurnEnd;
+use crate::runner::watched::human;
+use crate::sequence::EventSequence;
+use crate::traits::memory::RunSummary;
+use crate::traits::sandbox::{BoxLimits, SandboxRequest};
+
+use super::{Held, Interruption, Supervisor};
+
+impl Supervisor {
+    /// The run's end: exactly one terminal event, and the state to match.
+    pub(super) async fn conclude(
+        &mut self,
+        interruption: Option<Interruption>,
+        held: Option<Held>,
+        exit_code: Option<i32>,
+        stderr: String,
+    ) {
+        // What the agent said on stderr about failing at its work (its own sandbox cannot
+        // start, say), in its words: notes before the turn's end, which would otherwise
+        // look like a clean run. Before the skip below: a replay recomputes them.
+        for warning in self.agent.stderr_warnings(&stderr) {
+            let text = self.redactor.redact(&warning).into_owned();
+            self.note(format!("warning from the agent: {text}"));
+        }
+        let stderr = (!stderr.trim().is_empty()).then_some(stderr);
+        let watchdog = self.shared.settings.watchdog;
+        if self.skip > 0 {
+            // The supervisor that went away had begun to end the turn (what it said then
+            // depends on more than the agent's output): go on after its last event.
+            self.took_over_ending = true;
+            self.skip = 0;
+        }
+        // Before the turn is said to be over: no `.git` of the agent's is left for the
+        // person's git to enter (`nested_git.rs`).
+        let turn = self.plan.turn;
+        let nested =
+            crate::runner::nested_git::take_out(&self.shared, &self.record, &self.files, turn);
+        if let Some(text) = nested.await {
+            self.note(text);
+        }
+        if interruption.is_none() && self.full.is_none() && held.is_none() {
+            // An agent whose own writes failed for a full disk (its edits, its output) may
+            // die without a result: the disk is the reason then, not the agent.
+            self.disk_looks_full();
+        }
+        let interruption = if self.full.is_some() {
+            Some(Interruption::DiskFull)
+        } else {
+            interruption
+        };
+        match (interruption, held.map(|h| (h.body, h.raw))) {
+            (Some(Interruption::DiskFull), held) => {
+                let cost = held.and_then(|(body, _)| match body {
+                    EventBody::TaskFinished(f) => f.cost_usd,
+                    EventBody::TaskFailed(f) => f.cost_usd,
+                    _ => None,
+                });
+                self.fail_disk_full_costing(stderr, exit_code, cost).await;
+            }
+            (Some(Interruption::Stop), _) => self.stopped().await,
+            (Some(Interruption::AuthFailed(why)), _) => {
+                self.fail(FailureKind::AuthFailed, why, stderr, exit_code, None)
+                    .await;
+            }
+            (Some(Interruption::Idle), _) => {
+                let message = format!(
+                    "the agent printed nothing for {}; the watchdog (idle) ended its process tree",
+                    human(watchdog.idle)
+                );
+                self.fail(FailureKind::Idle, message, stderr, exit_code, None)
+                    .await;
+            }
+            (Some(Interruption::Linger), _) => {
+                let message = format!(
+                    "the agent did not exit within {} of its result; the watchdog (linger) ended its process tree",
+                    human(watchdog.linger)
+                );
+                self.fail(FailureKind::Linger, message, stderr, exit_code, None)
+                    .await;
+            }
+            (None, Some((EventBody::TaskFinished(finished), raw))) => {
+                self.finished(finished, raw).await
+            }
+            (None, Some((EventBody::TaskFailed(mut failed), raw))) => {
+                failed.stderr = failed.stderr.or(stderr);
+                failed.exit_code = failed.exit_code.or(exit_code);
+                self.fail_with(failed, raw).await;
+            }
+            (None, _) => {
+                let code =
+                    exit_code.map_or("no exit code".to_owned(), |c| format!("exit code {c}"));
+                // An agent that cannot write its output on a full disk dies without a
+                // result: then the disk is the cause to name, not its install.
+                let message = if disk::looks_full(self.files.dir()) {
+                    disk::full_message(
+                        self.files.dir(),
+                        &format!("the agent exited without a result, {code}"),
+                        "run `codehands recover`",
+                    )
+                } else {
+                    format!(
+                        "the agent exited without a result ({code}): check that it is installed, on PATH and logged in; stderr says more"
+                    )
+                };
+                self.fail(FailureKind::NoResult, message, stderr, exit_code, None)
+                    .await;
+            }
+        }
+    }
+
+    pub(super) async fn finished(&mut self, mut finished: TaskFinished, raw: Option<String>) {
+        let step = tracing::trace_span!("turn.diff");
+        let diff = match self.shared.vcs.diff(&self.record.worktree_spec()).await {
+            Ok(diff) => diff,
+            Err(e) => {
+                let message = format!("the agent finished but its change could not be read: {e}");
+                return self
+                    .fail(FailureKind::Vcs, message, None, None, finished.cost_usd)
+                    .await;
+            }
+        };
+        if self.plan.verify && !self.took_over_ending {
+            self.verify_in_sandbox().await;
+        }
+        let summary = RunSummary {
+            session_id: self.record.session_id,
+            prompt: self.redactor.redact_string(self.request.prompt.clone()),
+            branch: self.record.branch.clone(),
+            result: finished
+                .result
+                .as_deref()
+                .map(|r| self.redactor.redact_string(r.to_owned())),
+            diff_stat: diff.stat.clone(),
+            finished_at: crate::now_rfc3339(),
+        };
+        if let Err(e) = self
+            .shared
+            .memory
+            .record_run(&self.record.repo_key, &summary)
+            .await
+        {
+            self.note(format!("repo memory: cannot add this run's note: {e}"));
+        }
+        drop(step);
+        finished.diff_stat = Some(diff.stat.clone());
+        self.emit(EventBody::TaskFinished(finished), raw);
+        // A workflow's phase asks for no approval: its driver does, once the last phase
+        // passed (`workflow/`).
+        if self.plan.phase.is_none() {
+            self.emit(
+                EventBody::ApprovalRequested(ApprovalRequested {
+                    branch: self.record.branch.clone(),
+                    diff_stat: diff.stat,
+                }),
+                None,
+            );
+        }
+        self.end(None).await;
+    }
+
+    pub(super) async fn verify_in_sandbox(&mut self) {
+        let Some(sandbox) = self.shared.sandbox.clone() else {
+            return;
+        };
+        let request = SandboxRequest {
+            session_id: self.record.session_id,
+            worktree: self.record.worktree_path.clone(),
+            profile: self.profile.clone(),
+            test_command: None,
+            image: None,
+            timezone: None,
+            limits: BoxLimits::default(),
+        };
+        let result = sandbox.run_tests(&request).await;
+        if let Some(error) = &result.error {
+            self.note(format!("sandbox: {}", error.message));
+        }
+        // The verify gate (verify.rs): approve reads this verdict, from any process.
+        if let Err(e) = crate::runner::verify::Verdict::of(&result)
+            .save(&self.shared.home, &self.record.session_id)
+        {
+            self.note(format!("sandbox: cannot keep the verdict: {e}"));
+        }
+        let body = crate::runner::verify::test_result(&result);
+        self.emit(body, None);
+        self.flush_events();
+    }
+
+    pub(super) async fn stopped(&mut self) {
+        self.emit(EventBody::TaskStopped(TaskStopped::default()), None);
+        self.end(None).await;
+    }
+
+    pub(super) async fn fail(
+        &mut self,
+        reason: FailureKind,
+        message: String,
+        stderr: Option<String>,
+        exit_code: Option<i32>,
+        cost_usd: Option<f64>,
+    ) {
+        self.fail_with(
+            TaskFailed {
+                reason,
+                message,
+                stderr,
+                exit_code,
+                cost_usd,
+            },
+            None,
+        )
+        .await;
+    }
+
+    pub(super) async fn fail_with(&mut self, failed: TaskFailed, raw: Option<String>) {
+        let message = failed.message.clone();
+        self.emit(EventBody::TaskFailed(failed), raw);
+        self.end(Some(message)).await;
+    }
+
+    /// Writes the turn's last events, then settles the record from them. On a full disk
+    /// they are written in the room the turn's reserve leaves; a `task.failed` that still
+    /// does not fit is written alone (the events before it that did not fit are dropped,
+    /// seq going on from the log's last); when nothing fits the turn's end stays unsaid
+    /// ([`Supervisor::run`] says why) and the next command settles it.
+    pub(super) async fn end(&mut self, failure: Option<String>) {
+        self.flush_events();
+        // A box ended by a stop's or a watchdog's SIGKILL could not clean up after itself.
+        if let Some(confinement) = &self.shared.confinement
+            && self.record.isolation == crate::options::Isolation::Box
+        {
+            confinement.cleanup(self.files.dir());
+        }
+        if !self.pending.is_empty() && self.files.release_reserve() {
+            self.flush_events();
+        }
+        if self.pending.len() > 1
+            && matches!(
+                self.pending.last().map(|e| &e.body),
+                Some(EventBody::TaskFailed(_))
+            )
+            && let Some(last) = self.pending.pop()
+        {
+            let written = self.seq.last_seq() - self.pending.len() as u64 - 1;
+            self.pending.clear();
+            self.seq = EventSequence::continuing(self.record.session_id, written);
+            self.emit_own(last.body, last.raw);
+            self.flush_events();
+        }
+        if !self.pending.is_empty() {
+            let error = match self.full {
+                Some(_) => self.full_error(),
+                None => {
+                    Error::internal("the end of the turn could not be written to the event log")
+                }
+            };
+            tracing::error!(session = %self.record.session_id, "cannot write the end of the run: {error}");
+            self.unsaid = Some(error);
+            return;
+        }
+        let mut ending = TurnEnd::new(&self.record, &self.plan);
+        ending.failed = failure;
+        ending.agent_session_id = self.record.agent_session_id.clone();
+        let (shared, files) = (self.shared.clone(), self.files.clone());
+        if let Err(e) = ending.settle(&shared, &files, &mut self.log).await {
+            tracing::error!(session = %self.record.session_id, "cannot save the end of the run: {e}");
+            self.unsaid = Some(e);
+        }
+    }
+}
