@@ -349,3 +349,90 @@ fn the_library_a_daemon_links_builds_neither_the_cli_nor_the_model_server() {
         );
     }
 }
+
+/// The most lines a product file may hold before its tests module (ARCHITECTURE.md,
+/// "Invariants"): a longer file does several jobs, and is split into a folder of parts.
+const MAX_PRODUCT_LINES: usize = 600;
+
+#[test]
+fn no_product_file_is_over_600_lines() {
+    let long: Vec<String> = rust_files()
+        .into_iter()
+        .filter(|path| !is_test_code(path) && path != THIS_FILE)
+        // The fuzz targets and the test-support crates are tests of their own kind.
+        .filter(|path| !path.starts_with("fuzz/") && !path.contains("/testkit/"))
+        .filter_map(|path| {
+            let text = read(&path);
+            let lines = text
+                .lines()
+                .take_while(|line| line.trim() != "#[cfg(test)]")
+                .count();
+            (lines > MAX_PRODUCT_LINES).then(|| format!("{path}: {lines} lines"))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "product files over {MAX_PRODUCT_LINES} lines (before their tests): split each into a \
+         folder of parts, one job each:\n{}",
+        long.join("\n")
+    );
+}
+
+/// The names `[workspace.dependencies]` pins in the root manifest.
+fn workspace_pins() -> Vec<String> {
+    let manifest = read("Cargo.toml");
+    let table = manifest
+        .split("[workspace.dependencies]")
+        .nth(1)
+        .expect("the root manifest has [workspace.dependencies]");
+    table
+        .lines()
+        .take_while(|line| !line.starts_with('['))
+        .filter_map(|line| {
+            let line = line.trim();
+            (!line.is_empty() && !line.starts_with('#'))
+                .then(|| line.split(['=', ' ']).next().unwrap_or("").to_owned())
+        })
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// Every member's manifest, the root's own left out (the fuzz crate is outside the
+/// workspace and pins its own).
+fn member_manifests() -> Vec<String> {
+    let output = Command::new(env!("CARGO"))
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "cargo metadata failed");
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| std::fs::read_to_string(p["manifest_path"].as_str().expect("a path")))
+        .map(|text| text.expect("a member's manifest reads"))
+        .collect()
+}
+
+#[test]
+fn every_workspace_pin_is_used_by_a_member() {
+    let manifests = member_manifests();
+    let unused: Vec<String> = workspace_pins()
+        .into_iter()
+        .filter(|name| {
+            let uses = format!("{name} = {{ workspace = true");
+            let uses_short = format!("{name}.workspace = true");
+            !manifests
+                .iter()
+                .any(|m| m.contains(&uses) || m.contains(&uses_short))
+        })
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "pinned in the root [workspace.dependencies] but used by no member: {unused:?}: \
+         remove the pin (a crate that needs it again adds it back)"
+    );
+}
