@@ -369,6 +369,12 @@ pub enum FailureKind {
     Idle,
     /// A result was printed but the process did not exit (the linger watchdog).
     Linger,
+    /// The turn ran past its wall-clock limit (`--timeout`); its change is kept for
+    /// inspection until it is rejected or collected.
+    Timeout,
+    /// The agent repeated itself: the same edit or the same command many times in a row
+    /// (the repeat guard); its change is kept for inspection.
+    Repeating,
     /// The input was refused (repo, prompt, options).
     InvalidInput,
     /// The repository could not be prepared.

@@ -63,11 +63,11 @@ pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use task::{
     AttemptReport, AttemptSpec, PickResult, TaskAttempt, TaskId, TaskOptions, TaskRecord,
-    TaskReport, TaskState, VerifyVerdict,
+    AttemptVerdict, TaskReport, TaskState, VerifyVerdict,
 };
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
-    Invocation, ResumeFrom, StdinClose, ToolPolicy, VersionProbe,
+    Invocation, ResumeFrom, StdinClose, TokenPrice, ToolPolicy, VersionProbe,
 };
 pub use traits::confine::{
     BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile, REMOTE_BOX_FAILED_EXIT,

@@ -48,6 +48,13 @@ pub struct StartOptions {
     /// rules); every turn of the session runs alike.
     #[serde(default, skip_serializing_if = "crate::Allowances::is_empty")]
     pub allowances: crate::Allowances,
+    /// The wall-clock limit of each turn in milliseconds: a turn still running after it is
+    /// ended as `task.failed` with reason `timeout`, its change kept. No limit when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The task this session is an attempt of, when it is one (`LocalRunner::start_task`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<crate::ids::TaskId>,
 }
 
 /// Where a session's box runs (docs/engines in README.md, "Where runs run").
@@ -142,9 +149,31 @@ impl StartOptions {
             isolation: Isolation::default(),
             engine: Engine::default(),
             allowances: crate::Allowances::default(),
+            timeout_ms: None,
+            task_id: None,
         }
     }
 }
+
+/// Reads a wall-clock limit as people write it (`90s`, `10m`, `1h 30m`) into milliseconds:
+/// at least one second, at most a week.
+pub fn parse_timeout(text: &str) -> crate::error::Result<u64> {
+    let duration = humantime::parse_duration(text.trim()).map_err(|e| {
+        crate::error::Error::invalid_input(format!(
+            "the timeout {text:?} is not a duration ({e}): write it like `90s`, `10m` or `1h`"
+        ))
+    })?;
+    let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    if !(1_000..=MAX_TIMEOUT_MS).contains(&ms) {
+        return Err(crate::error::Error::invalid_input(format!(
+            "the timeout {text:?} is out of range: give 1s to 7 days"
+        )));
+    }
+    Ok(ms)
+}
+
+/// The longest wall-clock limit of a turn: a week.
+pub const MAX_TIMEOUT_MS: u64 = 7 * 24 * 3600 * 1000;
 
 /// How long a permission request waits for an answer when the caller gives no limit.
 pub const DEFAULT_PERMISSION_TIMEOUT_SECS: u64 = 300;

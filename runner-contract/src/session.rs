@@ -90,6 +90,17 @@ pub struct SessionRecord {
     /// What the person's settings allowed beyond the defaults, in every turn.
     #[serde(default, skip_serializing_if = "crate::Allowances::is_empty")]
     pub allowances: crate::Allowances,
+    /// The wall-clock limit of each of its turns in milliseconds, when the caller gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// The task this session is an attempt of, when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<crate::ids::TaskId>,
+    /// A failed turn's change was kept for inspection (a timeout, a repeating agent, a
+    /// workflow phase that broke its rules): the worktree stays until the session is
+    /// rejected or collected (`failed → rejecting → rejected`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept: bool,
     /// When the session was created (RFC 3339).
     pub created_at: String,
     /// When the record last changed (RFC 3339).
@@ -147,6 +158,9 @@ impl SessionRecord {
             isolation: options.isolation,
             engine: options.engine,
             allowances: options.allowances.clone(),
+            timeout_ms: options.timeout_ms,
+            task_id: options.task_id,
+            kept: false,
             created_at: now.clone(),
             updated_at: now,
         }
@@ -196,6 +210,8 @@ mod tests {
         (Approving, AwaitingApproval),
         (AwaitingApproval, Rejecting),
         (Rejecting, Rejected),
+        (Failed, Rejecting),
+        (Failed, Rejected),
     ];
 
     #[test]
@@ -214,8 +230,14 @@ mod tests {
     #[test]
     fn final_states_have_no_way_out() {
         for from in SessionState::ALL.into_iter().filter(|s| s.is_final()) {
+            // A failed session whose change was kept is rejected to remove it.
+            let way_out = |to: &SessionState| {
+                from == Failed && matches!(to, Rejecting | Rejected)
+            };
             assert!(
-                SessionState::ALL.iter().all(|to| !from.can_move_to(*to)),
+                SessionState::ALL
+                    .iter()
+                    .all(|to| way_out(to) || !from.can_move_to(*to)),
                 "{from}"
             );
         }

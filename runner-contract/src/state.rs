@@ -56,7 +56,9 @@ impl SessionState {
     /// are journaled: `awaiting_approval → approving → approved` (or back to
     /// `awaiting_approval` when the commit never reached the branch) and
     /// `awaiting_approval | stopped → rejecting → rejected`. A runner without a repository (the fake
-    /// runner) moves `awaiting_approval → approved | rejected` at once.
+    /// runner) moves `awaiting_approval → approved | rejected` at once. A failed session whose
+    /// change was kept for inspection (`SessionRecord::kept`) is removed by
+    /// `failed → rejecting → rejected`; no other move leaves `failed`.
     pub fn can_move_to(self, to: SessionState) -> bool {
         use SessionState::*;
         matches!(
@@ -78,10 +80,13 @@ impl SessionState {
                 | (Approving, AwaitingApproval)
                 | (AwaitingApproval, Rejecting)
                 | (Rejecting, Rejected)
+                | (Failed, Rejecting)
+                | (Failed, Rejected)
         )
     }
 
-    /// Whether no move leaves this state.
+    /// Whether the session's work is over: no move leaves this state, but the reject of a
+    /// failed session whose change was kept.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Approved | Self::Rejected | Self::Failed)
     }

@@ -124,6 +124,10 @@ pub struct TaskOptions {
     /// Every attempt's isolation.
     #[serde(default)]
     pub isolation: Isolation,
+    /// Every attempt's wall-clock limit in milliseconds: an attempt still running after it
+    /// fails with reason `timeout`, its change kept. No limit when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// Where a task is: its attempts run and wait on their own; these states journal the pick
@@ -185,6 +189,21 @@ pub struct TaskAttempt {
     pub model: Option<String>,
     /// The session of this attempt.
     pub session_id: SessionId,
+    /// The test box's verdict on the attempt's change, once its tests ran there (`verify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<AttemptVerdict>,
+}
+
+/// The test box's verdict on one attempt, as the task's record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttemptVerdict {
+    /// Passed, failed, or the box could not run the tests.
+    pub outcome: VerifyVerdict,
+    /// The test command the box ran.
+    pub command: String,
+    /// One line a person can read: why the tests failed or could not run.
+    pub reason: String,
 }
 
 /// A task on disk: `$CODEHANDS_HOME/tasks/<taskId>.json`, written atomically, read strictly.
@@ -291,11 +310,25 @@ pub struct AttemptReport {
     /// The sandbox's verdict, for a verified attempt.
     #[serde(default)]
     pub verify: Option<VerifyVerdict>,
+    /// The test box's verdict with its command and reason, for a verified attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<AttemptVerdict>,
+    /// Whether `costUsd` was worked out from the tokens and the model's price (the agent
+    /// reported no cost).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cost_estimated: bool,
     /// Whether it passes: finished, and its verdict passed (verified) or its last test run
     /// passed (not verified). An attempt that ran no test does not pass.
     pub passing: bool,
     /// The cheapest of the passing attempts (one at most; the first on a tie).
     pub cheapest_passing: bool,
+    /// Its place in the ranking (1 is the best): passing first, then the smaller diff,
+    /// then the lower cost, then the shorter time.
+    #[serde(default)]
+    pub rank: usize,
+    /// Why it is in that place, in words.
+    #[serde(default)]
+    pub why: String,
     /// Why it failed, for a failed attempt.
     #[serde(default)]
     pub failure: Option<String>,
@@ -333,6 +366,9 @@ pub struct TaskReport {
     pub cost_usd: Option<f64>,
     /// Whether every attempt's run has ended (none is queued or running).
     pub settled: bool,
+    /// The best attempt by the ranking, when one passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<SessionId>,
 }
 
 /// What a pick did (`LocalRunner::pick`).

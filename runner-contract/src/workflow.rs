@@ -36,6 +36,9 @@ pub struct Workflow {
     /// How many review rounds at most before approval is asked.
     #[serde(default = "default_rounds")]
     pub rounds: u32,
+    /// Every phase's wall-clock limit (`10m`, `90s`), unless the phase names its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
     /// The phases, in order.
     #[serde(rename = "phase")]
     pub phases: Vec<Phase>,
@@ -137,6 +140,10 @@ pub struct Phase {
     /// The gate.
     #[serde(default)]
     pub gate: Option<Gate>,
+    /// The phase's wall-clock limit (`10m`, `90s`): its turn still running after it fails
+    /// with reason `timeout`, the change kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
 }
 
 impl Phase {
@@ -184,7 +191,22 @@ impl Phase {
                 &format!("phase {:?} has no prompt", self.name),
             ));
         }
+        if let Some(timeout) = &self.timeout {
+            crate::options::parse_timeout(timeout).map_err(|e| {
+                refuse(source, &format!("phase {:?}: {}", self.name, e.message()))
+            })?;
+        }
         for element in &self.prompt {
+            if looks_like_placeholder(element) && !PLACEHOLDERS.contains(&element.as_str()) {
+                return Err(refuse(
+                    source,
+                    &format!(
+                        "phase {:?}: {element:?} is no placeholder: the known ones are {}",
+                        self.name,
+                        PLACEHOLDERS.join(", ")
+                    ),
+                ));
+            }
             let whole = PLACEHOLDERS.contains(&element.as_str());
             let inside = PLACEHOLDERS.iter().any(|p| element.contains(p));
             if inside && !whole {
@@ -229,6 +251,9 @@ impl Workflow {
         }
         if self.rounds == 0 || self.rounds > MAX_ROUNDS {
             return Err(refuse(source, &format!("rounds must be 1 to {MAX_ROUNDS}")));
+        }
+        if let Some(timeout) = &self.timeout {
+            crate::options::parse_timeout(timeout).map_err(|e| refuse(source, e.message()))?;
         }
         let mut names: Vec<&str> = self.phases.iter().map(|p| p.name.as_str()).collect();
         names.sort_unstable();
@@ -276,6 +301,17 @@ impl Workflow {
         Ok(())
     }
 
+    /// The wall-clock limit of phase `index`'s turns in milliseconds: its own, else the
+    /// workflow's, else `fallback` (the caller's `--timeout`). Checked by [`Workflow::check`].
+    pub fn timeout_ms(&self, index: usize, fallback: Option<u64>) -> Option<u64> {
+        self.phases
+            .get(index)
+            .and_then(|p| p.timeout.as_deref())
+            .or(self.timeout.as_deref())
+            .and_then(|t| crate::options::parse_timeout(t).ok())
+            .or(fallback)
+    }
+
     /// The index of the last implement phase before phase `index`: where a review's
     /// findings go back to.
     pub fn implement_before(&self, index: usize) -> Option<usize> {
@@ -314,6 +350,9 @@ pub struct WorkflowOptions {
     pub budget_usd: Option<f64>,
     /// Every phase's isolation.
     pub isolation: Isolation,
+    /// Each phase's wall-clock limit in milliseconds when neither the phase nor the
+    /// workflow names one (`--timeout`).
+    pub timeout_ms: Option<u64>,
 }
 
 /// One finding of a review, as the reviewer answered it and as `review.finding` carries it.
@@ -416,6 +455,18 @@ pub fn findings_text(findings: &[Finding]) -> String {
         .join("\n")
 }
 
+/// A whole prompt element written like a placeholder (`{taks}`): one word in braces.
+fn looks_like_placeholder(element: &str) -> bool {
+    element
+        .strip_prefix('{')
+        .and_then(|e| e.strip_suffix('}'))
+        .is_some_and(|word| {
+            !word.is_empty()
+                && word.len() <= 32
+                && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        })
+}
+
 fn refuse(source: &str, why: &str) -> Error {
     Error::invalid_input(format!("the workflow {source} {why}"))
 }
@@ -459,10 +510,12 @@ mod tests {
             },
             prompt: vec!["{task}".into()],
             gate: None,
+            timeout: None,
         };
         let w = Workflow {
             name: "w".into(),
             rounds: 2,
+            timeout: None,
             phases: vec![
                 phase("plan", PhaseKind::Plan, "a"),
                 phase("implement", PhaseKind::Implement, "a"),
@@ -474,6 +527,35 @@ mod tests {
         let mut early = w.clone();
         early.phases.swap(1, 2);
         assert!(early.check("w").is_err(), "a review before any implement");
+        let mut timed = w.clone();
+        timed.timeout = Some("10m".into());
+        timed.phases[2].timeout = Some("90s".into());
+        timed.check("w").unwrap();
+        assert_eq!(timed.timeout_ms(0, Some(5_000)), Some(600_000));
+        assert_eq!(timed.timeout_ms(2, None), Some(90_000));
+        assert_eq!(w.timeout_ms(1, Some(5_000)), Some(5_000));
+        timed.phases[0].timeout = Some("soon".into());
+        let refused = timed.check("w").unwrap_err();
+        assert!(refused.message().contains("\"soon\""), "{refused}");
+    }
+
+    #[test]
+    fn a_misspelt_placeholder_is_refused_with_the_known_names() {
+        let mut phase = Phase {
+            name: "p".into(),
+            kind: PhaseKind::Plan,
+            agent: AgentName::parse("a").unwrap(),
+            model: None,
+            permissions: PhasePermissions::ReadOnly,
+            prompt: vec!["Task:".into(), "{taks}".into()],
+            gate: None,
+            timeout: None,
+        };
+        let refused = phase.check("w").unwrap_err();
+        assert!(refused.message().contains("{taks}"), "{refused}");
+        assert!(refused.message().contains("{task}, {previous}"), "{refused}");
+        phase.prompt = vec!["Use {braces} in JSON like {\"a\": 1}".into(), "{task}".into()];
+        phase.check("w").unwrap();
     }
 
     #[test]
@@ -486,6 +568,7 @@ mod tests {
             permissions: PhasePermissions::ReadOnly,
             prompt: vec!["Task:".into(), "{task}".into()],
             gate: None,
+            timeout: None,
         };
         let text = phase.render(|p| {
             if p == "{task}" {

@@ -323,6 +323,14 @@ pub trait Agent: Send + Sync {
         check_model_name(&self.name(), model)
     }
 
+    /// What `model` (the agent's default when `None`) costs per million tokens, when the
+    /// adapter knows: prices as data, for an agent that reports tokens but no cost, so its
+    /// runs can be compared with others'. None by default.
+    fn token_price(&self, model: Option<&str>) -> Option<TokenPrice> {
+        let _ = model;
+        None
+    }
+
     /// The program, arguments, environment additions and stdin of one run.
     /// Refuses (as `InvalidInput` or `AgentUnavailable`) what it cannot run.
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation>;
@@ -397,4 +405,22 @@ pub fn refuse_foreign_model(
         )));
     }
     Ok(())
+}
+
+/// A model's list price in US dollars per million tokens ([`Agent::token_price`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenPrice {
+    /// Per million input tokens (cached ones counted alike: an upper bound).
+    pub input_per_million: f64,
+    /// Per million output tokens.
+    pub output_per_million: f64,
+}
+
+impl TokenPrice {
+    /// What `tokens` cost at this price.
+    pub fn cost(&self, tokens: crate::session::TokenCounts) -> f64 {
+        (tokens.input as f64 * self.input_per_million
+            + tokens.output as f64 * self.output_per_million)
+            / 1_000_000.0
+    }
 }

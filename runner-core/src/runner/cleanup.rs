@@ -3,7 +3,7 @@
 
 use super::Shared;
 use crate::error::{Error, ErrorKind, Result};
-use crate::session::SessionRecord;
+use crate::session::{SessionRecord, SessionState};
 
 /// What [`discard_failed`] did with the branch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,4 +69,20 @@ pub(super) async fn discard_failed(shared: &Shared, record: &SessionRecord) -> R
     }
     vcs.delete_branch(&record.repo_path, &record.branch).await?;
     Ok(BranchFate::Deleted)
+}
+
+/// Refuses the reject of a failed session whose worktree went with its failure: only a
+/// failed session whose change was kept (`SessionRecord::kept`) has anything to reject.
+pub(super) fn check_kept(record: &SessionRecord) -> Result<()> {
+    if record.state == SessionState::Failed && !record.kept {
+        return Err(Error::new(
+            ErrorKind::IllegalMove,
+            format!(
+                "cannot reject: session {} failed and its worktree was removed then; there is \
+                 nothing left to reject",
+                record.session_id
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -287,6 +287,13 @@ impl RunFiles {
     }
 }
 
+/// Now, in milliseconds since the Unix epoch: how a turn's deadline is kept across processes.
+pub(crate) fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// A turn of a session to run: written by start, resume (and follow-ups) before anything
 /// supervises it, so whichever supervisor takes the run knows what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -306,6 +313,13 @@ pub struct TurnPlan {
     /// agent and model stand for the session's, and its turn requests no approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<TurnPhase>,
+    /// The turn's wall-clock limit in milliseconds (`--timeout`), kept here so that a
+    /// supervisor taking the turn over ends it at the same instant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// When the limit runs out, in milliseconds since the Unix epoch (from the planning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
 }
 
 /// The phase of a workflow a turn runs, as `turn.json` records it.
@@ -326,6 +340,10 @@ pub struct TurnPhase {
     pub read_only: bool,
     /// The review round the turn belongs to (1, 2 …).
     pub round: u32,
+    /// The phase's own wall-clock limit in milliseconds (its `timeout`, else its
+    /// workflow's); the session's `--timeout` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// The agent process of a turn.

@@ -92,12 +92,13 @@ impl TurnEnd {
         let turn = scan.kept;
         let record = shared.store.get(&self.session_id)?;
         let mut last_seq = scan.last_seq;
-        let state = match turn
+        let end = turn
             .iter()
             .rev()
             .find(|e| ends_turn(&e.body))
-            .map(|e| &e.body)
-        {
+            .map(|e| &e.body);
+        let keep = matches!(end, Some(EventBody::TaskFailed(f)) if keeps_change(f.reason));
+        let state = match end {
             Some(EventBody::TaskFailed(_)) => SessionState::Failed,
             Some(EventBody::TaskStopped(_)) => SessionState::Stopped,
             Some(EventBody::ApprovalRequested(_)) => SessionState::AwaitingApproval,
@@ -126,6 +127,7 @@ impl TurnEnd {
             }
         };
         if state == SessionState::Failed
+            && !keep
             && let Err(e) = cleanup::discard_failed(shared, &record).await
         {
             // Failed is final and nothing else would remove the worktree; recover tries again.
@@ -142,6 +144,7 @@ impl TurnEnd {
             r.last_seq = last_seq;
             r.agent_session_id = r.agent_session_id.take().or(agent_session);
             r.failure = failure;
+            r.kept |= keep;
             if let Some(cost) = cost {
                 r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
             }
@@ -157,6 +160,17 @@ impl TurnEnd {
         }
         Ok(record)
     }
+}
+
+/// Whether a turn that failed for `reason` keeps its change for inspection (state failed,
+/// the worktree kept until reject or gc): the agent worked and ran out of time or went in
+/// circles, or a workflow's phase broke a rule after the implementer's work; what it did
+/// is the person's to look at, never thrown away.
+pub(crate) fn keeps_change(reason: FailureKind) -> bool {
+    matches!(
+        reason,
+        FailureKind::Timeout | FailureKind::Repeating | FailureKind::Phase
+    )
 }
 
 /// Appends `events` to the log; on a full disk, once more in the room the turn's reserve

@@ -58,17 +58,18 @@ pub struct RepoDisk {
 }
 
 impl LocalRunner {
-    /// Rejects every kept or stopped session older than `options.older_than` (its worktree
+    /// Rejects every kept or stopped session (a failed one whose change was kept too) older than `options.older_than` (its worktree
     /// removed, its branch too unless the agent committed to it) and reports the disk used
     /// per repo. Sessions running or being decided are never touched.
     pub async fn gc(&self, options: GcOptions) -> Result<GcReport> {
         let records = self.listing().await?.records;
         let now = SystemTime::now();
         let old = |r: &SessionRecord| {
-            matches!(
+            (matches!(
                 r.state,
                 SessionState::AwaitingApproval | SessionState::Stopped
-            ) && humantime::parse_rfc3339(&r.updated_at)
+            ) || (r.state == SessionState::Failed && r.kept))
+                && humantime::parse_rfc3339(&r.updated_at)
                 .ok()
                 .and_then(|t| now.duration_since(t).ok())
                 .is_some_and(|age| age > options.older_than)

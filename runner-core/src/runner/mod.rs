@@ -291,6 +291,7 @@ impl LocalRunner {
         record
             .state
             .check_move(SessionState::Rejecting, SessionState::Rejected, "reject")?;
+        cleanup::check_kept(&record)?;
         let kept = journal::reject(shared, &record)
             .await
             .map_err(|e| disk::named(shared.home.root(), e))?;
@@ -386,37 +387,6 @@ impl LocalRunner {
         preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
         preflight::isolation(&self.shared, options.isolation, options.engine)?;
         Ok(agent)
-    }
-
-    /// Plans a turn of a running session and hands it to a supervisor; the stream follows
-    /// the log from the turn's first event.
-    fn begin_turn(
-        &self,
-        record: &SessionRecord,
-        prompt: String,
-        resume_from: Option<String>,
-        verify: bool,
-        phase: Option<TurnPhase>,
-    ) -> Result<EventStream> {
-        let shared = &self.shared;
-        let id = record.session_id;
-        let files = RunFiles::in_home(&shared.home, &id);
-        let seq_start = log::scan(&files.events(), u64::MAX, |_| false)?
-            .last_seq
-            .max(record.last_seq);
-        let plan = TurnPlan {
-            turn: seq_start + 1,
-            prompt,
-            resume_from,
-            verify,
-            seq_start,
-            phase,
-        };
-        files.clear_stop();
-        files.set_turn(&plan)?;
-        files.clear_runner();
-        heal::launch(shared, id)?;
-        Ok(follow::follow(shared.clone(), id, seq_start, true))
     }
 
     /// Supervises session `id`'s current turn here until it ends (what the `codehands`

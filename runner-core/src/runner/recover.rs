@@ -203,7 +203,8 @@ async fn remove_orphan_worktrees(
     };
     let kept: HashSet<PathBuf> = records
         .iter()
-        .filter(|r| !r.state.is_final())
+        // A failed session whose change was kept owns its worktree until it is rejected.
+        .filter(|r| !r.state.is_final() || (r.state == SessionState::Failed && r.kept))
         .map(|r| r.worktree_path.clone())
         .collect();
     let mut repos: Vec<PathBuf> = records.iter().map(|r| r.repo_path.clone()).collect();

@@ -4,6 +4,43 @@
 use super::*;
 
 impl LocalRunner {
+    /// Plans a turn of a running session and hands it to a supervisor; the stream follows
+    /// the log from the turn's first event.
+    pub(super) fn begin_turn(
+        &self,
+        record: &SessionRecord,
+        prompt: String,
+        resume_from: Option<String>,
+        verify: bool,
+        phase: Option<TurnPhase>,
+    ) -> Result<EventStream> {
+        let shared = &self.shared;
+        let id = record.session_id;
+        let files = RunFiles::in_home(&shared.home, &id);
+        let seq_start = log::scan(&files.events(), u64::MAX, |_| false)?
+            .last_seq
+            .max(record.last_seq);
+        let timeout_ms = phase
+            .as_ref()
+            .and_then(|p| p.timeout_ms)
+            .or(record.timeout_ms);
+        let plan = TurnPlan {
+            turn: seq_start + 1,
+            prompt,
+            resume_from,
+            verify,
+            seq_start,
+            phase,
+            timeout_ms,
+            deadline_ms: timeout_ms.map(|t| control::now_unix_ms().saturating_add(t)),
+        };
+        files.clear_stop();
+        files.set_turn(&plan)?;
+        files.clear_runner();
+        heal::launch(shared, id)?;
+        Ok(follow::follow(shared.clone(), id, seq_start, true))
+    }
+
     /// Starts a session like [`Runner::start`], from `base` when given (the attempts of a
     /// task all start from the commit the task found), else from the repo's HEAD.
     pub(super) async fn start_session(

@@ -361,9 +361,18 @@ fn scripted(state: &mut State, text: &str, api: &Api) -> Scripted {
         hits[i] += 1;
     }
     state.messages += 1;
+    // Past the end, each answer's tool calls get ids of their own (`<id>_<n>`): a script
+    // whose `after_end` calls a tool is an agent that loops, and stays a coherent one.
+    let looping = match index {
+        Some(_) => None,
+        None => script
+            .after_end
+            .as_ref()
+            .map(|t| t.with_unique_ids(state.messages)),
+    };
     let turn = index
         .map(|i| (i, &script.turns[i]))
-        .or_else(|| script.after_end.as_ref().map(|t| (usize::MAX, t)));
+        .or_else(|| looping.as_ref().map(|t| (usize::MAX, t)));
     let delay = turn.and_then(|(_, t)| t.delay());
     let mut answer = (api.answer)(&request, turn, state.messages);
     answer.turn = index;

@@ -21,7 +21,9 @@ use serde_json::Value;
 pub struct Script {
     /// The turns, in order.
     pub turns: Vec<Turn>,
-    /// What to answer once the turns are used up (a short text by default).
+    /// What to answer once the turns are used up (a short text by default); its tool
+    /// calls get ids of their own each time, so a tool call here scripts an agent that
+    /// loops forever.
     pub after_end: Option<Turn>,
     /// The follow-up scripts with their markers, in the order they were added.
     pub follow_ups: Vec<FollowUp>,
@@ -97,6 +99,22 @@ impl Turn {
         match self {
             Self::Reply(reply) => reply.delay,
             Self::Error(_) => None,
+        }
+    }
+
+    /// The same turn with `_<n>` after each tool call's id.
+    pub fn with_unique_ids(&self, n: usize) -> Self {
+        match self {
+            Self::Reply(reply) => {
+                let mut reply = reply.clone();
+                for block in &mut reply.blocks {
+                    if let Block::ToolUse { id, .. } = block {
+                        *id = format!("{id}_{n}");
+                    }
+                }
+                Self::Reply(reply)
+            }
+            error @ Self::Error(_) => error.clone(),
         }
     }
 

@@ -77,6 +77,23 @@ impl Supervisor {
                 self.fail(FailureKind::Idle, message, stderr, exit_code, None)
                     .await;
             }
+            (Some(Interruption::Timeout), held) => {
+                let limit = std::time::Duration::from_millis(self.plan.timeout_ms.unwrap_or(0));
+                let message = format!(
+                    "the turn ran past its time limit of {}; it was ended, and its change is \
+                     kept for inspection (`codehands diff {}`): reject it to remove it",
+                    human(limit),
+                    self.record.session_id
+                );
+                let cost = held.and_then(|(body, _)| cost_of(&body));
+                self.fail(FailureKind::Timeout, message, stderr, exit_code, cost)
+                    .await;
+            }
+            (Some(Interruption::Repeating(why)), held) => {
+                let cost = held.and_then(|(body, _)| cost_of(&body));
+                self.fail(FailureKind::Repeating, why, stderr, exit_code, cost)
+                    .await;
+            }
             (Some(Interruption::Linger), _) => {
                 let message = format!(
                     "the agent did not exit within {} of its result; the watchdog (linger) ended its process tree",
@@ -178,15 +195,21 @@ impl Supervisor {
             timezone: None,
             limits: BoxLimits::default(),
         };
+        // A bounded number of test boxes at once, whatever process runs them (task/verdicts.rs).
+        let slot = crate::runner::task::TestBoxSlot::acquire(&self.shared.home).await;
         let result = sandbox.run_tests(&request).await;
+        drop(slot);
         if let Some(error) = &result.error {
             self.note(format!("sandbox: {}", error.message));
         }
         // The verify gate (verify.rs): approve reads this verdict, from any process.
-        if let Err(e) = crate::runner::verify::Verdict::of(&result)
-            .save(&self.shared.home, &self.record.session_id)
-        {
+        let verdict = crate::runner::verify::Verdict::of(&result);
+        if let Err(e) = verdict.save(&self.shared.home, &self.record.session_id) {
             self.note(format!("sandbox: cannot keep the verdict: {e}"));
+        }
+        let task = crate::runner::task::record_verdict(&self.shared, &self.record, &verdict);
+        if let Err(e) = task.await {
+            tracing::warn!(session = %self.record.session_id, "the task's record: {e}");
         }
         let body = crate::runner::verify::test_result(&result);
         self.emit(body, None);
@@ -273,5 +296,14 @@ impl Supervisor {
             tracing::error!(session = %self.record.session_id, "cannot save the end of the run: {e}");
             self.unsaid = Some(e);
         }
+    }
+}
+
+/// What a turn's held terminal event says it cost.
+fn cost_of(body: &EventBody) -> Option<f64> {
+    match body {
+        EventBody::TaskFinished(f) => f.cost_usd,
+        EventBody::TaskFailed(f) => f.cost_usd,
+        _ => None,
     }
 }

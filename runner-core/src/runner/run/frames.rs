@@ -181,6 +181,8 @@ impl Supervisor {
     /// Numbers an event; it goes to the log with the next flush, unless the log already
     /// holds it (from a supervisor that went away).
     pub(super) fn emit(&mut self, body: EventBody, raw: Option<String>) {
+        // Replayed events too: a takeover counts repeats as the supervisor before it did.
+        self.repeats.see(&body);
         if self.skip > 0 {
             self.skip -= 1;
         } else {

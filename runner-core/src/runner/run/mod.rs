@@ -12,6 +12,7 @@ mod end;
 mod frames;
 mod full_disk;
 mod prepare;
+mod repeat;
 mod spawn;
 mod watch;
 
@@ -48,6 +49,10 @@ enum Interruption {
     AuthFailed(String),
     /// The disk holding the run's files is full or read-only (`disk.rs`).
     DiskFull,
+    /// The turn ran past its wall-clock limit (`TurnPlan::deadline_ms`).
+    Timeout,
+    /// The agent repeated itself (`repeat.rs`), with why.
+    Repeating(String),
 }
 
 /// The terminal event an output line gave, held back until the agent has exited (so
@@ -153,6 +158,8 @@ struct Supervisor {
     /// Cuts the secret values given to the agent (API keys, tokens), in every form, out
     /// of every line it prints, its stderr and this run's note.
     redactor: Redactor,
+    /// The agent's actions so far, for the repeat guard.
+    repeats: repeat::RepeatGuard,
 }
 
 impl Supervisor {
@@ -187,6 +194,7 @@ impl Supervisor {
             unsaid: None,
             met_full_disk: false,
             redactor: Redactor::default(),
+            repeats: Default::default(),
         }
     }
 

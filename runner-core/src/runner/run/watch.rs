@@ -81,6 +81,9 @@ impl Supervisor {
                 if self.full.is_some() {
                     interruption.get_or_insert(Interruption::DiskFull);
                 }
+                if let Some(why) = self.repeats.tripped() {
+                    interruption.get_or_insert(Interruption::Repeating(why.to_owned()));
+                }
                 if interruption.is_some() {
                     break;
                 }
@@ -137,6 +140,10 @@ impl Supervisor {
                     // Waiting for an answer is not idling: its own deadline ends it.
                     idle_until = Instant::now() + watchdog.idle;
                 }
+            }
+            if self.past_deadline() {
+                interruption = Some(Interruption::Timeout);
+                break;
             }
             let now = Instant::now();
             if now >= idle_until {
@@ -205,6 +212,13 @@ impl Supervisor {
             }
         });
         self.conclude(interruption, held, exit_code, stderr).await;
+    }
+
+    /// Whether the turn's wall-clock limit has run out (`--timeout`, kept in the plan).
+    fn past_deadline(&self) -> bool {
+        self.plan
+            .deadline_ms
+            .is_some_and(|deadline| crate::runner::control::now_unix_ms() >= deadline)
     }
 
     /// The exit code: from our own child, else as its parent recorded it (`None` when the

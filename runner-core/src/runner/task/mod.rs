@@ -14,8 +14,10 @@
 //!   touched (the others are rejected only after the approve), so the task is `open` again;
 //! - `rejecting`: every attempt not yet decided is rejected, and the task is `rejected`.
 
+mod rank;
 mod report;
 pub(crate) mod store;
+mod verdicts;
 
 use futures::future::join_all;
 
@@ -28,6 +30,7 @@ use crate::task::{PickResult, TaskAttempt, TaskId, TaskOptions, TaskRecord, Task
 use crate::traits::runner::{EventStream, Runner};
 
 use store::TaskStore;
+pub(crate) use verdicts::{TestBoxSlot, record_verdict};
 
 /// How a pick goes beyond choosing the attempt.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,6 +97,8 @@ impl LocalRunner {
             start.verify = options.verify;
             start.permissions = options.permissions;
             start.isolation = options.isolation;
+            start.timeout_ms = options.timeout_ms;
+            start.task_id = Some(options.task_id);
             let agent = self.check(&start).await.map_err(|e| {
                 Error::new(
                     e.kind(),
@@ -125,6 +130,7 @@ impl LocalRunner {
                     agent: s.agent.clone(),
                     model: s.model.clone(),
                     session_id: s.session_id,
+                    verdict: None,
                 })
                 .collect(),
             budget_usd: options.budget_usd,
@@ -385,6 +391,10 @@ impl LocalRunner {
                 self.reject_session(id).await.map(|_| true)
             }
             SessionState::AwaitingApproval | SessionState::Stopped => {
+                self.reject_session(id).await.map(|_| true)
+            }
+            // A failed attempt whose change was kept for inspection goes with the others.
+            SessionState::Failed if self.session(id).await?.kept => {
                 self.reject_session(id).await.map(|_| true)
             }
             _ => Ok(false),

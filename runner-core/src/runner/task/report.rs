@@ -1,9 +1,10 @@
 //! A task's attempts side by side (`codehands task ID`): each attempt's final report
-//! (`crate::report::build`, from its record and log), its verdict, and which passing attempt
-//! is the cheapest.
+//! (`crate::report::build`, from its record and log), its verdict from the test box, and
+//! the ranking (`rank.rs`): passing first, then the smaller diff, the lower cost, the
+//! shorter time, each place with why.
 
 use super::super::LocalRunner;
-use super::super::verify::{Outcome, Verdict};
+use super::super::verify::Verdict;
 use crate::error::{ErrorKind, Result};
 use crate::report::ReportInput;
 use crate::session::SessionState;
@@ -19,8 +20,32 @@ impl LocalRunner {
         for (i, attempt) in task.attempts.iter().enumerate() {
             attempts.push(self.attempt_report(i + 1, attempt).await?);
         }
-        mark_cheapest(&mut attempts);
+        super::rank::mark_cheapest(&mut attempts);
+        super::rank::rank(&mut attempts);
+        self.keep_verdicts(&task, &attempts);
         Ok(assemble(&task, attempts))
+    }
+
+    /// Fills in the task record's verdicts its attempts' supervisors could not write (a
+    /// pick held the task's lock then), unless another command holds the lock now.
+    fn keep_verdicts(&self, task: &TaskRecord, attempts: &[AttemptReport]) {
+        let missing = task
+            .attempts
+            .iter()
+            .zip(attempts)
+            .any(|(kept, report)| kept.verdict.is_none() && report.verdict.is_some());
+        if !missing {
+            return;
+        }
+        let store = self.tasks();
+        if let Ok(Some(_lock)) = store.try_lock(&task.task_id) {
+            let _ = store.update(&task.task_id, |t| {
+                for (kept, report) in t.attempts.iter_mut().zip(attempts) {
+                    kept.verdict = kept.verdict.take().or(report.verdict.clone());
+                }
+                Ok(())
+            });
+        }
     }
 
     async fn attempt_report(&self, n: usize, attempt: &TaskAttempt) -> Result<AttemptReport> {
@@ -37,11 +62,24 @@ impl LocalRunner {
             agent_program: None,
             agent_version: None,
         });
-        let verify = Verdict::load(&self.shared.home, &id)?.map(|v| match v.outcome {
-            Outcome::Passed => VerifyVerdict::Passed,
-            Outcome::TestsFailed => VerifyVerdict::Failed,
-            Outcome::CouldNotRun => VerifyVerdict::CouldNotRun,
-        });
+        let verdict = Verdict::load(&self.shared.home, &id)?
+            .map(|v| super::verdicts::attempt_verdict(&v))
+            .or(attempt.verdict.clone());
+        let verify = verdict.as_ref().map(|v| v.outcome);
+        let (cost_usd, cost_estimated) = match (report.cost_usd, report.tokens) {
+            (Some(cost), _) => (Some(cost), false),
+            (None, Some(tokens)) => {
+                let model = attempt.model.as_deref().or(report.model.as_deref());
+                let price = self
+                    .shared
+                    .agents
+                    .get(&record.agent)
+                    .ok()
+                    .and_then(|agent| agent.token_price(model));
+                (price.map(|p| p.cost(tokens)), price.is_some())
+            }
+            (None, None) => (None, false),
+        };
         let finished = matches!(
             record.state,
             SessionState::AwaitingApproval | SessionState::Approving | SessionState::Approved
@@ -67,14 +105,18 @@ impl LocalRunner {
             state: record.state,
             branch: record.branch.clone(),
             duration_ms: report.duration_ms,
-            cost_usd: report.cost_usd,
+            cost_usd,
+            cost_estimated,
             tokens: report.tokens,
             diff_stat: report.diff_stat,
             files_changed,
             tests: report.tests,
             verify,
+            verdict,
             passing: finished && tests_pass,
             cheapest_passing: false,
+            rank: 0,
+            why: String::new(),
             failure: record.failure.clone(),
             refused: report.denied_tools.len(),
         })
@@ -97,25 +139,14 @@ fn never_started(n: usize, attempt: &TaskAttempt) -> AttemptReport {
         files_changed: Vec::new(),
         tests: Vec::new(),
         verify: None,
+        verdict: attempt.verdict.clone(),
+        cost_estimated: false,
         passing: false,
         cheapest_passing: false,
+        rank: 0,
+        why: String::new(),
         failure: Some("the attempt never started (its start was cut short)".into()),
         refused: 0,
-    }
-}
-
-/// Marks the cheapest passing attempt (an unknown cost counts as dearer than any known one;
-/// the first wins a tie).
-fn mark_cheapest(attempts: &mut [AttemptReport]) {
-    let cost = |a: &AttemptReport| a.cost_usd.unwrap_or(f64::INFINITY);
-    let best = attempts
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.passing)
-        .min_by(|(i, a), (j, b)| cost(a).total_cmp(&cost(b)).then(i.cmp(j)))
-        .map(|(i, _)| i);
-    if let Some(i) = best {
-        attempts[i].cheapest_passing = true;
     }
 }
 
@@ -132,46 +163,15 @@ fn assemble(task: &TaskRecord, attempts: Vec<AttemptReport>) -> TaskReport {
             .iter()
             .all(|a| !matches!(a.state, SessionState::Queued | SessionState::Running)),
         cost_usd: (!costs.is_empty()).then(|| costs.iter().sum()),
+        best: attempts
+            .iter()
+            .find(|a| a.rank == 1 && a.passing)
+            .map(|a| a.session_id),
         attempts,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn attempt(n: usize, passing: bool, cost: Option<f64>) -> AttemptReport {
-        let mut a = never_started(
-            n,
-            &TaskAttempt {
-                agent: crate::AgentName::parse("fake").unwrap(),
-                model: None,
-                session_id: crate::SessionId::new_random(),
-            },
-        );
-        a.passing = passing;
-        a.cost_usd = cost;
-        a
-    }
-
-    #[test]
-    fn the_cheapest_passing_attempt_is_marked_once() {
-        let mut all = vec![
-            attempt(1, true, Some(0.3)),
-            attempt(2, false, Some(0.01)),
-            attempt(3, true, Some(0.1)),
-            attempt(4, true, Some(0.1)),
-            attempt(5, true, None),
-        ];
-        mark_cheapest(&mut all);
-        let marked: Vec<usize> = all
-            .iter()
-            .filter(|a| a.cheapest_passing)
-            .map(|a| a.attempt)
-            .collect();
-        assert_eq!(marked, vec![3]);
-        let mut none = vec![attempt(1, false, Some(0.1))];
-        mark_cheapest(&mut none);
-        assert!(!none[0].cheapest_passing);
-    }
+pub(super) fn never_started_for_tests(n: usize, attempt: &TaskAttempt) -> AttemptReport {
+    never_started(n, attempt)
 }

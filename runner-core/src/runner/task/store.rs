@@ -314,6 +314,7 @@ mod tests {
                 agent: AgentName::parse("fake").unwrap(),
                 model: None,
                 session_id: SessionId::new_random(),
+                verdict: None,
             }],
             budget_usd: None,
             picked: None,

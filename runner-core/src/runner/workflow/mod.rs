@@ -125,13 +125,9 @@ impl Driver {
                 }
                 return None;
             }
-            Err(Broken::Rules {
-                events,
-                message,
-                cost,
-            }) => {
+            Err(Broken::Rules { events, message }) => {
                 send(tx, events);
-                match phase::fail(&self.runner.shared, &self.id, message, cost).await {
+                match phase::fail(&self.runner.shared, &self.id, message).await {
                     Ok(events) => {
                         self.finish();
                         send(tx, events);
@@ -283,10 +279,10 @@ impl Driver {
             return Err(Broken::Rules {
                 events,
                 message: format!(
-                    "phase {:?} ({}) broke its rules: {why}",
-                    phase.name, phase.agent
+                    "phase {:?} ({}) broke its rules: {why}; the change is kept for \
+                     inspection (`codehands diff {}`), reject it to remove it",
+                    phase.name, phase.agent, self.id
                 ),
-                cost,
             });
         }
         self.state.texts.insert(index, text);
@@ -382,6 +378,7 @@ impl Driver {
             model: phase.model.clone(),
             read_only: phase.read_only(),
             round,
+            timeout_ms: self.state.workflow.timeout_ms(index, None),
         }
     }
 }
@@ -397,11 +394,7 @@ enum Next {
 /// Why the workflow ends before approval.
 enum Broken {
     /// A phase broke its rules: the session fails (after `events`, already in the log).
-    Rules {
-        events: Vec<Event>,
-        message: String,
-        cost: Option<f64>,
-    },
+    Rules { events: Vec<Event>, message: String },
     /// The session cannot go on (decided by another command, its log unreadable …).
     Stop(Error),
 }

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::super::control::{RunFiles, SupervisorLock};
 use super::super::log::{self, EventLog};
-use super::super::{Shared, cleanup, journal, run};
+use super::super::{Shared, journal, run};
 use crate::error::{Error, ErrorKind, Result};
 use crate::event::{Event, EventBody, FailureKind, TaskFailed};
 use crate::ids::SessionId;
@@ -51,31 +51,24 @@ pub(crate) async fn append_between(
 }
 
 /// Fails session `id`, which awaits approval after a phase that broke its rules: the
-/// failure goes to the log (`task.failed` with reason `phase`), the worktree goes (its
-/// branch stays if an agent committed to it), the record says `failed`.
-pub(crate) async fn fail(
-    shared: &Shared,
-    id: &SessionId,
-    message: String,
-    cost_usd: Option<f64>,
-) -> Result<Vec<Event>> {
+/// failure goes to the log (`task.failed` with reason `phase`, no cost of its own: the
+/// phase's `task.finished` counted it), the record says `failed`, and the implementer's
+/// change is kept for inspection (the worktree stays until reject or gc).
+pub(crate) async fn fail(shared: &Shared, id: &SessionId, message: String) -> Result<Vec<Event>> {
     let _session = journal::SessionLock::acquire(shared, id).await?;
     let failed = EventBody::TaskFailed(TaskFailed {
         reason: FailureKind::Phase,
         message: message.clone(),
         stderr: None,
         exit_code: None,
-        cost_usd,
+        cost_usd: None,
     });
     let events = append_between(shared, id, vec![failed]).await?;
     let files = RunFiles::in_home(&shared.home, id);
     let _lock = lock_run(&files, id).await?;
-    let record = shared.store.get(id)?;
-    if let Err(e) = cleanup::discard_failed(shared, &record).await {
-        tracing::warn!(session = %id, "cleanup after a failed phase: {e}");
-    }
     shared.store.update(id, |r| {
         r.failure = Some(message);
+        r.kept = true;
         r.move_to(SessionState::Failed, "fail the phase")
     })?;
     Ok(events)

@@ -61,6 +61,7 @@ impl LocalRunner {
         start.verify = first.gate.is_some_and(|g| g.verify);
         start.permissions = Permissions::default();
         start.isolation = options.isolation;
+        start.timeout_ms = options.timeout_ms;
         let id = options.session_id;
         if self.shared.store.get(&id).is_ok() {
             return Err(Error::invalid_input(format!(
