@@ -89,6 +89,7 @@ async fn claude_plans_and_implements_codex_reviews_and_the_finding_goes_back_onc
             workflow,
             budget_usd: Some(2.5),
             isolation: Isolation::Box,
+            timeout_ms: None,
         })
         .await
         .unwrap();

@@ -137,6 +137,7 @@ fn options(world: &World, text: &str) -> WorkflowOptions {
         workflow: codehands::workflow::parse(text, "test-flow.toml").unwrap(),
         budget_usd: Some(1.0),
         isolation: Isolation::None,
+        timeout_ms: None,
     }
 }
 

@@ -33,6 +33,7 @@ pub async fn run(
             verify: false,
             permissions: Default::default(),
             isolation,
+            timeout_ms: None,
         })
         .await?;
     let id = started.task_id;

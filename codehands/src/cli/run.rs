@@ -46,6 +46,12 @@ pub struct RunArgs {
     /// task's, split evenly across the attempts.
     #[arg(long)]
     pub budget_usd: Option<f64>,
+    /// The wall-clock limit of each turn (`90s`, `10m`, `1h`): a turn still running after it
+    /// is ended and fails with reason `timeout`, its change kept for inspection (`codehands
+    /// diff ID`) until you reject it. With `--attempts`, each attempt's; with `--workflow`,
+    /// each phase's that names none of its own.
+    #[arg(long, value_name = "DURATION", value_parser = timeout_ms)]
+    pub timeout: Option<u64>,
     /// The session id (a UUID; a random one by default).
     #[arg(long, value_parser = super::session_id)]
     pub session_id: Option<SessionId>,
@@ -146,6 +152,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     options.permissions = permissions;
     options.isolation = args.isolation;
     options.engine = args.engine;
+    options.timeout_ms = args.timeout;
     drop(step);
     // The checkout's status reads every file of a big repo: read beside the start (which
     // reads only the base commit), not before it; the note is said once the session runs.
@@ -221,6 +228,7 @@ async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
         workflow,
         budget_usd: args.budget_usd,
         isolation: args.isolation,
+        timeout_ms: args.timeout,
     };
     let repo = options.repo_path.clone();
     let events = runner.run_workflow(options).await?;
@@ -230,6 +238,11 @@ async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
     super::logging::log_run_to(runner.home(), &id);
     tracing::info!(session = %id, workflow = name, "started");
     watch_and_decide(&runner, id, events, &args.decide).await
+}
+
+/// `--timeout`: a duration as people write it, in milliseconds.
+fn timeout_ms(text: &str) -> std::result::Result<u64, String> {
+    runner_core::options::parse_timeout(text).map_err(|e| e.message().to_owned())
 }
 
 /// Whether the agent runs in its box, said as `demo` says it (on stderr: stdout may be

@@ -27,7 +27,8 @@ pub struct IdArgs {
 /// Arguments of `codehands diff`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The session: its id, or the first 8 or more characters of it.
+    /// The session: its id, or the first 8 or more characters of it; or a task, whose
+    /// attempts are each shown against the base commit, one after the other.
     #[arg(value_parser = super::session_ref)]
     id: String,
     /// Another session (an attempt of the same task): show how ID's change differs from
@@ -79,7 +80,13 @@ fn runner_and(text: &str) -> Result<(LocalRunner, SessionId)> {
 
 /// `codehands diff ID`.
 pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
-    let (runner, id) = runner_and(&args.id)?;
+    let runner = super::runner()?;
+    if args.against.is_none()
+        && let Some(task) = runner.find_task(&args.id)?
+    {
+        return super::task_diff::each_attempt(&runner, &task, args.stat, args.json).await;
+    }
+    let id = runner.resolve_session(&args.id)?;
     if let Some(other) = &args.against {
         let other = runner.resolve_session(other)?;
         return super::task_diff::run(&runner, &id, &other, args.stat, args.json).await;

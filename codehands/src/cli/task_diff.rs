@@ -1,3 +1,4 @@
+//! `codehands diff TASK`: each attempt's change against the base commit, one after the other.
 //! `codehands diff ID --against ID2`: how two attempts' changes differ, file by file. Both
 //! started from one base commit, so each file either of them changed is compared as the two
 //! worktrees hold it: the patch turns ID2's file into ID's (`git apply` takes it on ID2's
@@ -7,7 +8,9 @@
 use std::path::{Component, Path};
 use std::process::ExitCode;
 
-use runner_core::{Error, LocalRunner, Result, Runner, SessionId};
+use std::io::IsTerminal;
+
+use runner_core::{DiffResult, Error, LocalRunner, Result, Runner, SessionId, TaskId};
 use serde::Serialize;
 
 use super::output;
@@ -42,6 +45,79 @@ struct Against {
     against: SessionId,
     files: Vec<FileCompared>,
     patch: String,
+}
+
+/// One attempt's change, as `diff TASK --json` prints it (a line each).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AttemptDiff {
+    attempt: usize,
+    session_id: SessionId,
+    agent: String,
+    state: runner_core::SessionState,
+    /// The change against the base commit, when its worktree is there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff: Option<DiffResult>,
+    /// Why there is none (approved, rejected, failed without keeping it …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unavailable: Option<String>,
+}
+
+/// `codehands diff TASK`: every attempt against the base commit they all started from.
+pub async fn each_attempt(
+    runner: &LocalRunner,
+    task: &TaskId,
+    stat_only: bool,
+    json: bool,
+) -> Result<ExitCode> {
+    let record = runner.task(task).await?;
+    let terminal = std::io::stdout().is_terminal();
+    for (i, attempt) in record.attempts.iter().enumerate() {
+        let id = attempt.session_id;
+        let state = match runner.session(&id).await {
+            Ok(session) => session.state,
+            Err(_) => runner_core::SessionState::Failed,
+        };
+        let (diff, unavailable) = match runner.diff(&id).await {
+            Ok(diff) => (Some(diff), None),
+            Err(e) => (None, Some(e.message().to_owned())),
+        };
+        if json {
+            output::json_line(&AttemptDiff {
+                attempt: i + 1,
+                session_id: id,
+                agent: attempt.agent.to_string(),
+                state,
+                diff,
+                unavailable,
+            })?;
+            continue;
+        }
+        output::line(&format!(
+            "== attempt {} ({}, {}): {state} ==",
+            i + 1,
+            attempt.agent,
+            id.short()
+        ))?;
+        match diff {
+            Some(diff) => {
+                if !stat_only {
+                    // As `diff ID`: exact when piped, shown never obeyed on a terminal.
+                    if terminal {
+                        output::text(&runner_core::present::visible(&diff.patch, true))?;
+                    } else {
+                        output::text(&diff.patch)?;
+                    }
+                }
+                output::line(&super::view::stat_table(&diff.stat))?;
+            }
+            None => output::line(&format!(
+                "  (no change to show: {})",
+                runner_core::present::visible(&unavailable.unwrap_or_default(), false)
+            ))?,
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `codehands diff ID --against ID2`.

@@ -9,7 +9,8 @@ use super::output::paint;
 use runner_core::present::visible;
 
 /// The attempts side by side: one row each (agent, model, state, time, cost, tokens, diff,
-/// files, tests, verdict), the cheapest passing one marked `*`, then each one's files.
+/// files, tests, verdict), the best one marked `*`; then the files × attempts view (which
+/// attempt changed what), the test box's verdicts, and the ranking with why.
 pub fn table(report: &TaskReport, colour: bool) -> String {
     let header = [
         "", "#", "session", "agent", "model", "state", "time", "cost", "tokens", "diff", "files",
@@ -42,7 +43,7 @@ pub fn table(report: &TaskReport, colour: bool) -> String {
     out.push('\n');
     for (attempt, cells) in report.attempts.iter().zip(&rows) {
         let text = line(cells);
-        let text = if attempt.cheapest_passing {
+        let text = if attempt.rank == 1 && attempt.passing {
             paint(colour, "32", &text)
         } else {
             text
@@ -50,14 +51,15 @@ pub fn table(report: &TaskReport, colour: bool) -> String {
         out.push_str(&text);
         out.push('\n');
     }
+    out.push_str(&files_by_attempt(report));
     for attempt in &report.attempts {
-        if !attempt.files_changed.is_empty() {
-            let files: Vec<String> = attempt
-                .files_changed
-                .iter()
-                .map(|f| visible(f, false).into_owned())
-                .collect();
-            out.push_str(&format!("  {}: {}\n", attempt.attempt, files.join(", ")));
+        if let Some(verdict) = &attempt.verdict {
+            out.push_str(&format!(
+                "  {}: the test box ran `{}`: {}\n",
+                attempt.attempt,
+                visible(&verdict.command, false),
+                visible(&verdict.reason, false)
+            ));
         }
         if attempt.refused > 0 {
             // A refused tool use may be why an attempt ran no test: say so beside it.
@@ -84,9 +86,19 @@ pub fn table(report: &TaskReport, colour: bool) -> String {
     if let Some(cost) = report.cost_usd {
         out.push_str(&format!("total cost ${cost:.4}\n"));
     }
-    match report.attempts.iter().find(|a| a.cheapest_passing) {
+    let mut ranked: Vec<&AttemptReport> = report.attempts.iter().filter(|a| a.rank > 0).collect();
+    ranked.sort_by_key(|a| a.rank);
+    for a in ranked {
+        out.push_str(&format!(
+            "{}. attempt {}: {}\n",
+            a.rank,
+            a.attempt,
+            visible(&a.why, false)
+        ));
+    }
+    match report.attempts.iter().find(|a| Some(a.session_id) == report.best) {
         Some(best) => out.push_str(&format!(
-            "* cheapest passing: attempt {} (codehands approve {})\n",
+            "* best: attempt {} (codehands approve {})\n",
             best.attempt,
             best.session_id.short()
         )),
@@ -94,6 +106,61 @@ pub fn table(report: &TaskReport, colour: bool) -> String {
             out.push_str("no attempt passes (none finished with passing tests)\n")
         }
         None => {}
+    }
+    out
+}
+
+/// Which attempt changed what: one row per file any attempt changed, one column per
+/// attempt (`+added -removed`, or `·` for a file it left alone).
+fn files_by_attempt(report: &TaskReport) -> String {
+    let mut files: Vec<&str> = report
+        .attempts
+        .iter()
+        .flat_map(|a| a.files_changed.iter().map(String::as_str))
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    if files.is_empty() {
+        return String::new();
+    }
+    let cell = |a: &AttemptReport, file: &str| -> String {
+        let stat = a
+            .diff_stat
+            .as_ref()
+            .and_then(|d| d.files.iter().find(|f| f.path == file));
+        match stat {
+            Some(f) if f.binary => "binary".to_owned(),
+            Some(f) => format!("+{} -{}", f.insertions, f.deletions),
+            None if a.files_changed.iter().any(|f| f == file) => "changed".to_owned(),
+            None => "·".to_owned(),
+        }
+    };
+    let names: Vec<String> = files.iter().map(|f| visible(f, false).into_owned()).collect();
+    let first = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(4);
+    let columns: Vec<String> = report.attempts.iter().map(|a| a.attempt.to_string()).collect();
+    let cells: Vec<Vec<String>> = files
+        .iter()
+        .map(|f| report.attempts.iter().map(|a| cell(a, f)).collect())
+        .collect();
+    let width = cells
+        .iter()
+        .flatten()
+        .chain(&columns)
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(1);
+    let mut out = format!("{:<first$}", "file");
+    for c in &columns {
+        out.push_str(&format!("  {c:>width$}"));
+    }
+    out = out.trim_end().to_owned() + "\n";
+    for (name, row) in names.iter().zip(&cells) {
+        let mut line = format!("{name:<first$}");
+        for c in row {
+            line.push_str(&format!("  {c:>width$}"));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out
 }
@@ -128,7 +195,7 @@ fn row(a: &AttemptReport) -> Vec<String> {
         format!("{passed}/{} passed", a.tests.len())
     };
     vec![
-        if a.cheapest_passing { "*" } else { "" }.to_owned(),
+        if a.rank == 1 && a.passing { "*" } else { "" }.to_owned(),
         a.attempt.to_string(),
         a.session_id.short(),
         a.agent.to_string(),
@@ -138,7 +205,11 @@ fn row(a: &AttemptReport) -> Vec<String> {
         ),
         a.state.to_string(),
         a.duration_ms.map_or_else(dash, seconds),
-        a.cost_usd.map_or_else(dash, |c| format!("${c:.4}")),
+        a.cost_usd.map_or_else(dash, |c| {
+            // `~`: worked out from the tokens at the model's list price.
+            let about = if a.cost_estimated { "~" } else { "" };
+            format!("{about}${c:.4}")
+        }),
         a.tokens
             .map_or_else(dash, |t| format!("{}/{}", t.input, t.output)),
         a.diff_stat
@@ -214,8 +285,12 @@ mod tests {
             files_changed: Vec::new(),
             tests: Vec::new(),
             verify: None,
+            verdict: None,
+            cost_estimated: false,
             passing: false,
             cheapest_passing: false,
+            rank: 0,
+            why: String::new(),
             failure: None,
             refused,
         }
@@ -233,6 +308,7 @@ mod tests {
             attempts: vec![attempt(1, 0), attempt(2, 3)],
             cost_usd: None,
             settled: true,
+            best: None,
         };
         let text = table(&report, false);
         let second = report.attempts[1].session_id.short();
@@ -243,5 +319,54 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("  1: its agent was refused"), "{text}");
+    }
+
+    #[test]
+    fn the_files_view_says_which_attempt_changed_what() {
+        let stat = |files: &[(&str, u64)]| runner_core::DiffStat {
+            files_changed: files.len() as u64,
+            insertions: files.iter().map(|f| f.1).sum(),
+            deletions: 0,
+            files: files
+                .iter()
+                .map(|(path, n)| runner_core::FileStat {
+                    path: (*path).into(),
+                    old_path: None,
+                    insertions: *n,
+                    deletions: 0,
+                    binary: false,
+                    too_large: false,
+                })
+                .collect(),
+        };
+        let mut one = attempt(1, 0);
+        one.diff_stat = Some(stat(&[("src/a.js", 2)]));
+        one.files_changed = vec!["src/a.js".into()];
+        let mut two = attempt(2, 0);
+        two.diff_stat = Some(stat(&[("src/a.js", 1), ("src/b.js", 5)]));
+        two.files_changed = vec!["src/a.js".into(), "src/b.js".into()];
+        let report = TaskReport {
+            task_id: TaskId::new_random(),
+            state: TaskState::Open,
+            repo_path: "/repo".into(),
+            base_commit: "0123456789abcdef".into(),
+            prompt: "fix it".into(),
+            picked: None,
+            attempts: vec![one, two],
+            cost_usd: None,
+            settled: true,
+            best: None,
+        };
+        let view = files_by_attempt(&report);
+        let lines: Vec<&str> = view.lines().collect();
+        assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["file", "1", "2"]);
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["src/a.js", "+2", "-0", "+1", "-0"]
+        );
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["src/b.js", "·", "+5", "-0"]
+        );
     }
 }
