@@ -25,6 +25,9 @@ pub struct RunReport {
     pub session_id: SessionId,
     /// The session's state, from its record.
     pub state: SessionState,
+    /// The task the session is an attempt of, when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<crate::ids::TaskId>,
     /// How the last run of the session ended, from its log.
     pub ended: RunEnding,
     /// The `ts` of the session's first event (RFC 3339), if it has any.
@@ -114,8 +117,15 @@ pub enum RunEnding {
         #[serde(default)]
         reason: Option<String>,
     },
-    /// The run is still going (the record says `queued` or `running`).
+    /// The run is still going (the record says `queued` or `running`, or a workflow's
+    /// driver is between two phases).
     Running,
+    /// A workflow whose driver went away between two phases: nobody drives it now; the
+    /// next command that looks at the session goes on with it (or `codehands recover`).
+    Stalled {
+        /// The phase next.
+        phase: String,
+    },
     /// The record says the run is over but the log does not say how (a log cut short).
     Unknown,
 }

@@ -55,19 +55,19 @@ pub use repo_key::RepoKey;
 pub use report::{ReportInput, RunEnding, RunReport};
 pub use runner::{
     GcOptions, GcReport, LocalRunner, PickOptions, RepoDisk, RunnerSettings, StartedTask,
-    SupervisorCommand, Watchdog,
+    SupervisorCommand, Watchdog, WorkflowProgress,
 };
 pub use runner_contract::allowances::{self, Allowances, AllowancesSource};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use store::SessionStore;
 pub use task::{
-    AttemptReport, AttemptSpec, PickResult, TaskAttempt, TaskId, TaskOptions, TaskRecord,
-    TaskReport, TaskState, VerifyVerdict,
+    AttemptReport, AttemptSpec, AttemptVerdict, PickResult, TaskAttempt, TaskId, TaskOptions,
+    TaskRecord, TaskReport, TaskState, VerifyVerdict,
 };
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,
-    Invocation, ResumeFrom, StdinClose, ToolPolicy, VersionProbe,
+    Invocation, ResumeFrom, StdinClose, TokenPrice, ToolPolicy, VersionProbe,
 };
 pub use traits::confine::{BoxNeeds, ConfineRequest, Confinement, GitDirs, LoginFile};
 pub use traits::memory::{Language, MemoryStore, PackageManager, RepoProfile, RunSummary};

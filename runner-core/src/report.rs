@@ -128,6 +128,7 @@ pub fn build(input: ReportInput<'_>) -> RunReport {
     RunReport {
         session_id: record.session_id,
         state: record.state,
+        task_id: record.task_id,
         ended,
         started_at,
         ended_at,
@@ -486,6 +487,10 @@ fn ended_text(ended: &RunEnding) -> Option<String> {
         }
         RunEnding::Stopped { reason } => reason.clone(),
         RunEnding::Running => None,
+        RunEnding::Stalled { phase } => Some(format!(
+            "stalled: the workflow's driver went away before phase {phase:?}; it goes on now \
+             (`codehands events ID --follow` watches it; `codehands recover` if it does not)"
+        )),
         RunEnding::Unknown => Some("the log does not say how it ended".into()),
     }
 }

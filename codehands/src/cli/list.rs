@@ -51,8 +51,26 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
             })
         })
         .collect();
+    // A workflow whose driver died says so, and goes on (`workflow/stall.rs`).
+    let shown: Vec<String> = records
+        .iter()
+        .map(|r| runner.revive_workflow(r).state_word(r.state))
+        .collect();
     if args.json {
-        output::json_line(&records)?;
+        #[derive(serde::Serialize)]
+        struct Listed<'a> {
+            #[serde(flatten)]
+            record: &'a SessionRecord,
+            /// `stalled` for a workflow whose driver died, `running` between two phases of
+            /// one that goes on; else the state.
+            shown: &'a str,
+        }
+        let listed: Vec<Listed> = records
+            .iter()
+            .zip(&shown)
+            .map(|(record, shown)| Listed { record, shown })
+            .collect();
+        output::json_line(&listed)?;
         for (path, e) in &listing.unreadable {
             eprintln!("codehands: unreadable {}: {e}", path.display());
         }
@@ -66,7 +84,8 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
     let rows: Vec<[String; 7]> = records
         .iter()
         .zip(names)
-        .map(|(r, name)| row(r, name, now))
+        .zip(&shown)
+        .map(|((r, name), shown)| row(r, name, shown, now))
         .collect();
     if !rows.is_empty() {
         for line in table(&rows, output::width()) {
@@ -188,7 +207,7 @@ fn repo_names(records: &[&SessionRecord]) -> Vec<String> {
         .collect()
 }
 
-fn row(r: &SessionRecord, repo: String, now: SystemTime) -> [String; 7] {
+fn row(r: &SessionRecord, repo: String, state: &str, now: SystemTime) -> [String; 7] {
     let age = humantime::parse_rfc3339(&r.created_at)
         .ok()
         .and_then(|t| now.duration_since(t).ok())
@@ -198,7 +217,7 @@ fn row(r: &SessionRecord, repo: String, now: SystemTime) -> [String; 7] {
         r.session_id.short(),
         runner_core::present::visible(&repo, false).into_owned(),
         r.agent.to_string(),
-        r.state.to_string(),
+        state.to_owned(),
         age,
         cost,
         r.branch.clone(),

@@ -1,6 +1,7 @@
 //! [`Runner`] for [`LocalRunner`]: each call of the trait, in the words of the runner's parts.
 
 use super::*;
+use crate::report::RunEnding;
 
 #[async_trait]
 impl Runner for LocalRunner {
@@ -115,12 +116,19 @@ impl Runner for LocalRunner {
                     (probe.map(|p| p.program.display().to_string()), None)
                 }
             };
-        Ok(crate::report::build(crate::report::ReportInput {
+        let mut report = crate::report::build(crate::report::ReportInput {
             record: &record,
             events: &events,
             agent_program: program.as_deref(),
             agent_version: version.as_deref(),
-        }))
+        });
+        // A workflow between two phases has not finished: driven, or stalled (gone on with).
+        match self.revive_workflow(&record) {
+            WorkflowProgress::Settled => {}
+            WorkflowProgress::Driven { .. } => report.ended = RunEnding::Running,
+            WorkflowProgress::Stalled { phase } => report.ended = RunEnding::Stalled { phase },
+        }
+        Ok(report)
     }
 
     async fn send(&self, session_id: &SessionId, text: String) -> Result<crate::options::Sent> {
@@ -143,11 +151,10 @@ impl Runner for LocalRunner {
     async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {
         let record = self.shared.store.get(session_id)?;
         self.healed(record).await?;
-        Ok(follow::follow(
+        Ok(follow::follow_through(
             self.shared.clone(),
             *session_id,
             after_seq,
-            true,
         ))
     }
 }

@@ -41,11 +41,30 @@ struct Follower {
     unsupervised_since: Option<Instant>,
     heals: u32,
     done: bool,
+    /// Follow a workflow's session through every phase to its end (a caller's stream), not
+    /// one turn (the driver's own stream of each phase).
+    through_workflow: bool,
 }
 
 /// The events of session `id` after seq `after`: those in the log, then (when `live`) each
 /// one as it is appended, until the session is no longer running.
 pub(super) fn follow(shared: Arc<Shared>, id: SessionId, after: u64, live: bool) -> EventStream {
+    follow_with(shared, id, after, live, false)
+}
+
+/// [`follow`] for a caller: a workflow's session is followed through its phases until the
+/// workflow has ended (a stalled one is gone on with, `workflow/stall.rs`).
+pub(super) fn follow_through(shared: Arc<Shared>, id: SessionId, after: u64) -> EventStream {
+    follow_with(shared, id, after, true, true)
+}
+
+fn follow_with(
+    shared: Arc<Shared>,
+    id: SessionId,
+    after: u64,
+    live: bool,
+    through_workflow: bool,
+) -> EventStream {
     let reader = LogReader::new(RunFiles::in_home(&shared.home, &id).events());
     let follower = Follower {
         shared,
@@ -58,6 +77,7 @@ pub(super) fn follow(shared: Arc<Shared>, id: SessionId, after: u64, live: bool)
         unsupervised_since: None,
         heals: 0,
         done: false,
+        through_workflow,
     };
     Box::pin(futures::stream::unfold(follower, |mut f| async move {
         f.next().await.map(|e| (e, f))
@@ -109,6 +129,9 @@ impl Follower {
         let Ok(record) = self.shared.store.get(&self.id) else {
             return false;
         };
+        if record.state == SessionState::AwaitingApproval && self.through_workflow {
+            return self.workflow_goes_on(&record);
+        }
         if !matches!(record.state, SessionState::Running | SessionState::Queued) {
             return false;
         }
@@ -137,6 +160,34 @@ impl Follower {
         }
         self.heals = 0;
         true
+    }
+
+    /// Between two phases of a workflow: whether it goes on (driven, or stalled and now
+    /// gone on with, a bounded number of times).
+    fn workflow_goes_on(&mut self, record: &crate::session::SessionRecord) -> bool {
+        match super::workflow::progress(&self.shared, record) {
+            super::workflow::WorkflowProgress::Settled => false,
+            super::workflow::WorkflowProgress::Driven { .. } => {
+                self.unsupervised_since = None;
+                true
+            }
+            super::workflow::WorkflowProgress::Stalled { .. } => {
+                let since = *self.unsupervised_since.get_or_insert_with(Instant::now);
+                if since.elapsed() < super::heal::UNSUPERVISED_GRACE {
+                    return true;
+                }
+                self.unsupervised_since = None;
+                self.heals += 1;
+                if self.heals > HEALS_BEFORE_INLINE {
+                    tracing::warn!(session = %self.id, "the workflow stays stalled");
+                    return false;
+                }
+                if let Err(e) = super::workflow::relaunch(&self.shared, self.id) {
+                    tracing::warn!(session = %self.id, "cannot go on with the workflow: {e}");
+                }
+                true
+            }
+        }
     }
 
     /// Waits (bounded) until the record has left `running` after the closing event `seq`

@@ -63,6 +63,7 @@ pub use control::{RunFiles, TurnPhase, TurnPlan};
 pub use gc::{GcOptions, GcReport, RepoDisk};
 use start::{refuse_codehands_worktree, refuse_line_breaks};
 pub use task::{PickOptions, StartedTask};
+pub use workflow::WorkflowProgress;
 
 /// The longest prompt accepted, in bytes.
 pub const MAX_PROMPT_BYTES: usize = 8 << 20;
@@ -392,7 +393,9 @@ impl LocalRunner {
     /// Supervises session `id`'s current turn here until it ends (what the `codehands`
     /// binary's `__supervise` does); returns at once when another supervisor has it.
     pub async fn supervise(&self, id: &SessionId) -> Result<()> {
-        run::supervise(self.shared.clone(), *id).await
+        run::supervise(self.shared.clone(), *id).await?;
+        // A workflow whose driver died goes on from here (`workflow/stall.rs`).
+        self.drive_if_stalled(id).await
     }
 
     /// The events of session `id` after seq `after` that its log holds now (no following).

@@ -86,11 +86,13 @@ impl Supervisor {
                     self.record.session_id
                 );
                 let cost = held.and_then(|(body, _)| cost_of(&body));
+                self.verify_kept().await;
                 self.fail(FailureKind::Timeout, message, stderr, exit_code, cost)
                     .await;
             }
             (Some(Interruption::Repeating(why)), held) => {
                 let cost = held.and_then(|(body, _)| cost_of(&body));
+                self.verify_kept().await;
                 self.fail(FailureKind::Repeating, why, stderr, exit_code, cost)
                     .await;
             }
@@ -180,6 +182,14 @@ impl Supervisor {
             );
         }
         self.end(None).await;
+    }
+
+    /// A change kept for inspection gets its verdict too, when the turn was to be verified:
+    /// the person compares it with the others' (`task/verdicts.rs`).
+    async fn verify_kept(&mut self) {
+        if self.plan.verify && !self.took_over_ending {
+            self.verify_in_sandbox().await;
+        }
     }
 
     pub(super) async fn verify_in_sandbox(&mut self) {

@@ -218,7 +218,13 @@ impl Supervisor {
     /// (file paths are reported relative to it, whatever form the agent used).
     pub(super) fn normalise(&self, mut body: EventBody) -> EventBody {
         match &mut body {
-            EventBody::TaskStarted(started) => started.resumed = self.request.resume.is_some(),
+            EventBody::TaskStarted(started) => {
+                started.resumed = self.request.resume.is_some();
+                // An agent that does not say its model ran the one it was asked for.
+                if started.model.is_none() {
+                    started.model = self.request.model.clone();
+                }
+            }
             EventBody::FileRead(file) => file.path = self.relative(&file.path),
             EventBody::FileChanged(file) => file.path = self.relative(&file.path),
             _ => {}

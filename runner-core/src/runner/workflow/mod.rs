@@ -21,6 +21,7 @@
 //! approve is refused ([`check_finished`]).
 
 mod phase;
+mod stall;
 mod start;
 mod state;
 
@@ -41,6 +42,8 @@ use crate::traits::agent::AgentRequest;
 use crate::traits::runner::EventStream;
 use crate::workflow::{Finding, PhaseKind, WorkflowOptions, findings_text};
 pub(super) use state::check_finished;
+pub use stall::WorkflowProgress;
+pub(crate) use stall::{progress, relaunch};
 use state::{DriverLock, WorkflowState};
 
 /// The most of the diff a prompt's `{diff}` holds, in bytes.

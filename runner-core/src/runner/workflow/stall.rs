@@ -1,0 +1,122 @@
+//! A workflow whose driver died tells the truth: between two phases its session awaits
+//! approval while its workflow has not finished, and nobody drives it. Such a workflow is
+//! *stalled*; every command that shows state says so ([`LocalRunner::workflow_progress`]),
+//! and the ones that look at a session go on with it as runs are healed ([`relaunch`]): a
+//! detached `__supervise` (the codehands binary) or a task of this process (a library)
+//! resumes it (`resume`), so it finishes by itself.
+
+use std::sync::Arc;
+
+use super::super::control::{RunFiles, SupervisorLock};
+use super::super::{LocalRunner, Shared, heal};
+use super::state::{DriverLock, WorkflowState};
+use crate::error::Result;
+use crate::ids::SessionId;
+use crate::session::{SessionRecord, SessionState};
+
+/// Where a session's workflow is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkflowProgress {
+    /// No workflow, or one that has finished: the session's state says it all.
+    Settled,
+    /// A driver is at it (a phase's turn runs, or it is between two phases).
+    Driven {
+        /// The phase under way or next.
+        phase: String,
+    },
+    /// Its driver died between two phases and nobody drives it: `recover`, or the next
+    /// command that looks at it, goes on.
+    Stalled {
+        /// The phase next.
+        phase: String,
+    },
+}
+
+impl WorkflowProgress {
+    /// `stalled` for a stalled workflow, else the session's state as the record says it.
+    pub fn state_word(&self, state: SessionState) -> String {
+        match self {
+            Self::Stalled { .. } => "stalled".to_owned(),
+            Self::Driven { .. } if state == SessionState::AwaitingApproval => {
+                "running".to_owned()
+            }
+            _ => state.to_string(),
+        }
+    }
+}
+
+/// Where the workflow of `record` is; `Settled` for a session with none or whose state
+/// cannot be read (approve says why then).
+pub(crate) fn progress(shared: &Shared, record: &SessionRecord) -> WorkflowProgress {
+    if !matches!(
+        record.state,
+        SessionState::AwaitingApproval | SessionState::Running | SessionState::Queued
+    ) {
+        return WorkflowProgress::Settled;
+    }
+    let files = RunFiles::in_home(&shared.home, &record.session_id);
+    let Ok(Some(state)) = WorkflowState::load(&files) else {
+        return WorkflowProgress::Settled;
+    };
+    if state.done {
+        return WorkflowProgress::Settled;
+    }
+    let phase = state.next_phase().to_owned();
+    if record.state != SessionState::AwaitingApproval
+        || SupervisorLock::is_held(&files)
+        || files.turn().is_some()
+    {
+        return WorkflowProgress::Driven { phase };
+    }
+    match DriverLock::try_acquire(&files) {
+        Ok(Some(_free)) => WorkflowProgress::Stalled { phase },
+        _ => WorkflowProgress::Driven { phase },
+    }
+}
+
+/// Goes on with the stalled workflow of session `id` somewhere that outlives the caller:
+/// a detached supervisor process when the runner has one, else a task of this process.
+pub(crate) fn relaunch(shared: &Arc<Shared>, id: SessionId) -> Result<()> {
+    if shared.settings.supervisor.is_some() {
+        // `codehands __supervise ID` resumes the workflow once it finds no turn to run.
+        return heal::launch(shared, id);
+    }
+    let shared_now = shared.clone();
+    let task = tokio::spawn(async move {
+        if let Ok(record) = shared_now.store.get(&id)
+            && let Err(e) = super::resume(&shared_now, &record).await
+        {
+            tracing::warn!(session = %id, "cannot go on with the workflow: {e}");
+        }
+    });
+    let mut tasks = shared.tasks.lock().unwrap_or_else(|e| e.into_inner());
+    tasks.retain(|t| !t.is_finished());
+    tasks.push(task.abort_handle());
+    Ok(())
+}
+
+impl LocalRunner {
+    /// Where session `record`'s workflow is: settled (no workflow, or finished), driven, or
+    /// stalled (its driver died between two phases).
+    pub fn workflow_progress(&self, record: &SessionRecord) -> WorkflowProgress {
+        progress(&self.shared, record)
+    }
+
+    /// Goes on with session `record`'s workflow when it is stalled (as a run nobody
+    /// supervises is healed), in a process of its own; what it was before.
+    pub fn revive_workflow(&self, record: &SessionRecord) -> WorkflowProgress {
+        let progress = progress(&self.shared, record);
+        if matches!(progress, WorkflowProgress::Stalled { .. })
+            && let Err(e) = relaunch(&self.shared, record.session_id)
+        {
+            tracing::warn!(session = %record.session_id, "cannot go on with the workflow: {e}");
+        }
+        progress
+    }
+
+    /// After a supervisor's turn (`__supervise`): a workflow whose driver died goes on here.
+    pub(crate) async fn drive_if_stalled(&self, id: &SessionId) -> Result<()> {
+        let record = self.shared.store.get(id)?;
+        super::resume(&self.shared, &record).await.map(drop)
+    }
+}
