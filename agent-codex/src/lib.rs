@@ -33,6 +33,7 @@
 //! reaches `task.finished` exactly as Codex reports it, so a caller can price it.
 
 mod args;
+mod prices;
 mod parse;
 
 use std::path::{Path, PathBuf};
@@ -142,6 +143,10 @@ impl Agent for Codex {
             FOREIGN_MODELS,
             "OpenAI's models (`gpt-…`, `o3` …) or its provider's own names",
         )
+    }
+
+    fn token_price(&self, model: Option<&str>) -> Option<runner_contract::TokenPrice> {
+        prices::price(model)
     }
 
     fn version_probe(&self) -> Option<VersionProbe> {

@@ -772,3 +772,67 @@ fn driver_killed_after(planner: &str, marker: &str, refusal: &str, plan_logged: 
     let shown = world.git(&["show", &format!("{branch}:a.txt")]);
     assert_eq!(shown, "one\nfixed\nfixed\n");
 }
+
+#[test]
+fn a_workflow_whose_run_is_killed_mid_phase_shows_stalled_until_a_follower_finishes_it() {
+    let world = world();
+    let id = kill_driver_after(&world, "sleepy-planner", "\"phase.started\"");
+
+    // Every command that shows state says it: stalled, not awaiting approval or finished.
+    let out = support::run(world.codehands().args(["sessions", "--json"]));
+    let listed: serde_json::Value = serde_json::from_str(&support::ok(&out)).unwrap();
+    let mine = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["sessionId"] == id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(mine["shown"], "stalled", "{mine}");
+    let out = support::run(world.codehands().args(["sessions"]));
+    let table = support::ok(&out);
+    let row = table.lines().find(|l| l.contains(&id[..8])).unwrap();
+    assert!(row.contains("stalled"), "{table}");
+    let out = support::run(world.codehands().args(["report", &id, "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&support::ok(&out)).unwrap();
+    assert_eq!(report["ended"]["kind"], "stalled", "{report}");
+    assert_eq!(report["ended"]["phase"], "plan", "{report}");
+    let out = support::run(world.codehands().args(["report", &id]));
+    assert!(
+        support::ok(&out).contains("stalled: the workflow's driver went away"),
+        "{}",
+        support::text(&out.stdout)
+    );
+    // Looking did not start a driver: still stalled.
+    assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
+    let out = support::run(world.codehands().args(["sessions", "--json"]));
+    assert!(support::ok(&out).contains("\"shown\":\"stalled\""));
+
+    // `events --follow` goes on with it and follows every phase to the workflow's end.
+    let out = support::run(world.codehands().args(["events", &id, "--follow", "--json"]));
+    let followed = support::ok(&out);
+    let events: Vec<serde_json::Value> = followed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let started: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "phase.started")
+        .map(|e| e["payload"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        started,
+        ["plan", "implement", "review", "implement", "review"],
+        "{followed}"
+    );
+    assert_eq!(events.last().unwrap()["type"], "approval.requested");
+    let out = support::run(world.codehands().args(["sessions", "--json"]));
+    assert!(support::ok(&out).contains("\"shown\":\"awaiting_approval\""));
+    support::ok(&support::run(world.codehands().current_dir(&world.repo).args([
+        "approve",
+        &id,
+        "-m",
+        "The workflow's change",
+    ])));
+    assert_eq!(record_of(&world, &id)["state"], "approved");
+}

@@ -389,3 +389,22 @@ pub struct RecoveryReport {
     #[serde(default)]
     pub resumed_workflows: Vec<SessionId>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_reads_as_people_write_it_and_refuses_the_rest() {
+        assert_eq!(parse_timeout("10m").unwrap(), 600_000);
+        assert_eq!(parse_timeout(" 1h 30m ").unwrap(), 5_400_000);
+        assert_eq!(parse_timeout("90s").unwrap(), 90_000);
+        for bad in ["soon", "", "10", "500ms", "8days", "-1m"] {
+            let refused = parse_timeout(bad).unwrap_err();
+            assert!(
+                refused.message().contains("`10m`") || refused.message().contains("1s to 7 days"),
+                "{bad}: {refused}"
+            );
+        }
+    }
+}

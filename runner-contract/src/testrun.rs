@@ -58,6 +58,58 @@ pub fn is_test_command(command: &str) -> bool {
         TEST_COMMANDS
             .iter()
             .any(|known| words.len() >= known.len() && words[..known.len()] == **known)
+            || runs_a_test_file(&words)
+    })
+}
+
+/// `node test.js`, `node tests/date.test.mjs`, `python test_date.py`, `bun spec/x.ts`: a
+/// script runner given a file whose name says test or spec.
+fn runs_a_test_file(words: &[&str]) -> bool {
+    const RUNNERS: &[&str] = &["node", "nodejs", "bun", "deno", "tsx", "ts-node", "python", "python3"];
+    const SCRIPTS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".mts", ".py"];
+    let Some((runner, rest)) = words.split_first() else {
+        return false;
+    };
+    if !RUNNERS.contains(runner) {
+        return false;
+    }
+    rest.iter()
+        .find(|w| !w.starts_with('-'))
+        .is_some_and(|file| {
+            let name = file.rsplit('/').next().unwrap_or(file).to_ascii_lowercase();
+            let dir_says = file.starts_with("test/") || file.starts_with("tests/");
+            SCRIPTS.iter().any(|ext| name.ends_with(ext))
+                && (dir_says || name.contains("test") || name.contains("spec"))
+        })
+}
+
+/// Whether `command` runs the repo's own test command `repo_command` (its profile's, as
+/// `--verify` runs it): one of its pipeline or `&&` parts is that command, whatever the
+/// spaces, or starts with it.
+pub fn runs_repo_tests(command: &str, repo_command: &str) -> bool {
+    let want: Vec<&str> = repo_command.split_whitespace().collect();
+    !want.is_empty()
+        && command.split(['|', ';', '&', '\n']).any(|part| {
+            let words: Vec<&str> = part
+                .split_whitespace()
+                .skip_while(|w| w.contains('=') && !w.starts_with('-'))
+                .collect();
+            words.len() >= want.len() && words[..want.len()] == want[..]
+        })
+}
+
+/// The `test.result` of a finished command a parser did not know ran tests (the repo's
+/// own test command, [`runs_repo_tests`]), read from its output as [`finished`] reads it.
+pub fn result_of(finished: &CommandFinished) -> EventBody {
+    let verdict = read_output(&finished.output);
+    EventBody::TestResult(TestResult {
+        command: finished.command.clone(),
+        passed: finished.exit_code == Some(0) && !finished.is_error && !verdict.failed,
+        exit_code: finished.exit_code,
+        sandboxed: false,
+        summary: verdict.summary,
+        tool_use_id: finished.tool_use_id.clone(),
+        could_not_run: None,
     })
 }
 
@@ -254,6 +306,9 @@ mod tests {
             "yarn test",
             "python -m pytest -q",
             "pytest tests/",
+            "node test.js",
+            "node --experimental-vm-modules tests/date.test.mjs",
+            "python3 test_date.py",
             "cargo test -p x",
             "go test ./...",
             "node --test",
@@ -264,11 +319,34 @@ mod tests {
             "npm install",
             "ls test",
             "cat pytest.ini",
+            "node build.js",
+            "node",
+            "python manage.py runserver",
             "echo npm test-x",
             "git status",
         ] {
             assert!(!is_test_command(no), "{no}");
         }
+    }
+
+    #[test]
+    fn the_repos_own_test_command_is_known_however_it_is_spelt() {
+        assert!(runs_repo_tests("./scripts/check.sh --all | tail", "./scripts/check.sh"));
+        assert!(runs_repo_tests("cd app &&  make   verify", "make verify"));
+        assert!(!runs_repo_tests("make verify-docs", "make verify"));
+        assert!(!runs_repo_tests("echo make verify", "make verify"));
+        assert!(!runs_repo_tests("anything", "  "));
+        let EventBody::TestResult(t) = result_of(&CommandFinished {
+            command: "make verify".into(),
+            exit_code: Some(0),
+            is_error: false,
+            output: "# fail 1".into(),
+            tool_use_id: Some("t1".into()),
+        }) else {
+            panic!("a test.result")
+        };
+        assert!(!t.passed, "the output's failure counts");
+        assert_eq!(t.tool_use_id.as_deref(), Some("t1"));
     }
 
     #[test]

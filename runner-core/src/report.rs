@@ -124,6 +124,13 @@ pub fn build(input: ReportInput<'_>) -> RunReport {
     }
     read.sort();
     read.dedup();
+    // An agent that changed files through its shell (Codex's `apply_patch` run as a
+    // command) says no `file.changed`: the diff stat still knows them.
+    if let Some(stat) = &diff_stat {
+        for file in &stat.files {
+            changed.entry(file.path.clone()).or_insert(None);
+        }
+    }
 
     RunReport {
         session_id: record.session_id,
@@ -488,8 +495,8 @@ fn ended_text(ended: &RunEnding) -> Option<String> {
         RunEnding::Stopped { reason } => reason.clone(),
         RunEnding::Running => None,
         RunEnding::Stalled { phase } => Some(format!(
-            "stalled: the workflow's driver went away before phase {phase:?}; it goes on now \
-             (`codehands events ID --follow` watches it; `codehands recover` if it does not)"
+            "stalled: the workflow's driver went away before phase {phase:?}; `codehands \
+             events ID --follow` or `codehands recover` goes on with it"
         )),
         RunEnding::Unknown => Some("the log does not say how it ended".into()),
     }

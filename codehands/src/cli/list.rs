@@ -51,10 +51,10 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
             })
         })
         .collect();
-    // A workflow whose driver died says so, and goes on (`workflow/stall.rs`).
+    // A workflow whose driver died says so (`workflow/stall.rs`).
     let shown: Vec<String> = records
         .iter()
-        .map(|r| runner.revive_workflow(r).state_word(r.state))
+        .map(|r| runner.workflow_progress(r).state_word(r.state))
         .collect();
     if args.json {
         #[derive(serde::Serialize)]

@@ -122,8 +122,8 @@ impl Runner for LocalRunner {
             agent_program: program.as_deref(),
             agent_version: version.as_deref(),
         });
-        // A workflow between two phases has not finished: driven, or stalled (gone on with).
-        match self.revive_workflow(&record) {
+        // A workflow between two phases has not finished: driven, or stalled.
+        match self.workflow_progress(&record) {
             WorkflowProgress::Settled => {}
             WorkflowProgress::Driven { .. } => report.ended = RunEnding::Running,
             WorkflowProgress::Stalled { phase } => report.ended = RunEnding::Stalled { phase },

@@ -393,8 +393,12 @@ impl LocalRunner {
     /// Supervises session `id`'s current turn here until it ends (what the `codehands`
     /// binary's `__supervise` does); returns at once when another supervisor has it.
     pub async fn supervise(&self, id: &SessionId) -> Result<()> {
+        let planned = RunFiles::in_home(&self.shared.home, id).turn().is_some();
         run::supervise(self.shared.clone(), *id).await?;
-        // A workflow whose driver died goes on from here (`workflow/stall.rs`).
+        if planned {
+            return Ok(());
+        }
+        // Launched with no turn to run: to go on with a stalled workflow (`workflow/stall.rs`).
         self.drive_if_stalled(id).await
     }
 

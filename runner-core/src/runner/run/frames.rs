@@ -183,11 +183,28 @@ impl Supervisor {
     pub(super) fn emit(&mut self, body: EventBody, raw: Option<String>) {
         // Replayed events too: a takeover counts repeats as the supervisor before it did.
         self.repeats.see(&body);
+        let repo_tests = self.repo_test_result(&body);
         if self.skip > 0 {
             self.skip -= 1;
         } else {
             self.emit_own(body, raw);
         }
+        if let Some(test) = repo_tests {
+            self.emit(test, None);
+        }
+    }
+
+    /// The `test.result` of a command that ran the repo's own test command (its profile's,
+    /// which `--verify` runs) when the agent's parser did not know it for one: whatever
+    /// runner the repo uses, its verdict counts like `npm test`'s.
+    fn repo_test_result(&self, body: &EventBody) -> Option<EventBody> {
+        let EventBody::CommandFinished(finished) = body else {
+            return None;
+        };
+        let repo = self.profile.test_command.as_deref()?;
+        (!crate::testrun::is_test_command(&finished.command)
+            && crate::testrun::runs_repo_tests(&finished.command, repo))
+        .then(|| crate::testrun::result_of(finished))
     }
 
     /// Numbers an event that does not follow from the agent's output (what callers' input

@@ -84,6 +84,10 @@ impl Supervisor {
                 if let Some(why) = self.repeats.tripped() {
                     interruption.get_or_insert(Interruption::Repeating(why.to_owned()));
                 }
+                // An agent that never stops printing meets its time limit here.
+                if self.past_deadline() {
+                    interruption.get_or_insert(Interruption::Timeout);
+                }
                 if interruption.is_some() {
                     break;
                 }

@@ -1,9 +1,10 @@
 //! A workflow whose driver died tells the truth: between two phases its session awaits
 //! approval while its workflow has not finished, and nobody drives it. Such a workflow is
-//! *stalled*; every command that shows state says so ([`LocalRunner::workflow_progress`]),
-//! and the ones that look at a session go on with it as runs are healed ([`relaunch`]): a
-//! detached `__supervise` (the codehands binary) or a task of this process (a library)
-//! resumes it (`resume`), so it finishes by itself.
+//! *stalled*; every command that shows state says so ([`LocalRunner::workflow_progress`]:
+//! `sessions`, `report`), and a caller that follows the session's events goes on with it
+//! ([`relaunch`], from `follow.rs`): a detached `__supervise` with no turn to run (the
+//! codehands binary) or a task of this process (a library) resumes it (`resume`), as
+//! `recover` does. A command that only looks never starts a driver.
 
 use std::sync::Arc;
 
@@ -102,19 +103,8 @@ impl LocalRunner {
         progress(&self.shared, record)
     }
 
-    /// Goes on with session `record`'s workflow when it is stalled (as a run nobody
-    /// supervises is healed), in a process of its own; what it was before.
-    pub fn revive_workflow(&self, record: &SessionRecord) -> WorkflowProgress {
-        let progress = progress(&self.shared, record);
-        if matches!(progress, WorkflowProgress::Stalled { .. })
-            && let Err(e) = relaunch(&self.shared, record.session_id)
-        {
-            tracing::warn!(session = %record.session_id, "cannot go on with the workflow: {e}");
-        }
-        progress
-    }
-
-    /// After a supervisor's turn (`__supervise`): a workflow whose driver died goes on here.
+    /// `__supervise` launched with no turn to run ([`relaunch`]): the stalled workflow
+    /// goes on here.
     pub(crate) async fn drive_if_stalled(&self, id: &SessionId) -> Result<()> {
         let record = self.shared.store.get(id)?;
         super::resume(&self.shared, &record).await.map(drop)
