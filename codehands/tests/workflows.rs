@@ -283,13 +283,21 @@ async fn a_read_only_phase_whose_agent_writes_fails_with_reason_phase() {
     assert!(failed.message.contains("planted.txt"), "{}", failed.message);
     let record = runner.session(&id).await.unwrap();
     assert_eq!(record.state, SessionState::Failed);
-    assert!(
-        !record.worktree_path.exists(),
-        "a failed session's worktree goes"
-    );
+    // The change is kept for inspection, never discarded: its diff shows the stray write.
+    assert!(record.kept, "{record:?}");
+    assert!(record.worktree_path.exists(), "the worktree stays for inspection");
+    let diff = runner.diff(&id).await.unwrap();
+    assert!(diff.patch.contains("planted.txt"), "{}", diff.patch);
+    assert!(failed.message.contains("kept for inspection"), "{}", failed.message);
+    assert!(runner.approve(&id, "no").await.is_err(), "a failed change is not approved");
     // The implementer never ran.
     assert!(!world.dir.path().join("logs/coder-prompts.txt").exists());
     support::assert_contiguous(&events);
+    // Rejecting it removes what was kept.
+    runner.reject(&id).await.unwrap();
+    assert_eq!(runner.session(&id).await.unwrap().state, SessionState::Rejected);
+    assert!(!record.worktree_path.exists());
+    assert_eq!(world.branches(), vec!["main".to_owned()]);
 }
 
 #[tokio::test]
