@@ -33,8 +33,8 @@
 //! reaches `task.finished` exactly as Codex reports it, so a caller can price it.
 
 mod args;
-mod prices;
 mod parse;
+mod prices;
 
 use std::path::{Path, PathBuf};
 

@@ -40,14 +40,19 @@ mod tests {
 
     #[test]
     fn the_longest_listed_prefix_prices_a_model() {
-        assert_eq!(price(Some("gpt-5-mini-2025")).unwrap().output_per_million, 2.0);
+        assert_eq!(
+            price(Some("gpt-5-mini-2025")).unwrap().output_per_million,
+            2.0
+        );
         assert_eq!(price(Some("gpt-5")).unwrap().input_per_million, 1.25);
         assert!(price(None).is_none(), "Codex's default is not known here");
         assert!(price(Some("scripted-model")).is_none());
-        let cost = price(Some("gpt-5")).unwrap().cost(runner_contract::TokenCounts {
-            input: 1_000_000,
-            output: 100_000,
-        });
+        let cost = price(Some("gpt-5"))
+            .unwrap()
+            .cost(runner_contract::TokenCounts {
+                input: 1_000_000,
+                output: 100_000,
+            });
         assert!((cost - 2.25).abs() < 1e-9, "{cost}");
     }
 }

@@ -127,12 +127,19 @@ async fn a_looping_attempt_ends_at_its_timeout_and_the_other_is_picked_with_both
             })
             .collect::<Vec<bool>>()
     };
-    assert_eq!(boxed(&logs[0]), vec![true], "Claude's fix passes in the test box");
+    assert_eq!(
+        boxed(&logs[0]),
+        vec![true],
+        "Claude's fix passes in the test box"
+    );
 
     // Codex's loop ran until its time limit ended it: failed for `timeout`, change kept.
     let codex_record = runner.session(&codex_id).await.unwrap();
     assert_eq!(codex_record.state, SessionState::Failed, "{codex_record:?}");
-    assert!(codex_record.kept, "the timed-out change is kept: {codex_record:?}");
+    assert!(
+        codex_record.kept,
+        "the timed-out change is kept: {codex_record:?}"
+    );
     let failed = logs[1]
         .iter()
         .find_map(|e| match &e.body {
@@ -149,8 +156,15 @@ async fn a_looping_attempt_ends_at_its_timeout_and_the_other_is_picked_with_both
     let loops = openai.message_requests().len();
     assert!(loops >= 4, "the model looped: {loops} requests");
     let notes = std::fs::read_to_string(codex_record.worktree_path.join("notes.txt")).unwrap();
-    assert!(notes.lines().count() >= 3, "its change is in its worktree: {notes:?}");
-    assert_eq!(boxed(&logs[1]), vec![false], "its change is tested in the box too");
+    assert!(
+        notes.lines().count() >= 3,
+        "its change is in its worktree: {notes:?}"
+    );
+    assert_eq!(
+        boxed(&logs[1]),
+        vec![false],
+        "its change is tested in the box too"
+    );
 
     // `task --json` from another process: both verdicts, the ranking and why.
     let out = run(world
@@ -168,7 +182,10 @@ async fn a_looping_attempt_ends_at_its_timeout_and_the_other_is_picked_with_both
     assert!(why.contains("fails in the test box"), "{why}");
     let out = run(world.codehands().args(["task", &task_id.to_string()]));
     let table = text(&out.stdout);
-    assert!(table.contains("notes.txt") && table.contains("src/date.js"), "{table}");
+    assert!(
+        table.contains("notes.txt") && table.contains("src/date.js"),
+        "{table}"
+    );
     assert!(table.contains("* best: attempt 1"), "{table}");
     // `diff TASK` shows each attempt against the base, the kept one too.
     let out = run(world
@@ -196,7 +213,10 @@ async fn a_looping_attempt_ends_at_its_timeout_and_the_other_is_picked_with_both
         runner.session(&codex_id).await.unwrap().state,
         SessionState::Rejected
     );
-    assert!(!codex_record.worktree_path.exists(), "Codex's worktree is gone");
+    assert!(
+        !codex_record.worktree_path.exists(),
+        "Codex's worktree is gone"
+    );
     assert!(!world.branches().contains(&codex_record.branch));
 
     // The task's record keeps both verdicts from the test box.

@@ -285,17 +285,30 @@ async fn a_read_only_phase_whose_agent_writes_fails_with_reason_phase() {
     assert_eq!(record.state, SessionState::Failed);
     // The change is kept for inspection, never discarded: its diff shows the stray write.
     assert!(record.kept, "{record:?}");
-    assert!(record.worktree_path.exists(), "the worktree stays for inspection");
+    assert!(
+        record.worktree_path.exists(),
+        "the worktree stays for inspection"
+    );
     let diff = runner.diff(&id).await.unwrap();
     assert!(diff.patch.contains("planted.txt"), "{}", diff.patch);
-    assert!(failed.message.contains("kept for inspection"), "{}", failed.message);
-    assert!(runner.approve(&id, "no").await.is_err(), "a failed change is not approved");
+    assert!(
+        failed.message.contains("kept for inspection"),
+        "{}",
+        failed.message
+    );
+    assert!(
+        runner.approve(&id, "no").await.is_err(),
+        "a failed change is not approved"
+    );
     // The implementer never ran.
     assert!(!world.dir.path().join("logs/coder-prompts.txt").exists());
     support::assert_contiguous(&events);
     // Rejecting it removes what was kept.
     runner.reject(&id).await.unwrap();
-    assert_eq!(runner.session(&id).await.unwrap().state, SessionState::Rejected);
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::Rejected
+    );
     assert!(!record.worktree_path.exists());
     assert_eq!(world.branches(), vec!["main".to_owned()]);
 }
@@ -817,7 +830,11 @@ fn a_workflow_whose_run_is_killed_mid_phase_shows_stalled_until_a_follower_finis
     assert!(support::ok(&out).contains("\"shown\":\"stalled\""));
 
     // `events --follow` goes on with it and follows every phase to the workflow's end.
-    let out = support::run(world.codehands().args(["events", &id, "--follow", "--json"]));
+    let out = support::run(
+        world
+            .codehands()
+            .args(["events", &id, "--follow", "--json"]),
+    );
     let followed = support::ok(&out);
     let events: Vec<serde_json::Value> = followed
         .lines()
@@ -836,11 +853,13 @@ fn a_workflow_whose_run_is_killed_mid_phase_shows_stalled_until_a_follower_finis
     assert_eq!(events.last().unwrap()["type"], "approval.requested");
     let out = support::run(world.codehands().args(["sessions", "--json"]));
     assert!(support::ok(&out).contains("\"shown\":\"awaiting_approval\""));
-    support::ok(&support::run(world.codehands().current_dir(&world.repo).args([
-        "approve",
-        &id,
-        "-m",
-        "The workflow's change",
-    ])));
+    support::ok(&support::run(
+        world.codehands().current_dir(&world.repo).args([
+            "approve",
+            &id,
+            "-m",
+            "The workflow's change",
+        ]),
+    ));
     assert_eq!(record_of(&world, &id)["state"], "approved");
 }

@@ -62,8 +62,8 @@ pub use report::{RunEnding, RunReport};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use task::{
-    AttemptReport, AttemptSpec, PickResult, TaskAttempt, TaskId, TaskOptions, TaskRecord,
-    AttemptVerdict, TaskReport, TaskState, VerifyVerdict,
+    AttemptReport, AttemptSpec, AttemptVerdict, PickResult, TaskAttempt, TaskId, TaskOptions,
+    TaskRecord, TaskReport, TaskState, VerifyVerdict,
 };
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,

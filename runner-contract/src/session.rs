@@ -231,9 +231,7 @@ mod tests {
     fn final_states_have_no_way_out() {
         for from in SessionState::ALL.into_iter().filter(|s| s.is_final()) {
             // A failed session whose change was kept is rejected to remove it.
-            let way_out = |to: &SessionState| {
-                from == Failed && matches!(to, Rejecting | Rejected)
-            };
+            let way_out = |to: &SessionState| from == Failed && matches!(to, Rejecting | Rejected);
             assert!(
                 SessionState::ALL
                     .iter()

@@ -65,7 +65,9 @@ pub fn is_test_command(command: &str) -> bool {
 /// `node test.js`, `node tests/date.test.mjs`, `python test_date.py`, `bun spec/x.ts`: a
 /// script runner given a file whose name says test or spec.
 fn runs_a_test_file(words: &[&str]) -> bool {
-    const RUNNERS: &[&str] = &["node", "nodejs", "bun", "deno", "tsx", "ts-node", "python", "python3"];
+    const RUNNERS: &[&str] = &[
+        "node", "nodejs", "bun", "deno", "tsx", "ts-node", "python", "python3",
+    ];
     const SCRIPTS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".mts", ".py"];
     let Some((runner, rest)) = words.split_first() else {
         return false;
@@ -331,7 +333,10 @@ mod tests {
 
     #[test]
     fn the_repos_own_test_command_is_known_however_it_is_spelt() {
-        assert!(runs_repo_tests("./scripts/check.sh --all | tail", "./scripts/check.sh"));
+        assert!(runs_repo_tests(
+            "./scripts/check.sh --all | tail",
+            "./scripts/check.sh"
+        ));
         assert!(runs_repo_tests("cd app &&  make   verify", "make verify"));
         assert!(!runs_repo_tests("make verify-docs", "make verify"));
         assert!(!runs_repo_tests("echo make verify", "make verify"));

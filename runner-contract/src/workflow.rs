@@ -192,9 +192,8 @@ impl Phase {
             ));
         }
         if let Some(timeout) = &self.timeout {
-            crate::options::parse_timeout(timeout).map_err(|e| {
-                refuse(source, &format!("phase {:?}: {}", self.name, e.message()))
-            })?;
+            crate::options::parse_timeout(timeout)
+                .map_err(|e| refuse(source, &format!("phase {:?}: {}", self.name, e.message())))?;
         }
         for element in &self.prompt {
             if looks_like_placeholder(element) && !PLACEHOLDERS.contains(&element.as_str()) {
@@ -463,7 +462,9 @@ fn looks_like_placeholder(element: &str) -> bool {
         .is_some_and(|word| {
             !word.is_empty()
                 && word.len() <= 32
-                && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         })
 }
 
@@ -553,8 +554,14 @@ mod tests {
         };
         let refused = phase.check("w").unwrap_err();
         assert!(refused.message().contains("{taks}"), "{refused}");
-        assert!(refused.message().contains("{task}, {previous}"), "{refused}");
-        phase.prompt = vec!["Use {braces} in JSON like {\"a\": 1}".into(), "{task}".into()];
+        assert!(
+            refused.message().contains("{task}, {previous}"),
+            "{refused}"
+        );
+        phase.prompt = vec![
+            "Use {braces} in JSON like {\"a\": 1}".into(),
+            "{task}".into(),
+        ];
         phase.check("w").unwrap();
     }
 

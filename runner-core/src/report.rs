@@ -124,8 +124,8 @@ pub fn build(input: ReportInput<'_>) -> RunReport {
     }
     read.sort();
     read.dedup();
-    // An agent that changed files through its shell (Codex's `apply_patch` run as a
-    // command) says no `file.changed`: the diff stat still knows them.
+    // An agent that changed files through its shell (a patch applied by a command) says
+    // no `file.changed`: the diff stat still knows them.
     if let Some(stat) = &diff_stat {
         for file in &stat.files {
             changed.entry(file.path.clone()).or_insert(None);

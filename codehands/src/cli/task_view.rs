@@ -96,7 +96,11 @@ pub fn table(report: &TaskReport, colour: bool) -> String {
             visible(&a.why, false)
         ));
     }
-    match report.attempts.iter().find(|a| Some(a.session_id) == report.best) {
+    match report
+        .attempts
+        .iter()
+        .find(|a| Some(a.session_id) == report.best)
+    {
         Some(best) => out.push_str(&format!(
             "* best: attempt {} (codehands approve {})\n",
             best.attempt,
@@ -135,9 +139,21 @@ fn files_by_attempt(report: &TaskReport) -> String {
             None => "·".to_owned(),
         }
     };
-    let names: Vec<String> = files.iter().map(|f| visible(f, false).into_owned()).collect();
-    let first = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(4);
-    let columns: Vec<String> = report.attempts.iter().map(|a| a.attempt.to_string()).collect();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| visible(f, false).into_owned())
+        .collect();
+    let first = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    let columns: Vec<String> = report
+        .attempts
+        .iter()
+        .map(|a| a.attempt.to_string())
+        .collect();
     let cells: Vec<Vec<String>> = files
         .iter()
         .map(|f| report.attempts.iter().map(|a| cell(a, f)).collect())
@@ -359,7 +375,10 @@ mod tests {
         };
         let view = files_by_attempt(&report);
         let lines: Vec<&str> = view.lines().collect();
-        assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["file", "1", "2"]);
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["file", "1", "2"]
+        );
         assert_eq!(
             lines[1].split_whitespace().collect::<Vec<_>>(),
             ["src/a.js", "+2", "-0", "+1", "-0"]

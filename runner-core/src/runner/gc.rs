@@ -70,9 +70,9 @@ impl LocalRunner {
                 SessionState::AwaitingApproval | SessionState::Stopped
             ) || (r.state == SessionState::Failed && r.kept))
                 && humantime::parse_rfc3339(&r.updated_at)
-                .ok()
-                .and_then(|t| now.duration_since(t).ok())
-                .is_some_and(|age| age > options.older_than)
+                    .ok()
+                    .and_then(|t| now.duration_since(t).ok())
+                    .is_some_and(|age| age > options.older_than)
         };
         let mut report = GcReport::default();
         let before = disk_per_repo(&records);

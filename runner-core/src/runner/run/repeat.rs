@@ -124,7 +124,10 @@ mod tests {
             guard.see(&command("node test.js", &format!("t{i}")));
         }
         let why = guard.tripped().unwrap();
-        assert!(why.contains("src/a.js") && why.contains("node test.js"), "{why}");
+        assert!(
+            why.contains("src/a.js") && why.contains("node test.js"),
+            "{why}"
+        );
 
         let mut working = RepeatGuard::default();
         for i in 0..REPEAT_LIMIT * 3 {

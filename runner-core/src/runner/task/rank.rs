@@ -110,11 +110,7 @@ fn passes(a: &AttemptReport) -> String {
 }
 
 fn facts(a: &AttemptReport) -> String {
-    format!(
-        "{} lines changed, {}",
-        shown(lines(a)),
-        dollars(a.cost_usd)
-    )
+    format!("{} lines changed, {}", shown(lines(a)), dollars(a.cost_usd))
 }
 
 fn shown(lines: u64) -> String {
@@ -196,9 +192,15 @@ mod tests {
         assert_eq!(ranks, vec![4, 3, 1, 2]);
         assert!(all[2].why.starts_with("the best"), "{}", all[2].why);
         assert!(all[3].why.contains("dearer"), "{}", all[3].why);
-        assert!(all[1].why.contains("larger diff (40 lines"), "{}", all[1].why);
         assert!(
-            all[0].why.contains("fails in the test box: the tests failed"),
+            all[1].why.contains("larger diff (40 lines"),
+            "{}",
+            all[1].why
+        );
+        assert!(
+            all[0]
+                .why
+                .contains("fails in the test box: the tests failed"),
             "{}",
             all[0].why
         );

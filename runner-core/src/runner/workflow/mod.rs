@@ -41,9 +41,9 @@ use crate::session::{SessionRecord, SessionState};
 use crate::traits::agent::AgentRequest;
 use crate::traits::runner::EventStream;
 use crate::workflow::{Finding, PhaseKind, WorkflowOptions, findings_text};
-pub(super) use state::check_finished;
 pub use stall::WorkflowProgress;
 pub(crate) use stall::{progress, relaunch};
+pub(super) use state::check_finished;
 use state::{DriverLock, WorkflowState};
 
 /// The most of the diff a prompt's `{diff}` holds, in bytes.

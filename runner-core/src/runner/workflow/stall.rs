@@ -38,9 +38,7 @@ impl WorkflowProgress {
     pub fn state_word(&self, state: SessionState) -> String {
         match self {
             Self::Stalled { .. } => "stalled".to_owned(),
-            Self::Driven { .. } if state == SessionState::AwaitingApproval => {
-                "running".to_owned()
-            }
+            Self::Driven { .. } if state == SessionState::AwaitingApproval => "running".to_owned(),
             _ => state.to_string(),
         }
     }
