@@ -63,10 +63,8 @@ fn compare(a: &AttemptReport, b: &AttemptReport) -> Ordering {
 fn explain(a: &AttemptReport, before: Option<&AttemptReport>) -> String {
     let pass = passes(a);
     let Some(before) = before else {
-        return match a.passing {
-            true => format!("the best: {pass}, {}", facts(a)),
-            false => format!("none passes; {pass}, {}", facts(a)),
-        };
+        let lead = if a.passing { "the best:" } else { "none passes;" };
+        return format!("{lead} {pass}, {}", facts(a));
     };
     if before.passing && !a.passing {
         return format!("{pass}, and attempt {} passes", before.attempt);

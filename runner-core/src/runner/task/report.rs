@@ -88,7 +88,19 @@ impl LocalRunner {
             Some(verdict) => verdict == VerifyVerdict::Passed,
             None => report.tests.last().is_some_and(|t| t.passed),
         };
-        let mut files_changed: Vec<String> = match &report.diff_stat {
+        // A failed attempt whose change was kept has no `task.finished` with its diff: the
+        // worktree says what it changed.
+        let diff_stat = match report.diff_stat.clone() {
+            None if record.kept && record.worktree_path.exists() => self
+                .shared
+                .vcs
+                .diff(&record.worktree_spec())
+                .await
+                .ok()
+                .map(|d| d.stat),
+            stat => stat,
+        };
+        let mut files_changed: Vec<String> = match &diff_stat {
             Some(stat) => stat.files.iter().map(|f| f.path.clone()).collect(),
             None => report
                 .files_changed
@@ -108,7 +120,7 @@ impl LocalRunner {
             cost_usd,
             cost_estimated,
             tokens: report.tokens,
-            diff_stat: report.diff_stat,
+            diff_stat,
             files_changed,
             tests: report.tests,
             verify,
