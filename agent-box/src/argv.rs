@@ -138,7 +138,12 @@ pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host_proc: &HostProc) -> Vec
         args.same("--ro-bind", &git.common);
         args.same("--bind", &git.admin);
     }
-    args.same("--bind", &plan.worktree);
+    let worktree_bind = if plan.worktree_read_only {
+        "--ro-bind"
+    } else {
+        "--bind"
+    };
+    args.same(worktree_bind, &plan.worktree);
     // After the worktree: one of them is its `.git` file, which a bind of the worktree
     // itself would cover.
     for file in plan.git.iter().flat_map(|git| &git.keep) {
@@ -250,6 +255,26 @@ mod tests {
             .windows(window.len())
             .position(|w| w == window)
             .unwrap_or_else(|| panic!("{window:?} missing"))
+    }
+
+    #[test]
+    fn a_read_only_phase_binds_the_worktree_read_only() {
+        let wt = "/home/me/.codehands/worktrees/0123456789ab/0b5e2a1c";
+        assert!(has(&["--bind", wt, wt]), "writable by default");
+        let mut plan = sample();
+        plan.worktree_read_only = true;
+        let fds = Descriptors {
+            outer: 9,
+            seccomp: 10,
+        };
+        let args: Vec<String> = bwrap_args(&plan, fds, &host_proc())
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        let ro = ["--ro-bind", wt, wt].map(str::to_owned);
+        let rw = ["--bind", wt, wt].map(str::to_owned);
+        assert!(args.windows(3).any(|w| w == ro), "{args:?}");
+        assert!(!args.windows(3).any(|w| w == rw), "{args:?}");
     }
 
     #[test]

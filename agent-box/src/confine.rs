@@ -105,6 +105,7 @@ impl Confinement for BwrapBox {
             session: &session,
             run_dir: request.run_dir,
             worktree: request.worktree,
+            worktree_read_only: request.worktree_read_only,
             helper,
             bwrap,
             program: &request.invocation.program,

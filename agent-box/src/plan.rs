@@ -34,6 +34,9 @@ pub struct BoxPlan {
     pub command: BoxCommand,
     /// The worktree, bound read-write at its own path; the agent starts there.
     pub worktree: PathBuf,
+    /// Bind the worktree read-only instead (a workflow's read-only phase).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub worktree_read_only: bool,
     /// The private HOME of the session (kept across turns), read-write at its own path.
     pub home: PathBuf,
     /// The private TMPDIR of the session (kept across turns), read-write at its own path;
@@ -442,6 +445,7 @@ pub(crate) mod tests {
                 args: vec!["-p".into(), "--json".into()],
             },
             worktree: "/home/me/.codehands/worktrees/0123456789ab/0b5e2a1c".into(),
+            worktree_read_only: false,
             home: "/home/me/.codehands/runs/S/home".into(),
             tmp: "/home/me/.codehands/runs/S/tmp".into(),
             state: "/home/me/.codehands/runs/S/box".into(),

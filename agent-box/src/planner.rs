@@ -55,6 +55,8 @@ pub struct BoxInputs<'a> {
     pub run_dir: &'a Path,
     /// The worktree.
     pub worktree: &'a Path,
+    /// Bind the worktree read-only (a workflow's read-only phase).
+    pub worktree_read_only: bool,
     /// The program answering `__box` and `__box-init`.
     pub helper: &'a Path,
     /// bubblewrap.
@@ -234,6 +236,7 @@ pub fn plan(inputs: &BoxInputs<'_>) -> Result<BoxPlan> {
             args,
         },
         worktree: inputs.worktree.to_owned(),
+        worktree_read_only: inputs.worktree_read_only,
         home,
         tmp,
         state: inputs.run_dir.join("box"),
@@ -668,6 +671,7 @@ mod tests {
             session: "s",
             run_dir: &run,
             worktree: &worktree,
+            worktree_read_only: false,
             helper: &helper,
             bwrap: Path::new("/usr/bin/bwrap"),
             program: &program,

@@ -152,6 +152,7 @@ fn run_in(
         session: "box-check",
         run_dir: &run_dir,
         worktree: &worktree,
+        worktree_read_only: false,
         helper,
         bwrap,
         program,

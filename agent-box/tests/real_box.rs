@@ -91,6 +91,7 @@ impl Place {
             session: &session,
             run_dir: &self.run,
             worktree: &self.worktree,
+            worktree_read_only: false,
             helper: Path::new(HELPER),
             bwrap: &support.bwrap,
             program: Path::new("sh"),

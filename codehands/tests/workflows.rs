@@ -852,7 +852,9 @@ fn a_workflow_whose_run_is_killed_mid_phase_shows_stalled_until_a_follower_finis
     );
     assert_eq!(events.last().unwrap()["type"], "approval.requested");
     let out = support::run(world.codehands().args(["sessions", "--json"]));
-    assert!(support::ok(&out).contains("\"shown\":\"awaiting_approval\""));
+    let listed = support::ok(&out);
+    assert!(!listed.contains("\"shown\""), "the state says it all now: {listed}");
+    assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
     support::ok(&support::run(
         world.codehands().current_dir(&world.repo).args([
             "approve",
@@ -862,4 +864,46 @@ fn a_workflow_whose_run_is_killed_mid_phase_shows_stalled_until_a_follower_finis
         ]),
     ));
     assert_eq!(record_of(&world, &id)["state"], "approved");
+}
+
+#[tokio::test]
+async fn a_read_only_phase_in_a_box_gets_a_worktree_it_cannot_write() {
+    let world = world();
+    let runner = runner(&world);
+    let text = r#"
+name = "read-only-box"
+
+[[phase]]
+name = "plan"
+kind = "plan"
+agent = "bad-planner"
+permissions = "read-only"
+prompt = ["Plan:", "{task}"]
+
+[[phase]]
+name = "implement"
+kind = "implement"
+agent = "coder"
+permissions = "edit"
+prompt = ["Do:", "{task}", "Plan:", "{previous}"]
+"#;
+    let mut options = options(&world, text);
+    options.isolation = Isolation::Box;
+    let id = options.session_id;
+    let events = suite::collect(runner.run_workflow(options).await.unwrap()).await;
+    support::assert_contiguous(&events);
+    // The planner's write met a read-only worktree: nothing stray, the phase kept its rules.
+    assert!(
+        events
+            .iter()
+            .all(|e| !matches!(e.body, EventBody::TaskFailed(_))),
+        "{events:#?}"
+    );
+    assert_eq!(
+        runner.session(&id).await.unwrap().state,
+        SessionState::AwaitingApproval
+    );
+    let diff = runner.diff(&id).await.unwrap();
+    let files: Vec<&str> = diff.stat.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, ["a.txt"], "{}", diff.patch);
 }

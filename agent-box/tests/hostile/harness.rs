@@ -309,6 +309,7 @@ impl Place {
             session: &session,
             run_dir: &self.run,
             worktree: &self.worktree,
+            worktree_read_only: false,
             helper: helper(),
             bwrap: &support.bwrap,
             program: &program,

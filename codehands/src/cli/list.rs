@@ -62,13 +62,17 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
             #[serde(flatten)]
             record: &'a SessionRecord,
             /// `stalled` for a workflow whose driver died, `running` between two phases of
-            /// one that goes on; else the state.
-            shown: &'a str,
+            /// one that goes on; absent when the state says it.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            shown: Option<&'a str>,
         }
         let listed: Vec<Listed> = records
             .iter()
             .zip(&shown)
-            .map(|(record, shown)| Listed { record, shown })
+            .map(|(record, shown)| Listed {
+                record,
+                shown: (shown != record.state.as_str()).then_some(shown.as_str()),
+            })
             .collect();
         output::json_line(&listed)?;
         for (path, e) in &listing.unreadable {

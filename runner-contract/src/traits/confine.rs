@@ -30,8 +30,12 @@ pub struct ConfineRequest<'a> {
     pub session_id: &'a SessionId,
     /// Its run folder (`runs/<id>/`), where the box keeps its plan, home and files.
     pub run_dir: &'a Path,
-    /// The worktree, writable at its own path.
+    /// The worktree, writable at its own path (read-only when `worktree_read_only`).
     pub worktree: &'a Path,
+    /// Bind the worktree read-only: a workflow's read-only phase (a plan, a review) cannot
+    /// write it, whatever its agent tries. A confinement that cannot says nothing of it:
+    /// the runner's fingerprint of the worktree still catches a write.
+    pub worktree_read_only: bool,
     /// The agent's invocation.
     pub invocation: &'a Invocation,
     /// The agent's environment as built for it (its PATH, the caller's HOME, the provider's

@@ -142,6 +142,7 @@ impl Supervisor {
             session_id: &self.record.session_id,
             run_dir: self.files.dir(),
             worktree: &self.record.worktree_path,
+            worktree_read_only: self.plan.phase.as_ref().is_some_and(|p| p.read_only),
             invocation: &invocation,
             env,
             needs: &needs,
