@@ -853,7 +853,10 @@ fn a_workflow_whose_run_is_killed_mid_phase_shows_stalled_until_a_follower_finis
     assert_eq!(events.last().unwrap()["type"], "approval.requested");
     let out = support::run(world.codehands().args(["sessions", "--json"]));
     let listed = support::ok(&out);
-    assert!(!listed.contains("\"shown\""), "the state says it all now: {listed}");
+    assert!(
+        !listed.contains("\"shown\""),
+        "the state says it all now: {listed}"
+    );
     assert_eq!(record_of(&world, &id)["state"], "awaiting_approval");
     support::ok(&support::run(
         world.codehands().current_dir(&world.repo).args([

@@ -63,7 +63,11 @@ fn compare(a: &AttemptReport, b: &AttemptReport) -> Ordering {
 fn explain(a: &AttemptReport, before: Option<&AttemptReport>) -> String {
     let pass = passes(a);
     let Some(before) = before else {
-        let lead = if a.passing { "the best:" } else { "none passes;" };
+        let lead = if a.passing {
+            "the best:"
+        } else {
+            "none passes;"
+        };
         return format!("{lead} {pass}, {}", facts(a));
     };
     if before.passing && !a.passing {
