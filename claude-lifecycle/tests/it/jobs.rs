@@ -1,6 +1,6 @@
 //! One-shot jobs against small fake Claude programs.
 
-mod fake;
+use crate::fake;
 
 use std::time::{Duration, Instant};
 

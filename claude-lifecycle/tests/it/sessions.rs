@@ -1,6 +1,6 @@
 //! Persistent sessions against small fake Claude programs.
 
-mod fake;
+use crate::fake;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! of session update, a follow-up that loads the session, permission requests allowed and
 //! denied, an interrupt, a request codehands does not serve, and a malformed line.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,11 +1,11 @@
 //! `codehands acp` driven by a real ACP client: the Agent Client Protocol's Python library
 //! (PyPI `agent-client-protocol`, the `acp` module, as Mistral Vibe's pinned venv holds it),
-//! through `tests/support/acp_client.py`. The inner agents are the fake agent (a replay of
+//! through `tests/it/support/acp_client.py`. The inner agents are the fake agent (a replay of
 //! Claude Code on the demo repo) and the tests' own ACP agent (a three-line profile). The
 //! connection's own tests write raw bytes to its stdin (lines that are no message, folders
 //! no session can use) and need no Python.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ fn client(world: &World, python: &Path, agent: &str, steps: Value) -> Vec<Value>
 
 /// Runs the client's `steps` against `codehands acp ARGS`; what it printed.
 fn client_with(world: &World, python: &Path, args: &[&str], steps: Value) -> Vec<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/acp_client.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/acp_client.py");
     let mut cmd = Command::new(python);
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())

@@ -1,7 +1,7 @@
 //! Agent profiles: every refusal of a bad file, and a real program (Ruff) run as an
 //! agent through one, from `codehands agents` to an approved commit.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

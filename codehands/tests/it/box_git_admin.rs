@@ -4,7 +4,7 @@
 //! session's own branch, the person's branch unmoved and nothing of the worktree left.
 //! A profile agent of our own (a shell script), the real runner, real repos; boxed by default.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

@@ -6,7 +6,7 @@
 //! approval with its legitimate change, and approve commits it. Boxed by default: no test
 //! here asks for a box.
 
-mod support;
+use crate::support;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

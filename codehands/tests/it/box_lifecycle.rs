@@ -3,7 +3,7 @@
 //! sockets, its cgroup), a session's isolation holds for every turn, and a decided session
 //! leaves no private home behind.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

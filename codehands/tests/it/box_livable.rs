@@ -2,7 +2,7 @@
 //! the registry they fetched into) and their checkout's dependency folders (a venv, a
 //! `node_modules`) work in the box, read-only, and approve commits only the agent's change.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! with a runner from the checkout's `node_modules` on the caller's nvm node. Each run's tests pass in the box and
 //! approve commits only the agent's change.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,7 @@
 //! out: it is the person), shows the plant does run the program. A profile agent of our own
 //! (a shell script), the real runner, real repos, real bubblewrap.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

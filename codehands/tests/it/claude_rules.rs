@@ -14,7 +14,7 @@
 //!   ran", and `report` counts the refusals;
 //! - the seed's scenario (npm test, approve) passes unboxed too (boxed: runner_claude.rs).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;

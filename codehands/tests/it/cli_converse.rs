@@ -3,7 +3,7 @@
 //! an interactive run, and `run --ask` on a terminal with the real Claude Code against the
 //! scripted model server.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! Every case ends approved with its commit, rejected with nothing left, failed with nothing
 //! left, or still awaiting and approvable: never a lost commit, never a stuck session.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,7 @@
 //! `codehands run` and of the run's supervisor at random instants (fixed seeds), a reader
 //! that goes away (`| head -1`), and `run --detach`.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -9,7 +9,7 @@
 //! torn line. Also: a repo path holding a line break is refused before anything is made, and
 //! a session whose log holds a torn line never stops the other sessions' commands.
 
-mod support;
+use crate::support;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! agent was boxed), and `--then approve` keeps a session whose last test failed unless
 //! `--force`.
 
-mod support;
+use crate::support;
 
 use support::World;
 

@@ -2,7 +2,7 @@
 //! then 32 approves together. All succeed, on distinct branches with one commit each, and
 //! nothing is left over.
 
-mod support;
+use crate::support;
 
 use std::process::{Child, Command, Output, Stdio};
 

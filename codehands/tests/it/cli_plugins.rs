@@ -3,7 +3,7 @@
 
 #![cfg(feature = "plugins")]
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 

@@ -1,7 +1,7 @@
 //! The `codehands` command line as a person or a script uses it: separate
 //! processes sharing one `$CODEHANDS_HOME`, with the fake agent.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -3,7 +3,7 @@
 //! says it rejects the others and does, `reject TASK` rejects all, refusals make nothing, and
 //! a pick killed with SIGKILL at any instant is settled by `recover` with nothing lost.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

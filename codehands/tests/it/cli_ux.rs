@@ -3,7 +3,7 @@
 //! where `cargo xtask install` put them, ids by prefix, the sessions table, and the small
 //! conventions of a command line (a closed pipe, logs on stderr, gc, completions).
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! resume, a 401, the caller's secrets, a follow-up; runner-core's `testkit::lifecycle`),
 //! the command line, and Codex's own sandbox failing.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

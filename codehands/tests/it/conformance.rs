@@ -2,7 +2,7 @@
 //! profile of each kind (text, JSON lines, ACP), the fake agent, and an agent of a plugin
 //! library loaded for real. The adapter crates run it on theirs (their `tests/conformance.rs`).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;

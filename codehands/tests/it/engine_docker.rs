@@ -4,9 +4,8 @@
 //! the same diff and the same commit, a stop that leaves nothing on the engine, and a
 //! supervisor killed mid-run whose successor adopts the box without losing or repeating an event.
 
-#[path = "support/remote.rs"]
-mod remote;
-mod support;
+use crate::support;
+use crate::support::remote;
 
 use remote::{
     TestImage, approve, codehands, docker, docker_ready, run_kept, state, tcp_relay,

@@ -5,9 +5,8 @@
 //! and commit equal the local run's, a stop leaves no service and no secret, and a supervisor
 //! killed mid-run is followed by one that adopts the job.
 
-#[path = "support/remote.rs"]
-mod remote;
-mod support;
+use crate::support;
+use crate::support::remote;
 
 use remote::{
     TestImage, approve, codehands, docker, docker_ready, run_kept, state, tree_and_parent, types,

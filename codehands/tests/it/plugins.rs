@@ -5,7 +5,7 @@
 
 #![cfg(feature = "plugins")]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

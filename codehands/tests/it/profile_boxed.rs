@@ -4,7 +4,7 @@
 //! caller's secrets and runs in a folder of its own, while `report` runs nothing; as root
 //! and as an unprivileged test user.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

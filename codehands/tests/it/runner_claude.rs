@@ -3,7 +3,7 @@
 //! the caller's secrets, a follow-up; runner-core's `testkit::lifecycle`), a hostile prompt,
 //! repo memory across runs, and the command line.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

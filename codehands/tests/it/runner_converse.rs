@@ -3,7 +3,7 @@
 //! requested, a message that steers a turn in flight, permission requests allowed, denied
 //! and left unanswered, and an interrupt followed by a follow-up.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! the event log, replay from any seq, re-adoption by a new runner, and a turn finished from
 //! the agent's output when it ended while nothing supervised it.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

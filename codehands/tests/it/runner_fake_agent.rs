@@ -2,7 +2,7 @@
 //! worktrees, real processes (sleeping, forking children that ignore SIGTERM,
 //! silent, printing garbage, lingering, exiting without a result).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

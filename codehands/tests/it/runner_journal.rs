@@ -1,7 +1,7 @@
 //! Approve and reject as journaled operations, and recover that never removes what it cannot
 //! prove abandoned: the real runner, the fake agent, real repos.
 
-mod support;
+use crate::support;
 
 use runner_core::testkit::runner as suite;
 use runner_core::{

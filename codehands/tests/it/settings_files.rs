@@ -2,7 +2,7 @@
 //! a folder into the box and nothing beside it; the repository's file counts as committed,
 //! never as the agent left it; a bad file refuses the start with its line and makes nothing.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! failing test from one base commit. Both end awaiting approval; `codehands task --json`
 //! compares them; `codehands approve` of Claude's attempt commits it and removes Codex's.
 
-mod support;
+use crate::support;
 
 use runner_core::testkit::runner as suite;
 use runner_core::{AgentName, AttemptSpec, Runner, SessionId, SessionState, TaskId, TaskOptions};

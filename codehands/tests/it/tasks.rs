@@ -3,7 +3,7 @@
 //! them), a task rejected whole, and picks cut short that the next command or `recover`
 //! settles. Real repos, the real runner, the fake agent program.
 
-mod support;
+use crate::support;
 
 use runner_core::testkit::runner as suite;
 use runner_core::{

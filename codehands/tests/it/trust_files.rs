@@ -3,7 +3,7 @@
 //! a REPO that is a codehands worktree is refused; the fake agent never writes outside
 //! its worktree, through a symbolic link either.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! any form, never reaches an event, the transcript, stderr or the notes; notes never go
 //! on the agent's argv; notes reach the next run as fenced data, not instructions.
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! The command line at a trust boundary (issue 19): the agent's text never drives the
 //! person's terminal, and an argument that is not UTF-8 gets a clear error, not a panic.
 
-mod support;
+use crate::support;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

@@ -4,7 +4,7 @@
 //! Approve commits its change, reject leaves nothing, a permission request is allowed and
 //! denied, an interrupt ends the turn, and a follow-up loads Vibe's session.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

@@ -4,7 +4,7 @@
 //! returns one major finding, which goes back to Claude; the second returns none; the
 //! session awaits approval, and approve commits the change on a new branch.
 
-mod support;
+use crate::support;
 
 use runner_core::testkit::runner as suite;
 use runner_core::workflow::Severity;

@@ -3,7 +3,7 @@
 //! whose agent writes anyway, a reviewer's malformed answer, a finding that goes back to the
 //! implementer once before a clean review, and the `--json` events against the schemas.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! runner-core's `Sandbox` conformance suite, against the real engine.
 
-mod common;
+use crate::common;
 
 use runner_core::testkit::sandbox::{SandboxFixture, run_all};
 

@@ -1,6 +1,6 @@
 //! Beyond the seed: what the locks hold against, seen from inside a real box.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

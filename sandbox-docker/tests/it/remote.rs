@@ -2,7 +2,7 @@
 //! small relay in front of the real engine's socket that can drop kill
 //! requests, so a kill that misses is a real miss seen by the client.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;

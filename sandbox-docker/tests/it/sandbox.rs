@@ -1,6 +1,6 @@
 //! What the locked box promises (ARCHITECTURE.md, `sandbox-docker`), against the real Docker engine.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -378,7 +378,7 @@ async fn works_with_no_git_identity_anywhere() {
         child
             .args([
                 "--exact",
-                "works_with_no_git_identity_anywhere",
+                "adapter::works_with_no_git_identity_anywhere",
                 "--nocapture",
             ])
             .env(NO_IDENTITY_CHILD, "1")

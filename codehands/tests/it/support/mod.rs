@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses part of it
 
 pub mod plugins;
+pub mod remote;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
