@@ -214,14 +214,26 @@ impl Browser {
         }
     }
 
+    /// Clicks `css`, found again when the page redrew it between the find and the click
+    /// (the live list and the task are redrawn as they change).
     async fn click(&self, css: &str) {
-        self.client
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no {css}: {e}"))
-            .click()
-            .await
-            .unwrap();
+        let mut tries = 0;
+        loop {
+            let found = self.client.find(Locator::Css(css)).await;
+            let clicked = match found {
+                Ok(element) => element.click().await,
+                Err(e) => Err(e),
+            };
+            match clicked {
+                Ok(()) => return,
+                Err(e) if tries < 20 => {
+                    tries += 1;
+                    eprintln!("click {css}: {e}; again");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("cannot click {css}: {e}"),
+            }
+        }
     }
 
     async fn type_in(&self, css: &str, keys: &str) {

@@ -449,7 +449,7 @@ function taskView(id) {
         row("time", (a) => el("td", {}, seconds(a.durationMs))),
         row("cost", (a) => el("td", {}, usd(a.costUsd))),
         row("tokens", (a) => el("td", {}, a.tokens ? `${a.tokens.input} in, ${a.tokens.output} out` : "–")),
-        row("diff", (a) => el("td", {}, a.diffStat ? `${a.diffStat.filesChanged} files +${a.diffStat.insertions} −${a.diffStat.deletions}` : "–")),
+        row("diff", (a) => el("td", {}, a.diffStat ? `${a.diffStat.filesChanged} file${a.diffStat.filesChanged === 1 ? "" : "s"} +${a.diffStat.insertions} −${a.diffStat.deletions}` : "–")),
         row("tests", (a) => { const x = tests(a); return el("td", { class: x ? (x.passed ? "passed" : "failed") : "never" }, x ? `${x.passed ? "passed" : "failed"}: ${x.command}` : "never ran"); }),
         row("verdict", (a) => el("td", { class: a.passing ? "passed" : "failed" },
           a.passing ? "passes" : (a.failure || "does not pass"), a.cheapestPassing ? el("span", { class: "cheapest" }, " · cheapest") : "")),
