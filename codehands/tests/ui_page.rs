@@ -10,8 +10,8 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -321,9 +321,11 @@ async fn a_run_streams_live_its_diff_shows_and_approve_from_the_page_commits() {
     };
     browser.goto(&server.at("#/")).await;
     browser
-        .until("the empty list", "return document.querySelector('#sessions tbody')?.textContent;", |v| {
-            v.as_str().is_some_and(|t| t.contains("no sessions"))
-        })
+        .until(
+            "the empty list",
+            "return document.querySelector('#sessions tbody')?.textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains("no sessions")),
+        )
         .await;
 
     // A run started on the command line, slow enough to be watched.
@@ -336,7 +338,10 @@ async fn a_run_streams_live_its_diff_shows_and_approve_from_the_page_commits() {
         "--detach",
         "--json",
     ]));
-    let id = json_lines(&out)[0]["sessionId"].as_str().unwrap().to_owned();
+    let id = json_lines(&out)[0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let row = format!("#sessions tr[data-session='{id}']");
     browser
         .until(
@@ -356,13 +361,19 @@ async fn a_run_streams_live_its_diff_shows_and_approve_from_the_page_commits() {
         })
         .await;
     assert!(
-        !first.as_array().unwrap().iter().any(|t| t == "approval.requested"),
+        !first
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "approval.requested"),
         "the run had ended before the page showed it: {first}"
     );
     let state = browser
-        .until("the run's state", "return document.getElementById('state')?.textContent;", |v| {
-            v.is_string()
-        })
+        .until(
+            "the run's state",
+            "return document.getElementById('state')?.textContent;",
+            |v| v.is_string(),
+        )
         .await;
     assert_eq!(state, "running", "the run is shown running while it runs");
     let all = browser
@@ -378,11 +389,17 @@ async fn a_run_streams_live_its_diff_shows_and_approve_from_the_page_commits() {
         .await;
     let logged = json_lines(&run(codehands(&world, 0).args(["events", &id, "--json"])));
     let expected: Vec<u64> = logged.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, json!(expected), "every event of the log, once, in order");
+    assert_eq!(
+        seqs,
+        json!(expected),
+        "every event of the log, once, in order"
+    );
     browser
-        .until("the state after the run", "return document.getElementById('state')?.textContent;", |v| {
-            v == "awaiting_approval"
-        })
+        .until(
+            "the state after the run",
+            "return document.getElementById('state')?.textContent;",
+            |v| v == "awaiting_approval",
+        )
         .await;
     browser.both_sizes("events").await;
 
@@ -411,23 +428,71 @@ async fn a_run_streams_live_its_diff_shows_and_approve_from_the_page_commits() {
     let coloured = browser
         .js("return [document.querySelectorAll('#diff .dl.add').length, document.querySelectorAll('#diff .dl.del').length];")
         .await;
-    assert!(coloured[0].as_u64().unwrap() > 0 && coloured[1].as_u64().unwrap() > 0, "{coloured}");
+    assert!(
+        coloured[0].as_u64().unwrap() > 0 && coloured[1].as_u64().unwrap() > 0,
+        "{coloured}"
+    );
     browser.both_sizes("diff").await;
 
     // The report, as `codehands report` prints it.
     browser.click("#tab-report").await;
     let report = browser
-        .until("the report", "return document.querySelector('#report pre')?.textContent;", |v| {
-            v.is_string()
-        })
+        .until(
+            "the report",
+            "return document.querySelector('#report pre')?.textContent;",
+            |v| v.is_string(),
+        )
         .await;
     let printed = ok(&run(codehands(&world, 0).args(["report", &id])));
     assert_eq!(report.as_str().unwrap().trim_end(), printed.trim_end());
     browser.both_sizes("report").await;
 
+    // A comment on a line of the diff goes to the agent as a follow-up naming file and line.
+    browser.click("#tab-diff").await;
+    let added = format!("#diff section.file[data-path='{}'] .dl.add .no", changed[0]);
+    browser.click(&added).await;
+    browser
+        .type_in("textarea.comment-text", "also pad the month")
+        .await;
+    browser.both_sizes("comment").await;
+    browser.click("button.comment-send").await;
+    let said = browser.notice().await;
+    assert!(said.starts_with("follow-up sent to "), "{said}");
+    let line = browser
+        .js(&format!(
+            "return document.querySelector(\"{added}\").parentElement.dataset.line;"
+        ))
+        .await;
+    let asked = format!(
+        "About {}, line {}: also pad the month",
+        changed[0],
+        line.as_str().unwrap()
+    );
+    browser
+        .until("the follow-up's end", count, |v| {
+            v.as_array()
+                .is_some_and(|a| a.iter().filter(|t| *t == "approval.requested").count() == 2)
+        })
+        .await;
+    let runs = world
+        .home
+        .run_dir(&runner_core::SessionId::parse(&id).unwrap());
+    let given = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .any(|f| std::fs::read_to_string(f.path()).is_ok_and(|t| t.contains(&asked)));
+    assert!(
+        given,
+        "the agent was given {asked:?} (in {})",
+        runs.display()
+    );
+    browser.clear_notice().await;
+
     // Approve from the page: the commit is on the branch, with the page's message.
     browser.click("#tab-events").await;
-    browser.type_in("#approve-message", "Fix the month, from the page").await;
+    browser
+        .type_in("#approve-message", "Fix the month, from the page")
+        .await;
     browser.click("#approve").await;
     let said = browser.notice().await;
     assert!(said.starts_with("approved: "), "{said}");
@@ -439,12 +504,17 @@ async fn a_run_streams_live_its_diff_shows_and_approve_from_the_page_commits() {
         world.git(&["log", "-1", "--format=%s", branch]).trim(),
         "Fix the month, from the page"
     );
-    assert!(said.contains(world.git(&["rev-parse", branch]).trim()), "{said}");
+    assert!(
+        said.contains(world.git(&["rev-parse", branch]).trim()),
+        "{said}"
+    );
     assert_eq!(session_state(&world, &id), "approved");
     browser
-        .until("the approved state", "return document.getElementById('state')?.textContent;", |v| {
-            v == "approved"
-        })
+        .until(
+            "the approved state",
+            "return document.getElementById('state')?.textContent;",
+            |v| v == "approved",
+        )
         .await;
     browser.both_sizes("approved").await;
 
@@ -454,7 +524,11 @@ async fn a_run_streams_live_its_diff_shows_and_approve_from_the_page_commits() {
     let refused = browser.notice().await;
     let cli = run(codehands(&world, 0).args(["reject", &id]));
     assert!(!cli.status.success());
-    assert_eq!(refused.trim(), text(&cli.stderr).trim(), "the page and the command line agree");
+    assert_eq!(
+        refused.trim(),
+        text(&cli.stderr).trim(),
+        "the page and the command line agree"
+    );
     browser.close().await;
 }
 
@@ -471,7 +545,9 @@ async fn a_task_of_three_attempts_shows_side_by_side_and_approving_one_rejects_t
         "3",
     ]));
     let task = ok(&out).lines().next().unwrap().trim().to_owned();
-    let report = json_lines(&run(codehands(&world, 0).args(["task", &task, "--follow", "--json"])));
+    let report = json_lines(&run(
+        codehands(&world, 0).args(["task", &task, "--follow", "--json"])
+    ));
     let report = report.last().unwrap().clone();
     let ids: Vec<String> = report["attempts"]
         .as_array()
@@ -489,11 +565,15 @@ async fn a_task_of_three_attempts_shows_side_by_side_and_approving_one_rejects_t
     browser
         .until(
             "the task in the list",
-            &format!("return document.querySelector(\"#tasks tr[data-task='{task}'] a\")?.textContent;"),
+            &format!(
+                "return document.querySelector(\"#tasks tr[data-task='{task}'] a\")?.textContent;"
+            ),
             |v| v.is_string(),
         )
         .await;
-    browser.click(&format!("#tasks tr[data-task='{task}'] a")).await;
+    browser
+        .click(&format!("#tasks tr[data-task='{task}'] a"))
+        .await;
     let states = "return [...document.querySelectorAll('#attempts td.attempt-state')].map(c => [c.dataset.session, c.textContent]);";
     let shown = browser
         .until("three attempts", states, |v| {
@@ -522,9 +602,11 @@ async fn a_task_of_three_attempts_shows_side_by_side_and_approving_one_rejects_t
     // Any two compared: the same replay made the same change.
     browser.click("#compare").await;
     browser
-        .until("the comparison", "return document.getElementById('compared').textContent;", |v| {
-            v.as_str().is_some_and(|t| t.contains("same"))
-        })
+        .until(
+            "the comparison",
+            "return document.getElementById('compared').textContent;",
+            |v| v.as_str().is_some_and(|t| t.contains("same")),
+        )
         .await;
     browser.both_sizes("task").await;
 
@@ -535,17 +617,23 @@ async fn a_task_of_three_attempts_shows_side_by_side_and_approving_one_rejects_t
         .await;
     let said = browser.notice().await;
     assert!(said.starts_with("approved: "), "{said}");
-    assert!(said.contains(&format!("rejected attempt {}", &ids[0][..8])), "{said}");
+    assert!(
+        said.contains(&format!("rejected attempt {}", &ids[0][..8])),
+        "{said}"
+    );
     let picked = browser
         .until("the pick", states, |v| {
-            v.as_array().is_some_and(|a| {
-                a.iter().filter(|c| c[1] == "rejected").count() == 2
-            })
+            v.as_array()
+                .is_some_and(|a| a.iter().filter(|c| c[1] == "rejected").count() == 2)
         })
         .await;
     assert_eq!(
         picked,
-        json!([[ids[0], "rejected"], [ids[1], "approved"], [ids[2], "rejected"]])
+        json!([
+            [ids[0], "rejected"],
+            [ids[1], "approved"],
+            [ids[2], "rejected"]
+        ])
     );
     assert_eq!(session_state(&world, &ids[0]), "rejected");
     assert_eq!(session_state(&world, &ids[1]), "approved");
@@ -553,9 +641,11 @@ async fn a_task_of_three_attempts_shows_side_by_side_and_approving_one_rejects_t
     assert_eq!(world.branches().len(), 2, "main and the picked branch");
     assert!(world.worktree_dirs().is_empty());
     browser
-        .until("the task picked", "return document.getElementById('task-state')?.textContent;", |v| {
-            v == "picked"
-        })
+        .until(
+            "the task picked",
+            "return document.getElementById('task-state')?.textContent;",
+            |v| v == "picked",
+        )
         .await;
     browser.both_sizes("task-picked").await;
     browser.close().await;
@@ -576,7 +666,11 @@ async fn a_request_without_the_key_is_refused_and_events_resume_after_the_last_s
     ]));
     let events = json_lines(&out);
     let id = events[0]["sessionId"].as_str().unwrap().to_owned();
-    let last = events.iter().filter_map(|e| e["seq"].as_u64()).max().unwrap();
+    let last = events
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .max()
+        .unwrap();
     let server = Server::start(&world);
     let host = server.addr.clone();
     let key = format!("/?token={}", server.token);
@@ -587,7 +681,12 @@ async fn a_request_without_the_key_is_refused_and_events_resume_after_the_last_s
     let (status, _, _) = http(&server.addr, &host, "/api/sessions?token=0000", &[]);
     assert_eq!(status, 403);
     let wrong = "f".repeat(64);
-    let (status, _, _) = http(&server.addr, &host, &format!("/api/sessions?token={wrong}"), &[]);
+    let (status, _, _) = http(
+        &server.addr,
+        &host,
+        &format!("/api/sessions?token={wrong}"),
+        &[],
+    );
     assert_eq!(status, 403);
     // A page of another site pointed at 127.0.0.1 names its own host.
     let (status, _, _) = http(&server.addr, "attacker.example:80", &key, &[]);

@@ -6,7 +6,7 @@
 
 use axum::extract::{Path, State};
 use runner_core::{
-    ApproveOptions, Error, PermissionAnswer, PickOptions, Runner, SessionId, SessionState, Sent,
+    ApproveOptions, Error, PermissionAnswer, PickOptions, Runner, Sent, SessionId, SessionState,
 };
 use serde::Deserialize;
 
@@ -16,7 +16,8 @@ use crate::cli::last_test::LastTest;
 
 /// The body of a request, read strictly: a field that is not ours is refused.
 fn body<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
-    serde_json::from_str(text).map_err(|e| Error::invalid_input(format!("the request is not what the page sends: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| Error::invalid_input(format!("the request is not what the page sends: {e}")))
 }
 
 /// What the page says and gets back.
@@ -235,10 +236,9 @@ pub(super) async fn answer(
             "denied",
         ),
         other => {
-            return Err(Error::invalid_input(format!(
-                "{other:?} is not an answer: allow or deny"
-            ))
-            .into());
+            return Err(
+                Error::invalid_input(format!("{other:?} is not an answer: allow or deny")).into(),
+            );
         }
     };
     ui.runner.answer(&id, &ask.request_id, answer).await?;

@@ -48,7 +48,11 @@ pub(super) type ApiResult = std::result::Result<Response, ApiError>;
 
 /// `value` as a JSON answer.
 pub(super) fn json(value: &impl Serialize) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], json_text(value)).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        json_text(value),
+    )
+        .into_response()
 }
 
 fn json_text(value: &impl Serialize) -> String {
@@ -226,7 +230,9 @@ pub(super) async fn compare(State(ui): State<Shared>, RawQuery(query): RawQuery)
     if let Some(patch) = value.get_mut("patch")
         && let Some(text) = patch.as_str()
     {
-        *patch = runner_core::present::visible(text, true).into_owned().into();
+        *patch = runner_core::present::visible(text, true)
+            .into_owned()
+            .into();
     }
     Ok(json(&value))
 }

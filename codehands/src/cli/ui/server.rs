@@ -200,7 +200,10 @@ mod tests {
 
     #[test]
     fn the_key_is_read_from_the_query_and_compared_whole() {
-        assert_eq!(query_value("a=1&token=ab12", "token").as_deref(), Some("ab12"));
+        assert_eq!(
+            query_value("a=1&token=ab12", "token").as_deref(),
+            Some("ab12")
+        );
         assert_eq!(query_value("tokens=ab12", "token"), None);
         assert!(same_key("ab12", "ab12"));
         assert!(!same_key("ab1", "ab12"));

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
-use axum::response::sse::{Event as Sse, KeepAlive};
 use axum::response::IntoResponse;
+use axum::response::sse::{Event as Sse, KeepAlive};
 use futures::StreamExt;
 use runner_core::{Event, Runner};
 
@@ -37,7 +37,12 @@ pub(super) async fn events(
         .map(|event| Ok::<_, Infallible>(sse_of(&event)))
         .chain(futures::stream::once(async move {
             // Ended with the run, or before it could be followed to its end: then why.
-            let why = end_ui.runner.after_stream(&id).await.err().map(|e| e.to_string());
+            let why = end_ui
+                .runner
+                .after_stream(&id)
+                .await
+                .err()
+                .map(|e| e.to_string());
             let state = end_ui
                 .runner
                 .session(&id)
@@ -67,4 +72,3 @@ fn sse_of(event: &Event) -> Sse {
         .event("event")
         .data(data.to_string())
 }
-
