@@ -3,6 +3,7 @@
 //!
 //! One test binary for the crate (each file below is a module): the suite links once.
 
+mod support;
 mod acp_agents;
 mod acp_server;
 mod agent_profiles;
@@ -37,12 +38,12 @@ mod runner_durable;
 mod runner_fake_agent;
 mod runner_journal;
 mod settings_files;
-mod support;
 mod task_agents;
 mod tasks;
 mod trust_files;
 mod trust_secrets;
 mod trust_terminal;
+mod ui_page;
 mod vibe_e2e;
 mod workflow_agents;
 mod workflows;

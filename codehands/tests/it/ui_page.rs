@@ -7,7 +7,7 @@
 //! Screenshots of every view, at 1280x800 and at 390x844, are kept under
 //! `target/tmp/ui-screenshots/` (`CARGO_TARGET_TMPDIR`).
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
