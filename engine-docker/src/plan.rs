@@ -99,7 +99,7 @@ pub struct RemotePlan {
 impl RemotePlan {
     /// Where the plan of `run_dir` is.
     pub fn file_in(run_dir: &Path) -> PathBuf {
-        run_dir.join("remote.json")
+        run_dir.join(runner_contract::run_folder::REMOTE)
     }
 
     /// Where the agent's home is kept between the turns of the session of `run_dir`.

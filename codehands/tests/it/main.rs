@@ -3,7 +3,6 @@
 //!
 //! One test binary for the crate (each file below is a module): the suite links once.
 
-mod support;
 mod acp_agents;
 mod acp_server;
 mod agent_profiles;
@@ -38,6 +37,7 @@ mod runner_durable;
 mod runner_fake_agent;
 mod runner_journal;
 mod settings_files;
+mod support;
 mod task_agents;
 mod tasks;
 mod trust_files;

@@ -50,7 +50,7 @@ impl NeutralDir {
     /// session).
     pub fn make_in(parent: &Path) -> Result<Self> {
         tempfile::Builder::new()
-            .prefix("probe-")
+            .prefix(runner_contract::run_folder::PROBE_PREFIX)
             .tempdir_in(parent)
             .map(Self)
             .map_err(|e| {
