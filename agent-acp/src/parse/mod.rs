@@ -13,11 +13,11 @@
 //! | `user_message_chunk` | `message` with role `user` | |
 //! | `tool_call`, `tool_call_update` | by kind and status (`tools.rs`) | |
 //! | `plan` | `message` listing its entries | |
-//! | `usage_update` | its cost goes to `task.finished` | |
+//! | `usage_update` | its cost goes to `task.finished`, its context (`used`, `size`) to its `usage.context` | |
 //! | `agent_thought_chunk`, other updates | skipped | |
 //! | request `session/request_permission` | `permission.requested` | (the answer comes from the caller) |
 //! | any other request (`fs/*`, `terminal/*` …) | a system `message` | a "method not found" error |
-//! | result of `session/prompt` | `task.finished`; `task.failed` for `refusal`, `max_tokens`, `max_turn_requests` | |
+//! | result of `session/prompt` | `task.finished`; `task.failed` for `refusal`, `max_tokens`, `max_turn_requests`, and `cancelled` (ours ends as an interrupt) | |
 //! | an error answering any of ours | `task.failed` (`auth_failed` for "authentication required") | |
 //! | a line that is not JSON-RPC | `message` with the line, `task.failed` | |
 //! | updates while `session/load` replays the history | skipped | |
@@ -86,9 +86,14 @@ pub struct AcpParser {
     order: Vec<String>,
     /// The last plan given out, so the same plan again says nothing.
     last_plan: Option<String>,
+    /// Whether the agent can continue the session in a later turn (its `initialize` offers
+    /// `session/load` or `session/resume`).
+    can_continue: Option<bool>,
     /// The session's cost in US dollars when the prompt was sent, and the latest.
     cost_before: Option<f64>,
     cost: Option<f64>,
+    /// The context as the last `usage_update` said it: tokens in it, and its size.
+    context: Option<(u64, u64)>,
     /// Whether a terminal event was given out.
     ended: bool,
     /// Whether any line came.
@@ -116,8 +121,10 @@ impl AcpParser {
             tools: HashMap::new(),
             order: Vec::new(),
             last_plan: None,
+            can_continue: None,
             cost_before: None,
             cost: None,
+            context: None,
             ended: false,
             seen: false,
         }
@@ -177,11 +184,13 @@ impl AcpParser {
                 ),
             );
         }
+        let capabilities = &result.agent_capabilities;
+        self.can_continue =
+            Some(capabilities.load_session || capabilities.session_capabilities.resume.is_some());
         let Some(plan) = self.plan.clone() else {
             self.phase = Phase::Opening(Open::New);
             return Vec::new();
         };
-        let capabilities = &result.agent_capabilities;
         let how = match &plan.resume {
             None => Open::New,
             Some(_) if capabilities.session_capabilities.resume.is_some() => Open::Resume,
@@ -233,6 +242,7 @@ impl AcpParser {
             cwd: self.plan.as_ref().map(|p| p.cwd.clone()),
             tools: Vec::new(),
             resumed: how != Open::New,
+            can_continue: self.can_continue,
         })]
     }
 
@@ -249,6 +259,12 @@ impl AcpParser {
             Some("max_turn_requests") => Some(
                 "the agent reached its limit of model requests for one turn (stopReason \
                  max_turn_requests): send a follow-up to go on",
+            ),
+            // Ours comes as an interrupt, whose turn the runner ends as interrupted whatever
+            // the agent says; one nobody asked for is the agent giving up.
+            Some("cancelled") => Some(
+                "the agent ended its turn as cancelled (stopReason cancelled), though nobody \
+                 cancelled it: its stderr may say why",
             ),
             _ => None,
         };
@@ -271,10 +287,16 @@ impl AcpParser {
             return Vec::new();
         }
         self.ended = true;
+        let mut usage = result.usage.map(|u| self.usage(&u));
+        if let Some((used, size)) = self.context {
+            // The context as the agent last said it (ACP's `usage_update`).
+            usage.get_or_insert_with(|| json!({}))["context"] =
+                json!({ "used": used, "size": size });
+        }
         vec![EventBody::TaskFinished(TaskFinished {
             result: self.last_text.clone(),
             cost_usd: cost,
-            usage: result.usage.map(|u| self.usage(&u)),
+            usage,
             ..TaskFinished::default()
         })]
     }
@@ -420,6 +442,11 @@ impl AcpParser {
             .to_owned();
         if kind == "usage_update" {
             let usage: UsageUpdate = serde_json::from_value(params.update).unwrap_or_default();
+            if let (Some(used), Some(size)) = (usage.used, usage.size)
+                && size > 0
+            {
+                self.context = Some((used, size));
+            }
             if let Some(cost) = usage.cost
                 && cost.currency.is_some_and(|c| c.eq_ignore_ascii_case("USD"))
                 && let Some(amount) = cost.amount.filter(|a| a.is_finite())
@@ -489,9 +516,14 @@ impl AcpParser {
         let Some(said) = self.said.take() else {
             return Vec::new();
         };
-        if said.text.trim().is_empty() {
+        let text = match said.role {
+            MessageRole::User => self.without_notes(&said.text),
+            _ => said.text,
+        };
+        if text.trim().is_empty() {
             return Vec::new();
         }
+        let said = Said { text, ..said };
         if said.role == MessageRole::Assistant {
             self.last_text = Some(said.text.clone());
         }
@@ -500,6 +532,25 @@ impl AcpParser {
             role: said.role,
             ..Message::default()
         })]
+    }
+}
+
+impl AcpParser {
+    /// The user's message as the agent echoes the prompt, without the repo notes we put
+    /// ahead of it (the first of the prompt's blocks when there are two): they are
+    /// codehands' words, not the person's.
+    fn without_notes(&self, text: &str) -> String {
+        let notes = self
+            .plan
+            .as_ref()
+            .filter(|plan| plan.blocks.len() > 1)
+            .map(|plan| plan.blocks[0].trim());
+        match notes {
+            Some(notes) if !notes.is_empty() && text.trim_start().starts_with(notes) => {
+                text.trim_start()[notes.len()..].trim_start().to_owned()
+            }
+            _ => text.to_owned(),
+        }
     }
 }
 
