@@ -394,7 +394,12 @@ mod tests {
 
     #[test]
     fn json_that_is_no_message_is_an_invalid_request() {
-        for text in ["[]", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}]", "7", "\"x\""] {
+        for text in [
+            "[]",
+            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}]",
+            "7",
+            "\"x\"",
+        ] {
             assert_eq!(unreadable(line(text)).code, INVALID_REQUEST, "{text}");
         }
         // Neither a method nor an id, or another version: answered under id null.

@@ -241,7 +241,10 @@ fn a_relayed_permission_a_kept_turn_then_a_follow_up_approved() {
     assert_eq!(usage.len(), 1, "{usage:#?}");
     assert_eq!(usage[0]["cost"]["amount"], 0.0125, "{usage:#?}");
     // The context as the agent said it.
-    assert_eq!((&usage[0]["used"], &usage[0]["size"]), (&json!(1200), &json!(200000)));
+    assert_eq!(
+        (&usage[0]["used"], &usage[0]["size"]),
+        (&json!(1200), &json!(200000))
+    );
     // Live, the person's prompt (and our repo notes ahead of it, which the agent echoes) is
     // not sent back to the client as the user's message.
     assert!(
@@ -907,7 +910,11 @@ fn a_session_loaded_before_its_first_prompt_runs_it_and_the_cost_adds_up() {
         .iter()
         .map(|u| &u["cost"]["amount"])
         .collect();
-    assert_eq!(costs, [0.0125, 0.025], "the session's cost so far, each time");
+    assert_eq!(
+        costs,
+        [0.0125, 0.025],
+        "the session's cost so far, each time"
+    );
     assert_eq!(record(&world, &session)["state"], "approved");
 }
 
@@ -925,7 +932,12 @@ fn json_rpc_edge_cases_are_answered_as_the_spec_says() {
         .iter()
         .find(|m| m["error"]["code"] == -32600 && m["id"].is_null())
         .unwrap_or_else(|| panic!("{seen:#?}"));
-    assert!(batch["error"]["message"].as_str().unwrap().contains("batch"));
+    assert!(
+        batch["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("batch")
+    );
     assert_eq!(answer(&seen, 2)["error"]["code"], -32600, "{seen:#?}");
     let null_id = seen
         .iter()

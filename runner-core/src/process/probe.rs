@@ -156,10 +156,18 @@ impl CacheKey {
                 .find(|p| p.is_file())?
         };
         let meta = std::fs::metadata(&program).ok()?;
-        let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+        let modified = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
         Some(Self {
             program: program.to_string_lossy().into_owned(),
-            args: probe.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            args: probe
+                .args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
             len: meta.len(),
             modified_ns: modified.as_nanos(),
             version: None,
@@ -260,7 +268,10 @@ mod tests {
         let (cache, ran) = (dir.path().join("cache"), dir.path().join("ran"));
         let program = dir.path().join("agent");
         let script = |version: &str| {
-            format!("#!/bin/sh\necho x >> '{}'\necho 'agent {version}'\n", ran.display())
+            format!(
+                "#!/bin/sh\necho x >> '{}'\necho 'agent {version}'\n",
+                ran.display()
+            )
         };
         std::fs::write(&program, script("1.2.3")).unwrap();
         use std::os::unix::fs::PermissionsExt;

@@ -119,9 +119,11 @@ impl LocalRunner {
             ));
         }
         let files = RunFiles::in_home(&self.shared.home, &record.session_id);
-        let scan = log::scan(&files.events(), 0, |body| {
-            matches!(body, EventBody::TaskStarted(s) if s.can_continue.is_some())
-        })?;
+        let scan = log::scan(
+            &files.events(),
+            0,
+            |body| matches!(body, EventBody::TaskStarted(s) if s.can_continue.is_some()),
+        )?;
         let said = scan.kept.into_iter().rev().find_map(|e| match e.body {
             EventBody::TaskStarted(s) => s.can_continue,
             _ => None,

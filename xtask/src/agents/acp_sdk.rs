@@ -38,10 +38,7 @@ pub(super) fn ensure() -> Result<(), String> {
     if super::package_version(&folder.join("venv"), "agent-client-protocol").as_deref()
         == Some(VERSION)
     {
-        println!(
-            "ACP Python SDK {VERSION}: cached at {}",
-            folder.display()
-        );
+        println!("ACP Python SDK {VERSION}: cached at {}", folder.display());
         return Ok(());
     }
     build(&folder)?;
@@ -79,7 +76,9 @@ fn build(folder: &Path) -> Result<(), String> {
         command.args(args);
         command
     };
-    println!("installing the ACP Python SDK {VERSION} and its pinned packages with pip (about 10 MB)…");
+    println!(
+        "installing the ACP Python SDK {VERSION} and its pinned packages with pip (about 10 MB)…"
+    );
     super::mini_swe::run(pip(&["install", "-q", "--no-deps"]).args(REQUIREMENTS))?;
     // --no-deps installs exactly the pins; this says if they no longer fit together.
     super::mini_swe::run(&mut pip(&["check"]))?;

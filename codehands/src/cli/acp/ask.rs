@@ -239,8 +239,14 @@ mod tests {
         assert_eq!(kind("Grep", &json!({})), "search");
         assert_eq!(kind("mcp__x__y", &json!({})), "other");
         // An ACP agent's own kind wins; one ACP does not know does not.
-        assert_eq!(kind("touch a", &json!({"toolCall": {"kind": "execute"}})), "execute");
+        assert_eq!(
+            kind("touch a", &json!({"toolCall": {"kind": "execute"}})),
+            "execute"
+        );
         assert_eq!(kind("x", &json!({"toolCall": {"kind": "launch"}})), "other");
-        assert_eq!(title("Bash", &json!({"command": "npm test"})), "Bash: npm test");
+        assert_eq!(
+            title("Bash", &json!({"command": "npm test"})),
+            "Bash: npm test"
+        );
     }
 }

@@ -125,11 +125,7 @@ impl Session {
     /// session made by `session/new` whose first prompt has not come (so no codehands
     /// session exists yet) loads as it is: nothing to replay, and its first prompt starts
     /// it under that id.
-    pub(super) async fn loaded(
-        id: SessionId,
-        repo: PathBuf,
-        server: &Server,
-    ) -> Answer<Arc<Self>> {
+    pub(super) async fn loaded(id: SessionId, repo: PathBuf, server: &Server) -> Answer<Arc<Self>> {
         if let Some(made) = server.session(&id.to_string()) {
             server.check_folder(&repo).await?;
             let current = lock(&made.state).current;
@@ -224,7 +220,12 @@ impl Session {
 
     /// One turn, holding the turn lock: started, followed up or resumed, streamed, and its
     /// change put to the client; the prompt's answer.
-    async fn turn(&self, server: &Arc<Server>, text: String, signals: &TurnSignals) -> Answer<Value> {
+    async fn turn(
+        &self,
+        server: &Arc<Server>,
+        text: String,
+        signals: &TurnSignals,
+    ) -> Answer<Value> {
         if signals.cancelled() {
             // Cancelled before it started: nothing starts.
             return Ok(json!({ "stopReason": "cancelled" }));
@@ -245,7 +246,11 @@ impl Session {
                 if decided.settled {
                     lock(&self.state).current = None;
                 }
-                let reason = if decided.cancelled { "cancelled" } else { "end_turn" };
+                let reason = if decided.cancelled {
+                    "cancelled"
+                } else {
+                    "end_turn"
+                };
                 Ok(json!({ "stopReason": reason }))
             }
             Ending::Failed(why) => Err(RpcError::new(
