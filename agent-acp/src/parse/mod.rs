@@ -23,6 +23,7 @@
 //! | updates while `session/load` replays the history | skipped | |
 
 mod tools;
+mod words;
 
 use std::collections::HashMap;
 
@@ -38,6 +39,7 @@ use crate::wire::{
     SessionOpened, ToolCall, UpdateParams, Usage, UsageUpdate,
 };
 use tools::Tool;
+use words::{id_text, plan_text, system, without_nulls};
 
 /// What the turn asks of the agent: where, what, and whether it continues a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -517,7 +519,7 @@ impl AcpParser {
             return Vec::new();
         };
         let text = match said.role {
-            MessageRole::User => self.without_notes(&said.text),
+            MessageRole::User => words::without_notes(self.plan.as_ref(), &said.text),
             _ => said.text,
         };
         if text.trim().is_empty() {
@@ -532,25 +534,6 @@ impl AcpParser {
             role: said.role,
             ..Message::default()
         })]
-    }
-}
-
-impl AcpParser {
-    /// The user's message as the agent echoes the prompt, without the repo notes we put
-    /// ahead of it (the first of the prompt's blocks when there are two): they are
-    /// codehands' words, not the person's.
-    fn without_notes(&self, text: &str) -> String {
-        let notes = self
-            .plan
-            .as_ref()
-            .filter(|plan| plan.blocks.len() > 1)
-            .map(|plan| plan.blocks[0].trim());
-        match notes {
-            Some(notes) if !notes.is_empty() && text.trim_start().starts_with(notes) => {
-                text.trim_start()[notes.len()..].trim_start().to_owned()
-            }
-            _ => text.to_owned(),
-        }
     }
 }
 
@@ -589,41 +572,6 @@ impl AgentParser for AcpParser {
         ));
         events
     }
-}
-
-/// A message from codehands about the run.
-fn system(text: String) -> EventBody {
-    EventBody::Message(Message {
-        text,
-        role: MessageRole::System,
-        ..Message::default()
-    })
-}
-
-/// A plan as a person reads it: one line per entry with its status.
-fn plan_text(plan: &Plan) -> String {
-    let mut text = String::from("Plan:");
-    for entry in &plan.entries {
-        let mark = match entry.status.as_deref() {
-            Some("completed") => "[x]",
-            Some("in_progress") => "[~]",
-            _ => "[ ]",
-        };
-        text.push_str(&format!("\n{mark} {}", entry.content));
-    }
-    text
-}
-
-/// A JSON-RPC id as text (a number, or a string's content).
-fn id_text(id: &Value) -> String {
-    id.as_str().map_or_else(|| id.to_string(), str::to_owned)
-}
-
-fn without_nulls(mut value: Value) -> Value {
-    if let Value::Object(map) = &mut value {
-        map.retain(|_, v| !v.is_null());
-    }
-    value
 }
 
 #[cfg(test)]
