@@ -1,6 +1,7 @@
-//! `codehands acp` driven by a real ACP client: the Agent Client Protocol's Python library
-//! (PyPI `agent-client-protocol`, the `acp` module, as Mistral Vibe's pinned venv holds it),
-//! through `tests/it/support/acp_client.py`. The inner agents are the fake agent (a replay of
+//! `codehands acp` driven by a real ACP client: the Agent Client Protocol's official Python
+//! SDK (PyPI `agent-client-protocol`, the `acp` module, pinned in the venv `cargo xtask
+//! install` makes), through `tests/it/support/acp_client.py`, which checks every message
+//! codehands sends against the SDK's models. The inner agents are the fake agent (a replay of
 //! Claude Code on the demo repo) and the tests' own ACP agent (a three-line profile). The
 //! connection's own tests write raw bytes to its stdin (lines that are no message, folders
 //! no session can use) and need no Python.
@@ -14,21 +15,28 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use support::World;
 
-/// A Python with the `acp` library: the one of Mistral Vibe's venv, or a skip (a failure
+/// The ACP Python SDK the client is made with (xtask's `agents/acp_sdk.rs` pins it).
+const ACP_SDK: &str = "0.12.1";
+
+/// The pinned ACP Python SDK's venv (`cargo xtask install` makes it), or a skip (a failure
 /// under CI).
 fn python() -> Option<PathBuf> {
-    let venv = agent_vibe::install::folder(&runner_core::testkit::agents::cache_root());
-    let python = venv.join("venv/bin/python");
+    let python = runner_core::testkit::agents::cache_root()
+        .join(format!("tools/acp-python-sdk-{ACP_SDK}/venv/bin/python"));
+    let script = format!(
+        "import importlib.metadata as m, acp, acp.schema; \
+         assert m.version('agent-client-protocol') == '{ACP_SDK}'"
+    );
     let ok = Command::new(&python)
-        .args(["-c", "import acp"])
+        .args(["-c", &script])
         .output()
         .is_ok_and(|o| o.status.success());
     if ok {
         Some(python)
     } else {
-        runner_core::testkit::skip(
-            "no Python with the `acp` library (Mistral Vibe's venv): run `cargo xtask agents`",
-        );
+        runner_core::testkit::skip(&format!(
+            "no venv of the ACP Python SDK {ACP_SDK}: run `cargo xtask install`"
+        ));
         None
     }
 }
@@ -59,6 +67,11 @@ fn client_with(world: &World, python: &Path, args: &[&str], steps: Value) -> Vec
         out.status.success(),
         "{seen:#?}\n{}",
         support::text(&out.stderr)
+    );
+    let invalid: Vec<&Value> = seen.iter().filter(|s| s.get("invalid").is_some()).collect();
+    assert!(
+        invalid.is_empty(),
+        "messages the ACP SDK's models refuse: {invalid:#?}"
     );
     seen
 }
@@ -92,6 +105,12 @@ fn branch(world: &World) -> String {
 
 /// The tests' own ACP agent as the three-line profile `acp-test` in the world's home.
 fn with_acp_test_agent(world: &World) -> Option<()> {
+    acp_test_profile(world, "acp-test", &[]);
+    Some(())
+}
+
+/// The tests' own ACP agent as the profile `name`, run with `args`.
+fn acp_test_profile(world: &World, name: &str, args: &[&str]) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../agent-acp/tests/agent/acp_test_agent.py")
         .canonicalize()
@@ -99,14 +118,29 @@ fn with_acp_test_agent(world: &World) -> Option<()> {
     let agents = world.home.root().join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     std::fs::write(
-        agents.join("acp-test.toml"),
+        agents.join(format!("{name}.toml")),
         format!(
-            "name = \"acp-test\"\nprogram = {:?}\nprotocol = \"acp\"\n",
+            "name = {name:?}\nprogram = {:?}\nprotocol = \"acp\"\nargs = {args:?}\n",
             script.display().to_string()
         ),
     )
     .unwrap();
-    Some(())
+}
+
+/// The codehands session's record, as JSON.
+fn record(world: &World, session: &str) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(world.home.sessions_dir().join(format!("{session}.json")))
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+fn session_of(seen: &[Value]) -> String {
+    seen.iter()
+        .find_map(|s| s["session"].as_str())
+        .expect("a session")
+        .to_owned()
 }
 
 #[test]
@@ -177,6 +211,17 @@ fn a_relayed_permission_a_kept_turn_then_a_follow_up_approved() {
     assert_eq!(asked.len(), 3, "{asked:#?}");
     assert_eq!(asked[0].0["toolCall"]["title"], "touch allowed.txt");
     assert_eq!(asked[0].1, "allow");
+    // Every request names its kind: the agent's command, then the approvals (a commit into
+    // the repository, which a read-only client policy refuses).
+    let kinds: Vec<&Value> = asked.iter().map(|(a, _)| &a["toolCall"]["kind"]).collect();
+    assert_eq!(kinds, ["execute", "edit", "edit"], "{asked:#?}");
+    assert!(
+        asked[1].0["options"][1]["name"]
+            .as_str()
+            .unwrap()
+            .contains("a next prompt follows up"),
+        "{asked:#?}"
+    );
     assert_eq!(
         (asked[1].1.as_str(), asked[2].1.as_str()),
         (Some("keep"), Some("approve"))
@@ -193,7 +238,20 @@ fn a_relayed_permission_a_kept_turn_then_a_follow_up_approved() {
         "the follow-up ran: {said}"
     );
     let usage = updates(&seen, "usage_update");
+    assert_eq!(usage.len(), 1, "{usage:#?}");
     assert_eq!(usage[0]["cost"]["amount"], 0.0125, "{usage:#?}");
+    // The context as the agent said it.
+    assert_eq!(
+        (&usage[0]["used"], &usage[0]["size"]),
+        (&json!(1200), &json!(200000))
+    );
+    // Live, the person's prompt (and our repo notes ahead of it, which the agent echoes) is
+    // not sent back to the client as the user's message.
+    assert!(
+        updates(&seen, "user_message_chunk").is_empty(),
+        "{:#?}",
+        updates(&seen, "user_message_chunk")
+    );
     // One session, two turns, one commit with both changes.
     let branch = branch(&world);
     assert_eq!(world.git(&["show", &format!("{branch}:allowed.txt")]), "");
@@ -353,7 +411,7 @@ fn a_client_that_goes_away_mid_turn_leaves_the_session_kept_never_lost() {
             {"new": cwd},
             // Slowly: the turn surely goes on when the client leaves, however loaded the
             // machine (the whole tour otherwise fits in the time the client takes to leave).
-            {"prompt": "Take the tour slowly.", "leave_after": "user_message_chunk"},
+            {"prompt": "Take the tour slowly.", "leave_after": "agent_message_chunk"},
         ]),
     );
     assert!(seen.iter().any(|s| s["left"] == true), "{seen:#?}");
@@ -651,4 +709,240 @@ async fn session_load_of_a_session_whose_repo_is_gone_is_refused_naming_it() {
     std::fs::rename(world.dir.path().join("moved"), &world.repo).unwrap();
     let (_, seen) = raw(&world, load(&world.repo));
     assert_eq!(answer(&seen, 1)["result"], json!({}), "{seen:#?}");
+}
+
+#[test]
+fn a_cancel_right_after_the_prompt_ends_the_turn_within_a_second_and_the_session_goes_on() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        json!([
+            {"new": cwd},
+            // The agent would wait ten minutes for a cancel: only the cancel ends this turn.
+            {"prompt": "Please wait.", "cancel_after": "prompt"},
+            {"prompt": "Write the file.", "approval": "approve"},
+        ]),
+    );
+    assert_eq!(stop_reasons(&seen), ["cancelled", "end_turn"], "{seen:#?}");
+    let answered_in = seen
+        .iter()
+        .find_map(|s| s["cancelToAnswerMs"].as_u64())
+        .unwrap();
+    assert!(
+        answered_in < 1000,
+        "the cancel was answered after {answered_in} ms"
+    );
+    let branch = branch(&world);
+    assert!(
+        world
+            .git(&["show", &format!("{branch}:acp.txt")])
+            .contains("ACP test agent")
+    );
+}
+
+#[test]
+fn an_agent_that_ignores_the_cancel_is_stopped_after_the_grace() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        json!([
+            {"new": cwd},
+            {"prompt": "Please wait, stubborn.", "cancel_after": "tool_call"},
+        ]),
+    );
+    assert_eq!(stop_reasons(&seen), ["cancelled"], "{seen:#?}");
+    let answered_in = seen
+        .iter()
+        .find_map(|s| s["cancelToAnswerMs"].as_u64())
+        .unwrap();
+    assert!(
+        answered_in < 1000,
+        "the cancel was answered after {answered_in} ms"
+    );
+    // The server waited for the stop before it exited: the agent is gone, the change kept.
+    let session = session_of(&seen);
+    assert_eq!(record(&world, &session)["state"], "stopped");
+    assert_eq!(world.worktree_dirs().len(), 1);
+}
+
+#[test]
+fn a_follow_up_to_an_agent_that_cannot_continue_is_refused_and_the_session_stays_approvable() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    acp_test_profile(&world, "acp-once", &["--no-load"]);
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "acp-once",
+        json!([
+            {"new": cwd},
+            {"prompt": "Write the file.", "approval": "keep"},
+            {"prompt": "And another one."},
+        ]),
+    );
+    let asked = asked(&seen);
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    let keep = asked[0].0["options"][1]["name"].as_str().unwrap();
+    assert!(
+        !keep.contains("follows up") && keep.contains("codehands approve"),
+        "keep is not offered as a way to continue: {keep}"
+    );
+    let refused = seen.iter().find(|s| s.get("error").is_some()).unwrap();
+    assert_eq!(refused["code"], -32602, "{refused:#?}");
+    let said = refused["error"].as_str().unwrap();
+    assert!(
+        said.contains("cannot continue") && said.contains("nothing was touched"),
+        "{said}"
+    );
+    let session = session_of(&seen);
+    assert_eq!(record(&world, &session)["state"], "awaiting_approval");
+    assert_eq!(world.worktree_dirs().len(), 1, "the worktree is kept");
+    let branch = branch(&world);
+
+    // `codehands send` is refused the same way, before anything is touched.
+    let out = support::run(world.codehands().args(["send", &session, "More."]));
+    assert!(!out.status.success());
+    let said = support::text(&out.stderr);
+    assert!(said.contains("cannot continue"), "{said}");
+    assert_eq!(record(&world, &session)["state"], "awaiting_approval");
+
+    // `codehands agents` does not promise it resumes.
+    let out = support::run(world.codehands().arg("agents"));
+    let listed = support::text(&out.stdout);
+    let resume = listed
+        .lines()
+        .skip_while(|l| !l.starts_with("acp-once"))
+        .find(|l| l.contains("resume:"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        resume.contains("resume: if the agent offers session/load"),
+        "{listed}"
+    );
+
+    // Still approvable: the one change becomes one commit.
+    let out = support::run(world.codehands().args(["approve", &session, "-m", "once"]));
+    assert!(out.status.success(), "{}", support::text(&out.stderr));
+    assert!(
+        world
+            .git(&["show", &format!("{branch}:acp.txt")])
+            .contains("ACP test agent")
+    );
+}
+
+#[test]
+fn an_agent_that_says_cancelled_when_nobody_cancelled_fails_the_turn() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        json!([{"new": cwd}, {"prompt": "Please give up."}]),
+    );
+    assert!(asked(&seen).is_empty(), "nothing is put to the client");
+    let failed = seen.iter().find(|s| s.get("error").is_some()).unwrap();
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("though nobody cancelled it"),
+        "{failed:#?}"
+    );
+    assert_eq!(record(&world, &session_of(&seen))["state"], "failed");
+}
+
+#[test]
+fn a_cancel_while_the_change_is_put_to_the_client_answers_cancelled_and_keeps_it() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        json!([
+            {"new": cwd},
+            {"prompt": "Write the file.", "cancel_after": "asked"},
+        ]),
+    );
+    assert_eq!(stop_reasons(&seen), ["cancelled"], "{seen:#?}");
+    assert_eq!(
+        record(&world, &session_of(&seen))["state"],
+        "awaiting_approval"
+    );
+}
+
+#[test]
+fn a_session_loaded_before_its_first_prompt_runs_it_and_the_cost_adds_up() {
+    let Some(python) = python() else { return };
+    let world = World::new(&[("README.md", "# demo\n")]);
+    with_acp_test_agent(&world);
+    let cwd = world.repo.display().to_string();
+    let seen = client(&world, &python, "acp-test", json!([{"new": cwd}]));
+    let session = session_of(&seen);
+    // A new connection loads it, then runs two turns that each cost 0.0125.
+    let seen = client(
+        &world,
+        &python,
+        "acp-test",
+        json!([
+            {"load": session, "cwd": cwd},
+            {"prompt": "Take the tour.", "approval": "keep"},
+            {"prompt": "The tour again.", "approval": "approve"},
+        ]),
+    );
+    assert_eq!(stop_reasons(&seen), ["end_turn", "end_turn"], "{seen:#?}");
+    let costs: Vec<&Value> = updates(&seen, "usage_update")
+        .iter()
+        .map(|u| &u["cost"]["amount"])
+        .collect();
+    assert_eq!(
+        costs,
+        [0.0125, 0.025],
+        "the session's cost so far, each time"
+    );
+    assert_eq!(record(&world, &session)["state"], "approved");
+}
+
+#[test]
+fn json_rpc_edge_cases_are_answered_as_the_spec_says() {
+    let world = World::new(&[("README.md", "# demo\n")]);
+    let mut input = Vec::new();
+    input.extend(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}]\n");
+    input.extend(b"{\"jsonrpc\":\"1.0\",\"id\":2,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n");
+    input.extend(b"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n");
+    input.extend(initialize(3));
+    let (exited_0, seen) = raw(&world, input);
+    assert!(exited_0, "{seen:#?}");
+    let batch = seen
+        .iter()
+        .find(|m| m["error"]["code"] == -32600 && m["id"].is_null())
+        .unwrap_or_else(|| panic!("{seen:#?}"));
+    assert!(
+        batch["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("batch")
+    );
+    assert_eq!(answer(&seen, 2)["error"]["code"], -32600, "{seen:#?}");
+    let null_id = seen
+        .iter()
+        .find(|m| m["id"].is_null() && m.get("result").is_some())
+        .unwrap_or_else(|| panic!("a request with id null is answered: {seen:#?}"));
+    assert_eq!(null_id["result"]["protocolVersion"], 1);
+    assert_eq!(answer(&seen, 3)["result"]["protocolVersion"], 1);
 }
