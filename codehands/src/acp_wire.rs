@@ -1,4 +1,4 @@
-//! The wire side of `codehands acp` (ARCHITECTURE.md, "codehands as an ACP agent"): what
+//! The wire side of `codehands acp` (docs/acp.md, "codehands as an ACP agent"): what
 //! one line from the client is, and what a request asks, checked before anything runs.
 //! Nothing here touches a runner or the disk, so the fuzz target `acp_server` drives it
 //! with any bytes (fuzz-harness); the command line's server acts on what it gives.

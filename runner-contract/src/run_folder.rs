@@ -46,6 +46,8 @@ pub const VERDICT: &str = "verdict.json";
 pub const BOX_PLAN: &str = "box.json";
 /// The plan of a box on a remote engine.
 pub const REMOTE: &str = "remote.json";
+/// The agent's home kept from a remote turn for the next one.
+pub const REMOTE_HOME: &str = "remote-home.tar";
 /// The command line's own log of the run.
 pub const RUN_LOG: &str = "codehands.log";
 /// The folder where planted repositories and gitlinks go at a boxed turn's end.
@@ -67,6 +69,14 @@ pub fn agent_stderr(turn: u64) -> String {
 pub fn agent_stdin(turn: u64) -> String {
     format!("turn-{turn}.stdin")
 }
+
+/// The result of the locked test box's `n`th run for the session.
+pub fn sandbox_result(n: u64) -> String {
+    format!("{SANDBOX_RESULT_PREFIX}{n}.json")
+}
+
+/// What every [`sandbox_result`] name begins with.
+pub const SANDBOX_RESULT_PREFIX: &str = "test-";
 
 /// The quarantine folder of turn `turn` (under [`QUARANTINE`]).
 pub fn quarantined(turn: u64) -> String {
@@ -96,6 +106,7 @@ pub const ALL: &[&str] = &[
     VERDICT,
     BOX_PLAN,
     REMOTE,
+    REMOTE_HOME,
     RUN_LOG,
     QUARANTINE,
 ];

@@ -93,7 +93,7 @@ const ENV_READERS: &[(&str, &str)] = &[
     (
         "third-party/agent-mini-swe-plugin/",
         "a plugin: the library codehands loads has no caller but its environment to be \
-         configured by (ARCHITECTURE.md, \"Adding an agent\")",
+         configured by (docs/adding-an-agent.md)",
     ),
     (
         "engine-docker/src/shim/",

@@ -3,7 +3,7 @@
 //! for a request we do not serve) wait in [`AgentParser::owed_input`] for the runner to append
 //! to the turn's input file. Everything follows from the agent's output and the turn's
 //! request, so a parser replaying the output owes the same lines, which the input file
-//! already holds (ARCHITECTURE.md, "The Agent Client Protocol").
+//! already holds (docs/acp.md).
 //!
 //! | agent's line | events | owed |
 //! |---|---|---|

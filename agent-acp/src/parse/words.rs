@@ -58,4 +58,3 @@ pub(super) fn without_nulls(mut value: Value) -> Value {
     }
     value
 }
-
