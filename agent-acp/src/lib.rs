@@ -4,7 +4,7 @@
 //! - [`AcpAgent`]: a program, its arguments and environment; the turn is a conversation whose
 //!   first line is our `initialize`, and whose parser owes the agent the rest of the handshake
 //!   (`session/new` or `session/load`, then `session/prompt`), so every line given to the agent
-//!   goes through the turn's input file (ARCHITECTURE.md, "The Agent Client Protocol").
+//!   goes through the turn's input file (docs/acp.md).
 //! - The parser (`parse/`) maps `session/update`s, permission requests and the prompt's answer
 //!   onto our events.
 

@@ -293,6 +293,10 @@ pub(crate) struct Plan {
 #[serde(rename_all = "camelCase", default)]
 pub(crate) struct UsageUpdate {
     pub cost: Option<Cost>,
+    /// Tokens in the context now.
+    pub used: Option<u64>,
+    /// The context window's size in tokens.
+    pub size: Option<u64>,
 }
 
 /// The session's cost so far.

@@ -304,7 +304,7 @@ impl Cgroup {
 impl BoxPlan {
     /// The plan's file in a run's folder.
     pub fn file_in(run_dir: &Path) -> PathBuf {
-        run_dir.join("box.json")
+        run_dir.join(runner_contract::run_folder::BOX_PLAN)
     }
 
     /// The folder of the relays' sockets, outside.

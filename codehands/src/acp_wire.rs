@@ -1,4 +1,4 @@
-//! The wire side of `codehands acp` (ARCHITECTURE.md, "codehands as an ACP agent"): what
+//! The wire side of `codehands acp` (docs/acp.md, "codehands as an ACP agent"): what
 //! one line from the client is, and what a request asks, checked before anything runs.
 //! Nothing here touches a runner or the disk, so the fuzz target `acp_server` drives it
 //! with any bytes (fuzz-harness); the command line's server acts on what it gives.
@@ -20,6 +20,9 @@ pub const MAX_LINE: usize = 16 << 20;
 
 /// JSON-RPC's "parse error": a line that is not a JSON-RPC message.
 pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's "invalid request": JSON that is not a JSON-RPC 2.0 message (a batch, a
+/// number, another version).
+pub const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC's "method not found".
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC's "invalid params".
@@ -79,10 +82,10 @@ pub enum Incoming {
         /// Its result, or its error.
         reply: Result<Value, Value>,
     },
-    /// A line that is not a JSON-RPC message: answered with this error, id null.
+    /// A line that is not a JSON-RPC message (not JSON: a parse error; JSON but no message,
+    /// such as a batch: an invalid request): answered with this error, id null.
     Unreadable(RpcError),
-    /// Something that asks for nothing (another notification, an object with neither a
-    /// method nor an id): nothing to do.
+    /// A notification that asks for nothing we do: nothing to do.
     Ignored,
 }
 
@@ -136,10 +139,17 @@ pub fn decode(frame: &Frame) -> Incoming {
     };
     let mut message = match serde_json::from_str::<Value>(line) {
         Ok(Value::Object(message)) => message,
+        Ok(Value::Array(_)) => {
+            return Incoming::Unreadable(RpcError::new(
+                INVALID_REQUEST,
+                "a batch (a JSON array): codehands serves no batches, send each message as one \
+                 JSON object a line",
+            ));
+        }
         Ok(_) => {
             return Incoming::Unreadable(RpcError::new(
-                PARSE_ERROR,
-                "not a JSON-RPC message: send one JSON object a line (batches are not served)",
+                INVALID_REQUEST,
+                "not a JSON-RPC message: send one JSON object a line",
             ));
         }
         Err(e) => {
@@ -149,28 +159,57 @@ pub fn decode(frame: &Frame) -> Incoming {
             ));
         }
     };
+    // Present (even null) means a request, which JSON-RPC 2.0 answers, under that id.
     let id = message.remove("id");
+    let id_ok = id
+        .as_ref()
+        .is_none_or(|id| id.is_null() || id.is_string() || id.is_number());
+    let version_ok = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
+    let method = message.remove("method");
+    let method_ok = method.as_ref().is_none_or(Value::is_string);
+    if !id_ok || !version_ok || !method_ok {
+        let why = if !version_ok {
+            "\"jsonrpc\" is not \"2.0\": codehands speaks JSON-RPC 2.0 only"
+        } else if !id_ok {
+            "the id is neither a string, a number nor null"
+        } else {
+            "the method is not a string"
+        };
+        // The id, when it is one a reply can carry; else null, as JSON-RPC says.
+        let id = id.filter(|_| id_ok).unwrap_or(Value::Null);
+        return Incoming::Request {
+            id,
+            call: Err(RpcError::new(
+                INVALID_REQUEST,
+                format!("an invalid request: {why}"),
+            )),
+        };
+    }
     let params = message.remove("params").unwrap_or(Value::Null);
-    let method = message
-        .remove("method")
-        .and_then(|m| m.as_str().map(str::to_owned));
+    let method = method.and_then(|m| m.as_str().map(str::to_owned));
     match (method, id) {
-        (Some(method), Some(id)) if !id.is_null() => Incoming::Request {
+        (Some(method), Some(id)) => Incoming::Request {
             call: call(&method, &params),
             id,
         },
-        (Some(method), _) if method == "session/cancel" => match session_of(&params) {
+        (Some(method), None) if method == "session/cancel" => match session_of(&params) {
             Some(session_id) => Incoming::Cancel {
                 session_id: session_id.to_owned(),
             },
             None => Incoming::Ignored,
         },
-        (Some(_), _) => Incoming::Ignored,
+        (Some(_), None) => Incoming::Ignored,
         (None, Some(id)) => Incoming::Reply {
             reply: reply(&mut message),
             id,
         },
-        (None, None) => Incoming::Ignored,
+        (None, None) => Incoming::Request {
+            id: Value::Null,
+            call: Err(RpcError::new(
+                INVALID_REQUEST,
+                "an invalid request: neither a method nor an id",
+            )),
+        },
     }
 }
 
@@ -296,7 +335,6 @@ mod tests {
             decode(&Frame::TooLong {
                 bytes: MAX_LINE + 1,
             }),
-            line("[]"),
             line("{\"id\":1,\"method\":\"initialize\"\0}"),
             line("{\"id\":1,"),
         ] {
@@ -321,18 +359,31 @@ mod tests {
         );
         for (text, code) in [
             (
-                r#"{"id":1,"method":"session/new","params":{"cwd":"rel"}}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"rel"}}"#,
                 INVALID_PARAMS,
             ),
             (
-                r#"{"id":1,"method":"session/load","params":{"sessionId":"x","cwd":"/r"}}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"x","cwd":"/r"}}"#,
                 INVALID_PARAMS,
             ),
             (
-                r#"{"id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+                r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
                 INVALID_PARAMS,
             ),
-            (r#"{"id":1,"method":"fs/read_text_file"}"#, METHOD_NOT_FOUND),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file"}"#,
+                METHOD_NOT_FOUND,
+            ),
+            (
+                r#"{"jsonrpc":"1.0","id":1,"method":"initialize"}"#,
+                INVALID_REQUEST,
+            ),
+            (r#"{"id":1,"method":"initialize"}"#, INVALID_REQUEST),
+            (
+                r#"{"jsonrpc":"2.0","id":{"a":1},"method":"initialize"}"#,
+                INVALID_REQUEST,
+            ),
+            (r#"{"jsonrpc":"2.0","id":1,"method":7}"#, INVALID_REQUEST),
         ] {
             let Incoming::Request { call: Err(e), .. } = line(text) else {
                 panic!("refused: {text}");
@@ -342,14 +393,46 @@ mod tests {
     }
 
     #[test]
+    fn json_that_is_no_message_is_an_invalid_request() {
+        for text in [
+            "[]",
+            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}]",
+            "7",
+            "\"x\"",
+        ] {
+            assert_eq!(unreadable(line(text)).code, INVALID_REQUEST, "{text}");
+        }
+        // Neither a method nor an id, or another version: answered under id null.
+        for text in ["{}", r#"{"jsonrpc":"1.0","method":"session/cancel"}"#] {
+            let Incoming::Request { id, call: Err(e) } = line(text) else {
+                panic!("refused: {text}");
+            };
+            assert_eq!((id, e.code), (Value::Null, INVALID_REQUEST), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_request_with_id_null_is_answered_under_null() {
+        let Incoming::Request { id, call } =
+            line(r#"{"jsonrpc":"2.0","id":null,"method":"initialize"}"#)
+        else {
+            panic!("a request");
+        };
+        assert_eq!((id, call), (Value::Null, Ok(Call::Initialize)));
+    }
+
+    #[test]
     fn notifications_and_replies() {
         assert!(matches!(
-            line(r#"{"method":"session/cancel","params":{"sessionId":"s"}}"#),
+            line(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#),
             Incoming::Cancel { session_id } if session_id == "s"
         ));
-        assert!(matches!(line(r#"{"method":"other"}"#), Incoming::Ignored));
         assert!(matches!(
-            line(r#"{"id":3,"error":{"code":1}}"#),
+            line(r#"{"jsonrpc":"2.0","method":"other"}"#),
+            Incoming::Ignored
+        ));
+        assert!(matches!(
+            line(r#"{"jsonrpc":"2.0","id":3,"error":{"code":1}}"#),
             Incoming::Reply { reply: Err(_), .. }
         ));
     }

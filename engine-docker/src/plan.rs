@@ -99,12 +99,12 @@ pub struct RemotePlan {
 impl RemotePlan {
     /// Where the plan of `run_dir` is.
     pub fn file_in(run_dir: &Path) -> PathBuf {
-        run_dir.join("remote.json")
+        run_dir.join(runner_contract::run_folder::REMOTE)
     }
 
     /// Where the agent's home is kept between the turns of the session of `run_dir`.
     pub fn home_file_in(run_dir: &Path) -> PathBuf {
-        run_dir.join("remote-home.tar")
+        run_dir.join(runner_contract::run_folder::REMOTE_HOME)
     }
 
     /// Keeps `home` (the box's packed home) for the next turn; a failure is said, and the

@@ -32,7 +32,10 @@ pub fn acp_server(data: &[u8]) {
         }
         match acp_wire::decode(frame) {
             Incoming::Unreadable(error) => {
-                assert_eq!(error.code, acp_wire::PARSE_ERROR);
+                assert!(
+                    [acp_wire::PARSE_ERROR, acp_wire::INVALID_REQUEST].contains(&error.code),
+                    "{error:?}"
+                );
                 assert!(
                     !matches!(frame, Frame::Line(line) if is_request(line)),
                     "a request was taken for a parse error: {frame:?}"
@@ -40,12 +43,19 @@ pub fn acp_server(data: &[u8]) {
                 one_reply_line(&error, &Value::Null);
             }
             Incoming::Request { id, call } => {
-                assert!(!id.is_null(), "a request without an id is a notification");
+                assert!(
+                    id.is_null() || id.is_string() || id.is_number(),
+                    "a reply cannot carry the id {id}"
+                );
                 match call {
                     Err(error) => {
                         assert!(
-                            [acp_wire::INVALID_PARAMS, acp_wire::METHOD_NOT_FOUND]
-                                .contains(&error.code),
+                            [
+                                acp_wire::INVALID_REQUEST,
+                                acp_wire::INVALID_PARAMS,
+                                acp_wire::METHOD_NOT_FOUND
+                            ]
+                            .contains(&error.code),
                             "{error:?}"
                         );
                         one_reply_line(&error, &id);
@@ -64,10 +74,12 @@ pub fn acp_server(data: &[u8]) {
     }
 }
 
-/// Whether `line` is a JSON object with a string method and a non-null id.
+/// Whether `line` is a JSON-RPC 2.0 request: a JSON object with a string method and an id.
 fn is_request(line: &str) -> bool {
     serde_json::from_str::<Value>(line).is_ok_and(|v| {
-        v.get("method").is_some_and(Value::is_string) && v.get("id").is_some_and(|id| !id.is_null())
+        v.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+            && v.get("method").is_some_and(Value::is_string)
+            && v.get("id").is_some()
     })
 }
 

@@ -150,7 +150,7 @@ The tests need `npm ci` first.\n\
 Prompt: fix the failing test\n\
 Result: fixed the off-by-one in sum()\n";
 
-/// An agent profile, as in ARCHITECTURE.md "Adding an agent".
+/// An agent profile, as in docs/adding-an-agent.md.
 const PROFILE: &str = r#"name = "ruff-fix"
 description = "Ruff's safe fixes, as an agent"
 program = "ruff"

@@ -141,6 +141,12 @@ pub struct TaskStarted {
     /// Whether this start is a resume of an earlier run.
     #[serde(default)]
     pub resumed: bool,
+    /// Whether the agent can continue this conversation in a later turn (a follow-up, a
+    /// resume), when it says so as the turn starts: `false` for an ACP agent whose
+    /// `initialize` offers neither `session/load` nor `session/resume`, and a follow-up is
+    /// then refused before anything is touched. Absent: as the agent's capabilities say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_continue: Option<bool>,
 }
 
 /// Who a message comes from.

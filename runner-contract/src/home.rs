@@ -73,6 +73,12 @@ impl Home {
         self.root.join("plugins")
     }
 
+    /// `versions/`: the versions agents' programs said, each kept under the program's path,
+    /// size and modification time, so an unchanged program is asked once.
+    pub fn versions_dir(&self) -> PathBuf {
+        self.root.join("versions")
+    }
+
     /// `runs/<sessionId>/`: the transcript, sandbox results and process files of a session.
     pub fn run_dir(&self, id: &SessionId) -> PathBuf {
         self.root.join("runs").join(id.to_string())

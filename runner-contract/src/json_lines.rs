@@ -1,7 +1,7 @@
 //! A parser for programs that print JSON lines of their own: a [`JsonLinesMap`] says, by
 //! field names, which lines are messages, commands (and whether a command ran tests), the
 //! run's result with its cost and tokens, or its failure. A profile's `parser = "json-lines"`
-//! with a `[json-lines]` table uses it (ARCHITECTURE.md, "Adding an agent"), so most CLIs
+//! with a `[json-lines]` table uses it (docs/adding-an-agent.md), so most CLIs
 //! that print JSON need no crate of their own.
 //!
 //! Every line names what it is in one field (`kind`); each section of the map gives the

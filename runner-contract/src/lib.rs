@@ -36,6 +36,7 @@ pub mod present;
 pub mod private;
 pub mod repo_key;
 pub mod report;
+pub mod run_folder;
 pub mod schema;
 pub mod secret_places;
 pub mod sequence;

@@ -32,7 +32,7 @@ pub use timezone::{host_timezone, is_iana_name};
 
 /// Where a run's result is written: `<home>/runs/<sessionId>/test-<n>.json`.
 pub fn result_file(home: &Path, session: &SessionId, n: u32) -> PathBuf {
-    results::runs_dir(home, session).join(format!("test-{n}.json"))
+    results::runs_dir(home, session).join(runner_contract::run_folder::sandbox_result(n.into()))
 }
 
 /// `codehands sandbox [REPO] [--tz ZONE]`: runs `repo`'s tests once in `sandbox`'s box,

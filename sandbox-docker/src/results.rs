@@ -15,7 +15,7 @@ pub(crate) fn runs_dir(home: &Path, session: &SessionId) -> PathBuf {
 }
 
 fn result_path(dir: &Path, n: u32) -> PathBuf {
-    dir.join(format!("test-{n}.json"))
+    dir.join(runner_contract::run_folder::sandbox_result(n.into()))
 }
 
 /// Reserves the next run number by creating its file empty (so two sandboxes,
@@ -31,7 +31,7 @@ pub(crate) fn reserve(home: &Path, session: &SessionId) -> Result<u32, String> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
-            name.strip_prefix("test-")?
+            name.strip_prefix(runner_contract::run_folder::SANDBOX_RESULT_PREFIX)?
                 .strip_suffix(".json")?
                 .parse::<u32>()
                 .ok()

@@ -4,8 +4,10 @@
 //! Codex 0.163.0 from `openai-codex-cli-bin` 0.163.0 (see `agents/codex.rs`); Ruff, run
 //! as an agent through a profile file in the tests (see `agents/ruff.rs`); mini-swe-agent
 //! 2.4.6 from PyPI into a venv of pinned packages (`agents/mini_swe.rs`); Mistral Vibe 2.26.1
-//! likewise, in a venv of Python 3.12 or newer (`agents/vibe.rs`).
+//! likewise, in a venv of Python 3.12 or newer (`agents/vibe.rs`); the ACP Python SDK 0.12.1,
+//! the client of `codehands acp`'s tests, in a venv (`agents/acp_sdk.rs`).
 
+mod acp_sdk;
 mod codex;
 mod mini_swe;
 mod pytest;
@@ -47,6 +49,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     ruff::ensure()?;
     pytest::ensure()?;
     mini_swe::ensure()?;
+    acp_sdk::ensure()?;
     vibe::ensure()
 }
 

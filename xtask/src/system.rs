@@ -1,13 +1,19 @@
 //! `cargo xtask system`: the system packages the tests need, installed when missing.
 //!
-//! Today that is bubblewrap (`bwrap`), which puts every agent in its box. On Debian and
-//! Ubuntu, as root, it is installed with apt-get; elsewhere the task says what to install.
+//! Today that is bubblewrap (`bwrap`), which puts every agent in its box, and Chromium with its
+//! WebDriver (`chromedriver`), in which the review page's tests (`codehands/tests/ui_page.rs`)
+//! look at the page. On Debian and Ubuntu, as root, they are installed with apt-get (once:
+//! a program already on PATH is not asked for again); elsewhere the task says what to install.
 
 use std::path::Path;
 use std::process::Command;
 
 /// Each program the tests need, and the Debian package that brings it.
-const PACKAGES: &[(&str, &str)] = &[("bwrap", "bubblewrap")];
+const PACKAGES: &[(&str, &str)] = &[
+    ("bwrap", "bubblewrap"),
+    ("chromium", "chromium"),
+    ("chromedriver", "chromium-driver"),
+];
 
 /// `cargo xtask system`.
 pub fn run(args: &[String]) -> Result<(), String> {

@@ -93,7 +93,7 @@ const ENV_READERS: &[(&str, &str)] = &[
     (
         "third-party/agent-mini-swe-plugin/",
         "a plugin: the library codehands loads has no caller but its environment to be \
-         configured by (ARCHITECTURE.md, \"Adding an agent\")",
+         configured by (docs/adding-an-agent.md)",
     ),
     (
         "engine-docker/src/shim/",
@@ -401,7 +401,13 @@ fn workspace_pins() -> Vec<String> {
 /// workspace and pins its own).
 fn member_manifests() -> Vec<String> {
     let output = Command::new(env!("CARGO"))
-        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");
@@ -434,5 +440,59 @@ fn every_workspace_pin_is_used_by_a_member() {
         unused.is_empty(),
         "pinned in the root [workspace.dependencies] but used by no member: {unused:?}: \
          remove the pin (a crate that needs it again adds it back)"
+    );
+}
+
+/// The run folder's names, read from their one module (`runner-contract/src/run_folder.rs`).
+fn run_folder_names() -> Vec<String> {
+    read(RUN_FOLDER)
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub const "))
+        .filter_map(|rest| rest.split_once(": &str = \""))
+        .map(|(_, value)| value.trim_end_matches("\";").to_owned())
+        .collect()
+}
+
+/// The module that names every file of `runs/<id>/`.
+const RUN_FOLDER: &str = "runner-contract/src/run_folder.rs";
+
+/// Product files that spell one of those names for a file of another folder, and why.
+const OTHER_FOLDERS: &[(&str, &str)] = &[
+    // The repo memory's own notes file, under `memory/<repo>/`, not a run's.
+    ("memory-fs/src/file_store.rs", "notes.md"),
+];
+
+#[test]
+fn the_run_folders_names_are_spelled_in_one_module() {
+    let names = run_folder_names();
+    assert!(names.len() >= 20, "found only {names:?} in {RUN_FOLDER}");
+    let mut found = Vec::new();
+    for path in rust_files() {
+        let product = !is_test_code(&path)
+            && path != THIS_FILE
+            && path != RUN_FOLDER
+            && !path.starts_with("xtask/")
+            && !path.starts_with("fuzz")
+            && !path.contains("/testkit/");
+        if !product {
+            continue;
+        }
+        let text = read(&path);
+        for (n, line) in shipped_lines(&text) {
+            for name in &names {
+                let quoted = format!("\"{name}\"");
+                if line.contains(&quoted)
+                    && !OTHER_FOLDERS.contains(&(path.as_str(), name.as_str()))
+                {
+                    found.push(format!("{path}:{n}: {}", line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a run folder's file named outside {RUN_FOLDER}: use runner_contract::run_folder's \
+         constant instead:\n{}",
+        found.join("\n")
     );
 }

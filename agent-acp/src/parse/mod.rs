@@ -3,7 +3,7 @@
 //! for a request we do not serve) wait in [`AgentParser::owed_input`] for the runner to append
 //! to the turn's input file. Everything follows from the agent's output and the turn's
 //! request, so a parser replaying the output owes the same lines, which the input file
-//! already holds (ARCHITECTURE.md, "The Agent Client Protocol").
+//! already holds (docs/acp.md).
 //!
 //! | agent's line | events | owed |
 //! |---|---|---|
@@ -13,16 +13,17 @@
 //! | `user_message_chunk` | `message` with role `user` | |
 //! | `tool_call`, `tool_call_update` | by kind and status (`tools.rs`) | |
 //! | `plan` | `message` listing its entries | |
-//! | `usage_update` | its cost goes to `task.finished` | |
+//! | `usage_update` | its cost goes to `task.finished`, its context (`used`, `size`) to its `usage.context` | |
 //! | `agent_thought_chunk`, other updates | skipped | |
 //! | request `session/request_permission` | `permission.requested` | (the answer comes from the caller) |
 //! | any other request (`fs/*`, `terminal/*` …) | a system `message` | a "method not found" error |
-//! | result of `session/prompt` | `task.finished`; `task.failed` for `refusal`, `max_tokens`, `max_turn_requests` | |
+//! | result of `session/prompt` | `task.finished`; `task.failed` for `refusal`, `max_tokens`, `max_turn_requests`, and `cancelled` (ours ends as an interrupt) | |
 //! | an error answering any of ours | `task.failed` (`auth_failed` for "authentication required") | |
 //! | a line that is not JSON-RPC | `message` with the line, `task.failed` | |
 //! | updates while `session/load` replays the history | skipped | |
 
 mod tools;
+mod words;
 
 use std::collections::HashMap;
 
@@ -38,6 +39,7 @@ use crate::wire::{
     SessionOpened, ToolCall, UpdateParams, Usage, UsageUpdate,
 };
 use tools::Tool;
+use words::{id_text, plan_text, system, without_nulls};
 
 /// What the turn asks of the agent: where, what, and whether it continues a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,9 +88,14 @@ pub struct AcpParser {
     order: Vec<String>,
     /// The last plan given out, so the same plan again says nothing.
     last_plan: Option<String>,
+    /// Whether the agent can continue the session in a later turn (its `initialize` offers
+    /// `session/load` or `session/resume`).
+    can_continue: Option<bool>,
     /// The session's cost in US dollars when the prompt was sent, and the latest.
     cost_before: Option<f64>,
     cost: Option<f64>,
+    /// The context as the last `usage_update` said it: tokens in it, and its size.
+    context: Option<(u64, u64)>,
     /// Whether a terminal event was given out.
     ended: bool,
     /// Whether any line came.
@@ -116,8 +123,10 @@ impl AcpParser {
             tools: HashMap::new(),
             order: Vec::new(),
             last_plan: None,
+            can_continue: None,
             cost_before: None,
             cost: None,
+            context: None,
             ended: false,
             seen: false,
         }
@@ -177,11 +186,13 @@ impl AcpParser {
                 ),
             );
         }
+        let capabilities = &result.agent_capabilities;
+        self.can_continue =
+            Some(capabilities.load_session || capabilities.session_capabilities.resume.is_some());
         let Some(plan) = self.plan.clone() else {
             self.phase = Phase::Opening(Open::New);
             return Vec::new();
         };
-        let capabilities = &result.agent_capabilities;
         let how = match &plan.resume {
             None => Open::New,
             Some(_) if capabilities.session_capabilities.resume.is_some() => Open::Resume,
@@ -233,6 +244,7 @@ impl AcpParser {
             cwd: self.plan.as_ref().map(|p| p.cwd.clone()),
             tools: Vec::new(),
             resumed: how != Open::New,
+            can_continue: self.can_continue,
         })]
     }
 
@@ -249,6 +261,12 @@ impl AcpParser {
             Some("max_turn_requests") => Some(
                 "the agent reached its limit of model requests for one turn (stopReason \
                  max_turn_requests): send a follow-up to go on",
+            ),
+            // Ours comes as an interrupt, whose turn the runner ends as interrupted whatever
+            // the agent says; one nobody asked for is the agent giving up.
+            Some("cancelled") => Some(
+                "the agent ended its turn as cancelled (stopReason cancelled), though nobody \
+                 cancelled it: its stderr may say why",
             ),
             _ => None,
         };
@@ -271,10 +289,16 @@ impl AcpParser {
             return Vec::new();
         }
         self.ended = true;
+        let mut usage = result.usage.map(|u| self.usage(&u));
+        if let Some((used, size)) = self.context {
+            // The context as the agent last said it (ACP's `usage_update`).
+            usage.get_or_insert_with(|| json!({}))["context"] =
+                json!({ "used": used, "size": size });
+        }
         vec![EventBody::TaskFinished(TaskFinished {
             result: self.last_text.clone(),
             cost_usd: cost,
-            usage: result.usage.map(|u| self.usage(&u)),
+            usage,
             ..TaskFinished::default()
         })]
     }
@@ -420,6 +444,11 @@ impl AcpParser {
             .to_owned();
         if kind == "usage_update" {
             let usage: UsageUpdate = serde_json::from_value(params.update).unwrap_or_default();
+            if let (Some(used), Some(size)) = (usage.used, usage.size)
+                && size > 0
+            {
+                self.context = Some((used, size));
+            }
             if let Some(cost) = usage.cost
                 && cost.currency.is_some_and(|c| c.eq_ignore_ascii_case("USD"))
                 && let Some(amount) = cost.amount.filter(|a| a.is_finite())
@@ -489,9 +518,14 @@ impl AcpParser {
         let Some(said) = self.said.take() else {
             return Vec::new();
         };
-        if said.text.trim().is_empty() {
+        let text = match said.role {
+            MessageRole::User => words::without_notes(self.plan.as_ref(), &said.text),
+            _ => said.text,
+        };
+        if text.trim().is_empty() {
             return Vec::new();
         }
+        let said = Said { text, ..said };
         if said.role == MessageRole::Assistant {
             self.last_text = Some(said.text.clone());
         }
@@ -538,41 +572,6 @@ impl AgentParser for AcpParser {
         ));
         events
     }
-}
-
-/// A message from codehands about the run.
-fn system(text: String) -> EventBody {
-    EventBody::Message(Message {
-        text,
-        role: MessageRole::System,
-        ..Message::default()
-    })
-}
-
-/// A plan as a person reads it: one line per entry with its status.
-fn plan_text(plan: &Plan) -> String {
-    let mut text = String::from("Plan:");
-    for entry in &plan.entries {
-        let mark = match entry.status.as_deref() {
-            Some("completed") => "[x]",
-            Some("in_progress") => "[~]",
-            _ => "[ ]",
-        };
-        text.push_str(&format!("\n{mark} {}", entry.content));
-    }
-    text
-}
-
-/// A JSON-RPC id as text (a number, or a string's content).
-fn id_text(id: &Value) -> String {
-    id.as_str().map_or_else(|| id.to_string(), str::to_owned)
-}
-
-fn without_nulls(mut value: Value) -> Value {
-    if let Value::Object(map) = &mut value {
-        map.retain(|_, v| !v.is_null());
-    }
-    value
 }
 
 #[cfg(test)]

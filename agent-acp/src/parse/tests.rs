@@ -370,3 +370,81 @@ fn an_agent_that_exits_early_says_where_it_stopped() {
 
     assert!(AcpParser::driving(plan(None)).finish(Some(0)).is_empty());
 }
+
+#[test]
+fn the_start_says_whether_the_agent_can_continue_the_session() {
+    for (init, can) in [
+        (INIT_OK.to_owned(), true),
+        (
+            result(1, json!({ "protocolVersion": 1, "agentCapabilities": {} })),
+            false,
+        ),
+        (
+            result(
+                1,
+                json!({ "protocolVersion": 1, "agentCapabilities": { "sessionCapabilities": { "resume": {} } } }),
+            ),
+            true,
+        ),
+    ] {
+        let mut parser = AcpParser::driving(plan(None));
+        parser.parse_line(&init);
+        let started = parser.parse_line(&result(2, json!({ "sessionId": "s1" })));
+        let [EventBody::TaskStarted(started)] = started.as_slice() else {
+            panic!("{started:?}");
+        };
+        assert_eq!(started.can_continue, Some(can), "{init}");
+    }
+}
+
+#[test]
+fn a_cancelled_turn_nobody_cancelled_fails() {
+    let mut parser = prompting();
+    let events = parser.parse_line(&result(3, json!({ "stopReason": "cancelled" })));
+    let [EventBody::TaskFailed(failed)] = events.as_slice() else {
+        panic!("{events:?}");
+    };
+    assert!(failed.message.contains("nobody cancelled it"), "{failed:?}");
+}
+
+#[test]
+fn our_notes_are_not_the_users_message_and_the_context_is_kept() {
+    let mut parser = AcpParser::driving(TurnPlan {
+        cwd: "/w".into(),
+        blocks: vec!["Repo notes: run npm test.".into(), "Fix it.".into()],
+        resume: None,
+    });
+    parser.parse_line(INIT_OK);
+    parser.parse_line(&result(2, json!({ "sessionId": "s1" })));
+    let chunk = |text: &str| {
+        update(
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}),
+        )
+    };
+    parser.parse_line(&chunk("Repo notes: run npm test."));
+    parser.parse_line(&chunk("\n\nFix it."));
+    parser.parse_line(&update(
+        json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200000}),
+    ));
+    let events = parser.parse_line(&result(3, json!({ "stopReason": "end_turn" })));
+    let said: Vec<&Message> = events
+        .iter()
+        .filter_map(|e| match e {
+            EventBody::Message(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    let users: Vec<&str> = said
+        .iter()
+        .filter(|m| m.role == MessageRole::User)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(users, ["Fix it."]);
+    let Some(EventBody::TaskFinished(finished)) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(
+        finished.usage.as_ref().unwrap()["context"],
+        json!({"used": 1200, "size": 200000})
+    );
+}

@@ -8,11 +8,14 @@ It calls no model: what a turn does is chosen by a word in the prompt.
   of a second after each update, so a client can leave while the turn surely goes on.
 - "ask": asks permission to run `touch allowed.txt`; allowed, it makes the file.
 - "malformed": prints a line that is not JSON-RPC in the middle of its turn, then goes on.
-- "wait": starts a long command and waits until the client cancels the turn.
+- "wait": starts a long command and waits until the client cancels the turn ("stubborn"
+  in the prompt: it takes no notice of the cancel and goes on waiting, until it is killed).
+- "give up": ends the turn `cancelled` though nobody cancelled it.
 - "fs": asks the client to read a file (fs/read_text_file), which codehands does not serve.
 - anything else: writes `acp.txt` and says so.
 
 Sessions are kept under $HOME/.acp-test-agent/ so that session/load can replay them.
+With the argument `--no-load` it offers neither session/load nor session/resume.
 """
 
 import json
@@ -162,13 +165,13 @@ def ask(s):
     return "end_turn"
 
 
-def wait(s):
+def wait(s, stubborn):
     s.say("Waiting for a long command.")
     update(s.id, "tool_call", toolCallId="exec-wait", title="sleep 600", kind="execute",
            status="in_progress", rawInput={"command": "sleep 600"})
     while True:
         message = read_message()
-        if message.get("method") == "session/cancel":
+        if message.get("method") == "session/cancel" and not stubborn:
             update(s.id, "tool_call_update", toolCallId="exec-wait", status="failed",
                    content=[{"type": "content", "content": text("cancelled")}])
             return "cancelled"
@@ -200,7 +203,10 @@ def prompt(s, params):
         sys.stdout.flush()
         s.say("Still here.")
     elif "wait" in words:
-        stop = wait(s)
+        stop = wait(s, "stubborn" in words)
+    elif "give up" in words:
+        s.say("I give up.")
+        stop = "cancelled"
     elif "fs" in words.split():
         stop = fs(s)
     else:
@@ -218,7 +224,7 @@ def main():
         method, params, request_id = message.get("method"), message.get("params") or {}, message.get("id")
         if method == "initialize":
             answer(request_id, {"protocolVersion": 1,
-                                "agentCapabilities": {"loadSession": True},
+                                "agentCapabilities": {"loadSession": "--no-load" not in sys.argv},
                                 "authMethods": [],
                                 "agentInfo": {"name": "acp-test-agent", "version": "1.0.0"}})
         elif method == "session/new":

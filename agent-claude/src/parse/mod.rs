@@ -226,6 +226,7 @@ impl ClaudeParser {
                     cwd: line.cwd.owned(),
                     tools,
                     resumed: false,
+                    can_continue: None,
                 }))
             }
             "permission_denied" => {

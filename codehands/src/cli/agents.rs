@@ -95,10 +95,18 @@ pub async fn run(args: AgentsArgs) -> Result<ExitCode> {
                 runner_core::present::visible(description, false)
             ))?;
         }
+        // An ACP agent says whether it can continue a conversation in its answer to
+        // `initialize`, which each turn reads: a follow-up of a session whose agent said no
+        // is refused before anything is touched.
+        let resume = match agent.protocol {
+            Some("acp") if agent.capabilities.resume => {
+                "if the agent offers session/load or session/resume"
+            }
+            _ => yes(agent.capabilities.resume),
+        };
         output::line(&format!(
-            "{:<14} resume: {}, budget: {}{protocol}",
+            "{:<14} resume: {resume}, budget: {}{protocol}",
             "",
-            yes(agent.capabilities.resume),
             yes(agent.capabilities.budget)
         ))?;
     }

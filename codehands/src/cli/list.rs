@@ -119,7 +119,10 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
 /// event log as `runs/<id>/events.jsonl`.
 fn unreadable_name(path: &std::path::Path) -> String {
     let parts: Vec<_> = path.iter().map(|p| p.to_string_lossy()).collect();
-    let start = if path.file_name().is_some_and(|n| n == "events.jsonl") {
+    let start = if path
+        .file_name()
+        .is_some_and(|n| n == runner_contract::run_folder::EVENTS)
+    {
         parts.len().saturating_sub(3)
     } else {
         parts.len().saturating_sub(1)

@@ -14,7 +14,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 static RUN_LOG: OnceLock<Mutex<std::fs::File>> = OnceLock::new();
 
 /// The name of the runner's log in a session's run folder.
-pub const RUN_LOG_FILE: &str = "codehands.log";
+pub const RUN_LOG_FILE: &str = runner_contract::run_folder::RUN_LOG;
 
 /// Installs the subscriber: stderr at `verbose`'s level (or `RUST_LOG`), the run's file at
 /// `info`.

@@ -27,6 +27,7 @@ mod sessions;
 mod task;
 mod task_diff;
 mod task_view;
+mod ui;
 mod view;
 
 pub use output::stdout_closed;
@@ -120,6 +121,9 @@ enum Command {
     /// panel) then uses codehands as its agent, each prompt a run of `--agent` on a private
     /// worktree, approved, kept or rejected at the end of each turn.
     Acp(acp::AcpArgs),
+    /// Serve the review page on 127.0.0.1: runs live, diffs, a task's attempts side by side,
+    /// approve or reject in a browser (the URL it prints holds the page's key).
+    Ui(ui::UiArgs),
     /// Print a session's events from its log (`--follow`: and then as they come).
     Events(events::EventsArgs),
     /// Print a session's final report: how it ended, tools, files, commands, tests, cost.
@@ -160,6 +164,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Doctor(args) => doctor::run(args).await,
         Command::Agents(args) => agents::run(args).await,
         Command::Acp(args) => acp::run(args).await,
+        Command::Ui(args) => ui::run(args).await,
         Command::Events(args) => events::run(args).await,
         Command::Report(args) => events::report(args).await,
         Command::Supervise(args) => events::supervise(args).await,

@@ -117,7 +117,7 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
 
 /// The error of a diff whose worktree is gone: an approved session's change is on its
 /// branch, so point there.
-async fn after_the_fact(
+pub(super) async fn after_the_fact(
     runner: &LocalRunner,
     id: &SessionId,
     error: runner_core::Error,

@@ -37,10 +37,10 @@ struct FileCompared {
     compared: Compared,
 }
 
-/// What `diff --against --json` prints.
+/// What `diff --against --json` prints (and the review page shows).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Against {
+pub(super) struct Against {
     session_id: SessionId,
     against: SessionId,
     files: Vec<FileCompared>,
@@ -128,6 +128,40 @@ pub async fn run(
     stat_only: bool,
     json: bool,
 ) -> Result<ExitCode> {
+    let Against { files, patch, .. } = compare(runner, id, other).await?;
+    if json {
+        output::json_line(&Against {
+            session_id: *id,
+            against: *other,
+            files,
+            patch,
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !stat_only {
+        output::text(&runner_core::present::visible(&patch, true))?;
+    }
+    for file in &files {
+        let how = match file.compared {
+            Compared::Same => "same in both".to_owned(),
+            Compared::Differs => "changed by both, differently".to_owned(),
+            Compared::OnlyThis => format!("changed only by {}", id.short()),
+            Compared::OnlyAgainst => format!("changed only by {}", other.short()),
+        };
+        output::line(&format!(
+            " {} | {how}",
+            runner_core::present::visible(&file.path, false)
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How ID's change differs from ID2's, file by file (what `run` prints).
+pub(super) async fn compare(
+    runner: &LocalRunner,
+    id: &SessionId,
+    other: &SessionId,
+) -> Result<Against> {
     let (this, that) = (runner.session(id).await?, runner.session(other).await?);
     if this.base_commit != that.base_commit {
         return Err(Error::invalid_input(format!(
@@ -170,31 +204,12 @@ pub async fn run(
             compared,
         });
     }
-    if json {
-        output::json_line(&Against {
-            session_id: *id,
-            against: *other,
-            files,
-            patch,
-        })?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if !stat_only {
-        output::text(&runner_core::present::visible(&patch, true))?;
-    }
-    for file in &files {
-        let how = match file.compared {
-            Compared::Same => "same in both".to_owned(),
-            Compared::Differs => "changed by both, differently".to_owned(),
-            Compared::OnlyThis => format!("changed only by {}", id.short()),
-            Compared::OnlyAgainst => format!("changed only by {}", other.short()),
-        };
-        output::line(&format!(
-            " {} | {how}",
-            runner_core::present::visible(&file.path, false)
-        ))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(Against {
+        session_id: *id,
+        against: *other,
+        files,
+        patch,
+    })
 }
 
 /// A file as a worktree holds it: its git mode and bytes (a link's target), `None` when it is

@@ -54,7 +54,7 @@ pub(super) fn profile(path: &Path, file: ProfileFile, expected: Option<&str>) ->
                 path,
                 "`parser = \"json-lines\"` needs a `[json-lines]` table saying which field names \
                  what a line is (`kind`) and how lines map to messages, commands and the result \
-                 (ARCHITECTURE.md, \"Adding an agent\", shows one)",
+                 (docs/adding-an-agent.md shows one)",
             ));
         }
         (Some(_), _) => {

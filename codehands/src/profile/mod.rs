@@ -8,7 +8,7 @@
 //! provider variables it may receive, and its capabilities. Everything is checked when the
 //! file is read: an unknown key, a wrong type, a placeholder inside a larger string, a flag
 //! that bypasses the agent's permission checks or a name taken by another agent is refused
-//! with the file, the key and what to do. ARCHITECTURE.md ("Adding an agent") shows a file.
+//! with the file, the key and what to do. docs/adding-an-agent.md shows a file.
 //!
 //! A profile with `protocol = "acp"` names an agent that speaks the Agent Client Protocol on
 //! stdio: it needs no parser and takes no `prompt` key (the prompt goes through the protocol);
@@ -173,7 +173,7 @@ impl Profile {
             refuse(
                 path,
                 &format!(
-                    "{}: fix the file (the keys a profile takes are in ARCHITECTURE.md, \"Adding an agent\")",
+                    "{}: fix the file (the keys a profile takes are in docs/adding-an-agent.md)",
                     e.to_string().trim_end()
                 ),
             )

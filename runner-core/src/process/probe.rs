@@ -50,7 +50,7 @@ impl NeutralDir {
     /// session).
     pub fn make_in(parent: &Path) -> Result<Self> {
         tempfile::Builder::new()
-            .prefix("probe-")
+            .prefix(runner_contract::run_folder::PROBE_PREFIX)
             .tempdir_in(parent)
             .map(Self)
             .map_err(|e| {
@@ -105,6 +105,104 @@ pub async fn ask(
         .ok()?
         .ok()?;
     VersionProbe::version_in(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// [`ask`], once per program and version: the answer is kept in the folder `cache` (in
+/// codehands' home) under the program's path, arguments, size and modification time, so an
+/// unchanged program is not run again (a probe of a Python agent costs seconds of CPU). No
+/// answer is not kept: the next probe asks again.
+pub async fn ask_cached(
+    cache: &Path,
+    probe: &VersionProbe,
+    env: &[(String, String)],
+    dir: &Path,
+    limit: Duration,
+) -> Option<String> {
+    let key = CacheKey::of(probe, env);
+    if let Some(version) = key.as_ref().and_then(|key| key.read(cache)) {
+        return Some(version);
+    }
+    let version = ask(probe, env, dir, limit).await?;
+    if let Some(key) = key {
+        let program = key.program.clone();
+        if let Err(e) = key.write(cache, &version) {
+            tracing::debug!("cannot keep the version of {program}: {e}");
+        }
+    }
+    Some(version)
+}
+
+/// What a kept version answer is kept under.
+#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CacheKey {
+    program: String,
+    args: Vec<String>,
+    len: u64,
+    modified_ns: u128,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+}
+
+impl CacheKey {
+    /// The key of `probe`'s program as `env`'s PATH finds it; `None` when it is not found.
+    fn of(probe: &VersionProbe, env: &[(String, String)]) -> Option<Self> {
+        let program = if probe.program.components().count() > 1 {
+            probe.program.clone()
+        } else {
+            let path = env.iter().find(|(k, _)| k == "PATH")?.1.clone();
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(&probe.program))
+                .find(|p| p.is_file())?
+        };
+        let meta = std::fs::metadata(&program).ok()?;
+        let modified = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        Some(Self {
+            program: program.to_string_lossy().into_owned(),
+            args: probe
+                .args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            len: meta.len(),
+            modified_ns: modified.as_nanos(),
+            version: None,
+        })
+    }
+
+    /// The file of the key in `cache`: named by a hash of it, holding it whole.
+    fn file(&self, cache: &Path) -> std::path::PathBuf {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (&self.program, &self.args, self.len, self.modified_ns).hash(&mut hasher);
+        cache.join(format!("{:016x}.json", hasher.finish()))
+    }
+
+    fn read(&self, cache: &Path) -> Option<String> {
+        let text = std::fs::read_to_string(self.file(cache)).ok()?;
+        let kept: Self = serde_json::from_str(&text).ok()?;
+        let same = Self {
+            version: None,
+            ..kept
+        } == *self;
+        if same { kept.version } else { None }
+    }
+
+    fn write(self, cache: &Path, version: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(cache)?;
+        let file = self.file(cache);
+        let kept = Self {
+            version: Some(version.to_owned()),
+            ..self
+        };
+        let mut temp = tempfile::NamedTempFile::new_in(cache)?;
+        serde_json::to_writer(&mut temp, &kept)?;
+        temp.persist(file).map(drop).map_err(|e| e.error)
+    }
 }
 
 #[cfg(test)]
@@ -162,6 +260,35 @@ mod tests {
         let path = dir.path().to_owned();
         drop(dir);
         assert!(!path.exists(), "the folder goes with its probe");
+    }
+
+    #[tokio::test]
+    async fn a_program_is_asked_its_version_once_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cache, ran) = (dir.path().join("cache"), dir.path().join("ran"));
+        let program = dir.path().join("agent");
+        let script = |version: &str| {
+            format!(
+                "#!/bin/sh\necho x >> '{}'\necho 'agent {version}'\n",
+                ran.display()
+            )
+        };
+        std::fs::write(&program, script("1.2.3")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let probe = VersionProbe::dash_dash_version(&program, None);
+        let env = probe_env(caller(), &[]);
+        let times = || std::fs::read_to_string(&ran).unwrap().lines().count();
+        for _ in 0..3 {
+            let version = ask_cached(&cache, &probe, &env, dir.path(), Duration::from_secs(10));
+            assert_eq!(version.await.as_deref(), Some("1.2.3"));
+        }
+        assert_eq!(times(), 1, "asked once");
+        // Another version of the program (its size changed) is asked again.
+        std::fs::write(&program, script("1.2.40")).unwrap();
+        let version = ask_cached(&cache, &probe, &env, dir.path(), Duration::from_secs(10));
+        assert_eq!(version.await.as_deref(), Some("1.2.40"));
+        assert_eq!(times(), 2);
     }
 
     #[test]

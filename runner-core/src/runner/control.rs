@@ -19,8 +19,7 @@ use crate::ids::SessionId;
 use crate::private::{PrivateRoot, read_no_follow};
 use crate::process::tree::ProcessIdentity;
 
-/// The reserve file of a planned turn.
-const RESERVE: &str = "reserve";
+use runner_contract::run_folder::RESERVE;
 
 /// The control files of one session's run folder.
 #[derive(Debug, Clone)]
@@ -111,27 +110,29 @@ impl RunFiles {
 
     /// `transcript.jsonl`: every line the agent printed.
     pub fn transcript(&self) -> PathBuf {
-        self.dir.join("transcript.jsonl")
+        self.dir.join(runner_contract::run_folder::TRANSCRIPT)
     }
 
     /// `events.jsonl`: every event of the session, in seq order, as the contract's JSON.
     pub fn events(&self) -> PathBuf {
-        self.dir.join("events.jsonl")
+        self.dir.join(runner_contract::run_folder::EVENTS)
     }
 
     /// What the agent of turn `turn` prints on stdout, written by the agent itself.
     pub fn agent_stdout(&self, turn: u64) -> PathBuf {
-        self.dir.join(format!("turn-{turn}.stdout"))
+        self.dir
+            .join(runner_contract::run_folder::agent_stdout(turn))
     }
 
     /// What the agent of turn `turn` prints on stderr.
     pub fn agent_stderr(&self, turn: u64) -> PathBuf {
-        self.dir.join(format!("turn-{turn}.stderr"))
+        self.dir
+            .join(runner_contract::run_folder::agent_stderr(turn))
     }
 
     /// Where a supervisor process started for this run writes its own messages.
     pub fn supervisor_log(&self) -> PathBuf {
-        self.dir.join("supervisor.log")
+        self.dir.join(runner_contract::run_folder::SUPERVISOR_LOG)
     }
 
     /// The lock file `name` of the run folder, held (released when the file is dropped), if
@@ -163,70 +164,72 @@ impl RunFiles {
 
     /// Records the turn to run (before anything supervises it).
     pub fn set_turn(&self, turn: &TurnPlan) -> Result<()> {
-        self.write_json("turn.json", turn)
+        self.write_json(runner_contract::run_folder::TURN, turn)
     }
 
     /// The turn planned or under way, if any.
     pub fn turn(&self) -> Option<TurnPlan> {
-        self.read_json("turn.json")
+        self.read_json(runner_contract::run_folder::TURN)
     }
 
     /// How long ago the current turn was planned (`None` without a plan, or a clock that
     /// went back).
     pub fn turn_age(&self) -> Option<std::time::Duration> {
-        let meta = std::fs::symlink_metadata(self.dir().join("turn.json")).ok()?;
+        let meta =
+            std::fs::symlink_metadata(self.dir().join(runner_contract::run_folder::TURN)).ok()?;
         meta.modified().ok()?.elapsed().ok()
     }
 
     /// Records the agent of a turn, or that it is about to be spawned (`process: None`).
     pub fn set_agent_run(&self, run: &AgentRun) -> Result<()> {
-        self.write_json("agent.json", run)
+        self.write_json(runner_contract::run_folder::AGENT, run)
     }
 
     /// The agent of the current turn, as recorded.
     pub fn agent_run(&self) -> Option<AgentRun> {
-        self.read_json("agent.json")
+        self.read_json(runner_contract::run_folder::AGENT)
     }
 
     /// Records how the agent exited (`None`: by a signal).
     pub fn set_exit(&self, exit: &AgentExit) -> Result<()> {
-        self.write_json("exit.json", exit)
+        self.write_json(runner_contract::run_folder::EXIT, exit)
     }
 
     /// How the agent of the current turn exited, when its parent saw it.
     pub fn exit(&self) -> Option<AgentExit> {
-        self.read_json("exit.json")
+        self.read_json(runner_contract::run_folder::EXIT)
     }
 
     /// Records the agent's program and version as probed while its turn ran, for the report.
     pub fn set_agent_probed(&self, probed: &AgentProbed) -> Result<()> {
-        self.write_json("agent-version.json", probed)
+        self.write_json(runner_contract::run_folder::AGENT_VERSION, probed)
     }
 
     /// The agent's program and version as probed during its last turn, if one was.
     pub fn agent_probed(&self) -> Option<AgentProbed> {
-        self.read_json("agent-version.json")
+        self.read_json(runner_contract::run_folder::AGENT_VERSION)
     }
 
     /// Keeps the secret values given to the agent (0600), so whoever adopts the run cuts the
     /// same values out of its output. Removed when the turn ends.
     pub fn set_secrets(&self, secrets: &[String]) -> Result<()> {
-        self.write_json("secrets.json", &secrets)
+        self.write_json(runner_contract::run_folder::SECRETS, &secrets)
     }
 
     /// The secret values given to the agent of the current turn.
     pub fn secrets(&self) -> Vec<String> {
-        self.read_json("secrets.json").unwrap_or_default()
+        self.read_json(runner_contract::run_folder::SECRETS)
+            .unwrap_or_default()
     }
 
     /// Forgets the turn once it has ended: its plan, agent, exit, secrets and raw output
     /// (the transcript and the event log keep what it printed, redacted).
     pub fn clear_turn(&self, turn: u64) {
         for name in [
-            "agent.json",
-            "exit.json",
-            "secrets.json",
-            "turn.json",
+            runner_contract::run_folder::AGENT,
+            runner_contract::run_folder::EXIT,
+            runner_contract::run_folder::SECRETS,
+            runner_contract::run_folder::TURN,
             RESERVE,
         ] {
             let _ = std::fs::remove_file(self.dir.join(name));
@@ -237,12 +240,12 @@ impl RunFiles {
 
     /// Records which process supervises the run.
     pub fn set_runner(&self, who: &ProcessIdentity) -> Result<()> {
-        self.write_json("runner.json", who)
+        self.write_json(runner_contract::run_folder::RUNNER, who)
     }
 
     /// The supervising process, if recorded.
     pub fn runner(&self) -> Option<ProcessIdentity> {
-        self.read_json("runner.json")
+        self.read_json(runner_contract::run_folder::RUNNER)
     }
 
     /// The agent process, if recorded.
@@ -252,28 +255,32 @@ impl RunFiles {
 
     /// Forgets the agent process (it exited).
     pub fn clear_agent(&self) {
-        let _ = std::fs::remove_file(self.dir.join("agent.json"));
+        let _ = std::fs::remove_file(self.dir.join(runner_contract::run_folder::AGENT));
     }
 
     /// Forgets the supervisor (the run ended).
     pub fn clear_runner(&self) {
-        let _ = std::fs::remove_file(self.dir.join("runner.json"));
+        let _ = std::fs::remove_file(self.dir.join(runner_contract::run_folder::RUNNER));
     }
 
     /// Marks that a stop was asked for, so the supervisor reports `task.stopped`.
     pub fn request_stop(&self) -> Result<()> {
-        self.root
-            .replace_file(&self.dir.join("stop-requested"), b"")
+        self.root.replace_file(
+            &self.dir.join(runner_contract::run_folder::STOP_REQUESTED),
+            b"",
+        )
     }
 
     /// Whether a stop was asked for.
     pub fn stop_requested(&self) -> bool {
-        self.dir.join("stop-requested").exists()
+        self.dir
+            .join(runner_contract::run_folder::STOP_REQUESTED)
+            .exists()
     }
 
     /// Clears a stop request (at the start of a run, and once handled).
     pub fn clear_stop(&self) {
-        let _ = std::fs::remove_file(self.dir.join("stop-requested"));
+        let _ = std::fs::remove_file(self.dir.join(runner_contract::run_folder::STOP_REQUESTED));
     }
 
     fn write_json<T: Serialize + ?Sized>(&self, name: &str, value: &T) -> Result<()> {
@@ -400,13 +407,18 @@ pub struct SupervisorLock {
 impl SupervisorLock {
     /// The lock of the run in `files` if nobody holds it now.
     pub fn try_acquire(files: &RunFiles) -> Result<Option<Self>> {
-        let file = files.try_lock("supervisor.lock", "the supervisor lock")?;
+        let file = files.try_lock(
+            runner_contract::run_folder::SUPERVISOR_LOCK,
+            "the supervisor lock",
+        )?;
         Ok(file.map(|file| Self { _file: file }))
     }
 
     /// Whether some supervisor holds the lock of the run in `files` now.
     pub fn is_held(files: &RunFiles) -> bool {
-        let path = files.dir().join("supervisor.lock");
+        let path = files
+            .dir()
+            .join(runner_contract::run_folder::SUPERVISOR_LOCK);
         let Ok(file) = std::fs::File::open(&path) else {
             return false;
         };

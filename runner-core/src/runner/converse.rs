@@ -78,23 +78,68 @@ impl LocalRunner {
         what: &str,
     ) -> Result<crate::EventStream> {
         let id = record.session_id;
-        let agent = self.agent(&record.agent)?;
-        if !agent.capabilities().resume {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "the {} agent cannot continue a conversation, so it takes no {what}: \
-                     approve or reject this session, or start a new one",
-                    record.agent
-                ),
-            ));
-        }
+        self.continuable(record, what)?;
         let resume_from = record
             .agent_session_id
             .clone()
             .unwrap_or_else(|| id.to_string());
         self.another_turn(record, prompt, Some(resume_from), verify, None, what)
             .await
+    }
+
+    /// Whether session `id` can take another turn of its agent's conversation (a follow-up,
+    /// a resume): its agent can continue conversations, and the agent did not say, as its
+    /// last turn started, that this one cannot (an ACP agent that offers neither
+    /// `session/load` nor `session/resume`).
+    pub async fn can_continue(&self, id: &SessionId) -> Result<bool> {
+        let record = self.shared.store.get(id)?;
+        match self.continuable(&record, "follow-up") {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::Unsupported => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Refuses, before anything is touched, another turn (`what`) of a session whose agent
+    /// cannot continue its conversation.
+    fn continuable(&self, record: &SessionRecord, what: &str) -> Result<()> {
+        let agent = self.agent(&record.agent)?;
+        let fix = format!(
+            "approve or reject session {} (`codehands approve`, `codehands reject`: its \
+             change is kept until then), or start a new one",
+            record.session_id
+        );
+        if !agent.capabilities().resume {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "the {} agent cannot continue a conversation, so it takes no {what}: {fix}",
+                    record.agent
+                ),
+            ));
+        }
+        let files = RunFiles::in_home(&self.shared.home, &record.session_id);
+        let scan = log::scan(
+            &files.events(),
+            0,
+            |body| matches!(body, EventBody::TaskStarted(s) if s.can_continue.is_some()),
+        )?;
+        let said = scan.kept.into_iter().rev().find_map(|e| match e.body {
+            EventBody::TaskStarted(s) => s.can_continue,
+            _ => None,
+        });
+        if said == Some(false) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "the {} agent said, as this session started, that it cannot continue it \
+                     (it offers neither session/load nor session/resume), so the session takes \
+                     no {what}: {fix}",
+                    record.agent
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Plans another turn of `record` in the same worktree (continuing the agent's

@@ -23,7 +23,7 @@ const MAX_DEPTH: usize = 64;
 /// The most bytes a fingerprint reads.
 const MAX_BYTES: u64 = 4 << 30;
 /// Where a read-only turn's fingerprint from before its agent ran is kept.
-const BEFORE_FILE: &str = "phase-before.json";
+const BEFORE_FILE: &str = runner_contract::run_folder::PHASE_BEFORE;
 
 /// Every entry of a worktree (but its top `.git`) with what it holds: a file's mode and
 /// content hash, a link's target, a folder, a special file's kind.

@@ -76,12 +76,14 @@ impl Request {
 
 /// The inbox file of a run.
 fn path(files: &RunFiles) -> PathBuf {
-    files.dir().join("inbox.jsonl")
+    files.dir().join(runner_contract::run_folder::INBOX)
 }
 
 /// The input file of a turn: every line given to the agent's stdin, in order.
 pub(super) fn input_file(files: &RunFiles, turn: u64) -> PathBuf {
-    files.dir().join(format!("turn-{turn}.stdin"))
+    files
+        .dir()
+        .join(runner_contract::run_folder::agent_stdin(turn))
 }
 
 /// Appends `request` to the inbox, in one write (0600, never through a link): whole or not

@@ -33,7 +33,10 @@ pub(super) struct SessionLock {
 impl SessionLock {
     /// Waits for the lock of `id`.
     pub async fn acquire(shared: &Shared, id: &SessionId) -> Result<Self> {
-        let path = shared.home.run_dir(id).join("session.lock");
+        let path = shared
+            .home
+            .run_dir(id)
+            .join(runner_contract::run_folder::SESSION_LOCK);
         tokio::task::spawn_blocking(move || {
             let file = open_lock_file(&path)?;
             file.lock().map_err(|e| {
@@ -50,7 +53,10 @@ impl SessionLock {
 
     /// The lock of `id` if nobody holds it now.
     pub fn try_acquire(shared: &Shared, id: &SessionId) -> Result<Option<Self>> {
-        let path = shared.home.run_dir(id).join("session.lock");
+        let path = shared
+            .home
+            .run_dir(id)
+            .join(runner_contract::run_folder::SESSION_LOCK);
         let file = open_lock_file(&path)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(Self { _file: file })),

@@ -10,7 +10,10 @@ use crate::session::SessionRecord;
 
 /// The folder of the run under which turn `turn`'s `.git`s are kept.
 pub(super) fn quarantine(files: &RunFiles, turn: u64) -> std::path::PathBuf {
-    files.dir().join("quarantine").join(format!("turn-{turn}"))
+    files
+        .dir()
+        .join(runner_contract::run_folder::QUARANTINE)
+        .join(runner_contract::run_folder::quarantined(turn))
 }
 
 /// Takes out what the agent of a boxed turn planted; the system note that says so, or

@@ -8,7 +8,7 @@
 //! notes written by hand or by older versions.
 
 /// The file in the run's folder the notes are written to.
-pub(super) const NOTES_FILE: &str = "notes.md";
+pub(super) const NOTES_FILE: &str = runner_contract::run_folder::NOTES;
 
 /// `notes` framed and fenced for the agent's system prompt.
 pub(super) fn frame(notes: &str) -> String {

@@ -19,7 +19,7 @@ use crate::private::read_no_follow;
 use crate::traits::sandbox::SandboxResult;
 
 /// The file of the verdict in a session's run folder.
-const VERDICT_FILE: &str = "verdict.json";
+const VERDICT_FILE: &str = runner_contract::run_folder::VERDICT;
 
 /// What the sandbox found, in the terms approve acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

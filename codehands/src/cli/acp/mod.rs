@@ -15,6 +15,7 @@
 //! (its `wire.rs` says why not the schema crate). Only protocol messages go to stdout; logs go
 //! to stderr.
 
+mod ask;
 mod session;
 mod updates;
 
@@ -32,7 +33,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
-use session::Session;
+use session::{Session, TurnSignals};
 
 /// Arguments of `codehands acp`.
 #[derive(Debug, Args)]
@@ -115,6 +116,9 @@ pub(super) struct Server {
     /// The isolation of every session this server starts.
     pub(super) isolation: runner_core::Isolation,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The turns of prompts answered `cancelled` that are still being stopped: the server
+    /// waits for them before it exits, so their inner agents are surely stopped.
+    pub(super) winding_down: Mutex<Vec<tokio::task::JoinHandle<Answer<Value>>>>,
 }
 
 /// Serves ACP on stdin and stdout until the client closes stdin.
@@ -144,6 +148,7 @@ pub async fn run(args: AcpArgs) -> Result<ExitCode> {
         agent: args.agent,
         isolation: args.isolation,
         sessions: Mutex::new(HashMap::new()),
+        winding_down: Mutex::new(Vec::new()),
     });
     // Bytes, not text: a line that is not UTF-8, not JSON or over the cap is answered with
     // a parse error and the next line is read; only the end of stdin ends the loop.
@@ -154,6 +159,11 @@ pub async fn run(args: AcpArgs) -> Result<ExitCode> {
     // The client went away: its sessions are kept as they are (a running turn goes on in its
     // supervisor); what it was asked gets no answer.
     server.conn.forget_waiting();
+    // Cancelled turns still winding down end within the stop's grace: wait for them (a
+    // turn the client simply left goes on in its supervisor).
+    let winding: Vec<_> = std::mem::take(&mut *lock(&server.winding_down));
+    let limit = session::STOP_GRACE + std::time::Duration::from_secs(10);
+    let _ = tokio::time::timeout(limit, futures::future::join_all(winding)).await;
     drop(server);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
     Ok(ExitCode::SUCCESS)
@@ -169,8 +179,17 @@ impl Server {
                 call: Err(error),
             } => self.conn.respond_error(&id, &error),
             Incoming::Request { id, call: Ok(call) } => {
+                // A prompt is taken in now, in the order of the client's lines, so that a
+                // cancel on the very next line finds it.
+                let begun = match &call {
+                    Call::Prompt { session_id, .. } => match self.begin_prompt(session_id) {
+                        Ok(begun) => Some(begun),
+                        Err(error) => return self.conn.respond_error(&id, &error),
+                    },
+                    _ => None,
+                };
                 tokio::spawn(async move {
-                    match self.handle(call).await {
+                    match self.handle(call, begun).await {
                         Ok(result) => self.conn.respond(&id, result),
                         Err(error) => self.conn.respond_error(&id, &error),
                     }
@@ -178,7 +197,7 @@ impl Server {
             }
             Incoming::Cancel { session_id } => {
                 if let Some(session) = self.session(&session_id) {
-                    tokio::spawn(async move { session.cancel(&self).await });
+                    session.cancel();
                 }
             }
             Incoming::Reply { id, reply } => self.conn.take_reply(&id, reply),
@@ -190,8 +209,24 @@ impl Server {
         lock(&self.sessions).get(id).cloned()
     }
 
-    /// A request: its result, or the error that answers it.
-    async fn handle(self: &Arc<Self>, call: Call) -> Answer<Value> {
+    /// Takes a prompt of session `id` in (see [`Session::begin`]).
+    fn begin_prompt(&self, id: &str) -> Answer<(Arc<Session>, TurnSignals)> {
+        let session = self.session(id).ok_or_else(|| {
+            RpcError::new(
+                INVALID_PARAMS,
+                "no such session: open one with session/new or session/load first",
+            )
+        })?;
+        let signals = session.begin()?;
+        Ok((session, signals))
+    }
+
+    /// A request (a prompt taken in as `begun`): its result, or the error that answers it.
+    async fn handle(
+        self: &Arc<Self>,
+        call: Call,
+        begun: Option<(Arc<Session>, TurnSignals)>,
+    ) -> Answer<Value> {
         match call {
             Call::Initialize => Ok(json!({
                 "protocolVersion": 1,
@@ -217,18 +252,15 @@ impl Server {
                 Ok(json!({ "sessionId": id }))
             }
             Call::LoadSession { session_id, cwd } => {
-                let session = Arc::new(Session::loaded(session_id, cwd, self).await?);
+                let session = Session::loaded(session_id, cwd, self).await?;
                 lock(&self.sessions).insert(session.acp_id.clone(), session);
                 Ok(json!({}))
             }
-            Call::Prompt { session_id, text } => {
-                let session = self.session(&session_id).ok_or_else(|| {
-                    RpcError::new(
-                        INVALID_PARAMS,
-                        "no such session: open one with session/new or session/load first",
-                    )
-                })?;
-                session.prompt(self, text).await
+            Call::Prompt { text, .. } => {
+                let Some((session, signals)) = begun else {
+                    return Err(RpcError::new(INTERNAL_ERROR, "the prompt was not taken in"));
+                };
+                session.prompt(self, text, signals).await
             }
         }
     }

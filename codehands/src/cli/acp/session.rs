@@ -1,25 +1,34 @@
 //! One ACP session of `codehands acp`: a folder, and the codehands session its prompts run
 //! in. A prompt starts one (the first, or after an approve or a reject), follows one up (it
-//! awaits approval) or resumes one (it was stopped); its events go to the client, the inner
-//! agent's permission requests are asked of the client, and the turn's change is put to the
-//! client: approve, keep or reject.
+//! awaits approval and its agent can continue) or resumes one (it was stopped); its events
+//! go to the client, and the turn's change is put to the client (`ask.rs`).
+//!
+//! A cancel is honoured at any instant: before the turn started, nothing starts; while it
+//! starts or runs, the inner agent is interrupted (stopped, when it cannot be interrupted
+//! yet) and stopped after [`STOP_GRACE`] if its turn has not ended by then. The prompt
+//! answers `cancelled` within [`ANSWER_WAIT`] of the cancel: a turn still winding down goes
+//! on in its own task, holding the session's turn lock (the next prompt waits for it), and
+//! its updates are no longer sent (ACP: a turn's updates come before its prompt's answer).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::StreamExt;
-use runner_core::options::{PermissionAnswer, Permissions};
-use runner_core::{
-    EventBody, EventStream, Runner, SessionId, SessionState, StartOptions,
-    event::PermissionRequested,
-};
+use runner_core::options::{Permissions, Sent};
+use runner_core::{EventBody, EventStream, Runner, SessionId, SessionState, StartOptions};
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
-use super::updates::{self, Updates};
+use super::updates::Updates;
 use super::{Answer, INTERNAL_ERROR, INVALID_PARAMS, RpcError, Server, internal, lock};
 
-/// What a person at the client is told when they refuse a tool.
-const REFUSED: &str = "The person at the ACP client refused this tool.";
+/// How long a cancelled prompt waits for its turn to end by itself before it answers.
+const ANSWER_WAIT: Duration = Duration::from_millis(500);
+
+/// How long an interrupted inner agent has to end its turn before it is stopped.
+pub(super) const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// One ACP session.
 pub(super) struct Session {
@@ -27,6 +36,11 @@ pub(super) struct Session {
     pub(super) acp_id: String,
     repo: PathBuf,
     state: Mutex<State>,
+    /// Held by a turn from its start to its very end, which may come after its prompt was
+    /// answered (a cancel): the next turn waits for it.
+    turn_lock: Arc<tokio::sync::Mutex<()>>,
+    /// What the session's updates carry from turn to turn (its cost so far).
+    carried: Mutex<Updates>,
 }
 
 #[derive(Debug)]
@@ -35,20 +49,47 @@ struct State {
     current: Option<SessionId>,
     /// The id the next new codehands session gets (the ACP session's own, the first time).
     next: Option<SessionId>,
-    /// Whether a prompt runs.
-    running: bool,
-    /// Whether the client cancelled the running prompt.
-    cancelled: bool,
+    /// The cancel of the prompt being answered, if one is.
+    prompt: Option<watch::Sender<bool>>,
+}
+
+/// What one turn is given: its cancel, and whether its prompt was answered already.
+#[derive(Clone)]
+pub(super) struct TurnSignals {
+    pub(super) cancel: watch::Receiver<bool>,
+    pub(super) answered: Arc<AtomicBool>,
+}
+
+impl TurnSignals {
+    /// Whether the client cancelled the prompt.
+    pub(super) fn cancelled(&self) -> bool {
+        *self.cancel.borrow()
+    }
+
+    /// Waits until the client cancels the prompt (forever if it never does).
+    pub(super) async fn until_cancelled(&self) {
+        let mut cancel = self.cancel.clone();
+        if cancel.wait_for(|c| *c).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Sends `update` to the client, unless the prompt was answered.
+    pub(super) fn update(&self, server: &Server, session: &str, update: Value) {
+        if !self.answered.load(Ordering::SeqCst) {
+            server.conn.update(session, update);
+        }
+    }
 }
 
 /// How a turn ended, for the prompt's answer.
-enum Ending {
+pub(super) enum Ending {
     /// With a change to put to the client.
     Finished {
         branch: String,
         diff: runner_core::DiffStat,
     },
-    /// Interrupted or stopped by the client's cancel.
+    /// Interrupted or stopped by the client's cancel, or never started.
     Cancelled,
     /// Failed, saying why.
     Failed(String),
@@ -57,26 +98,50 @@ enum Ending {
 impl Session {
     /// A new session in `repo`; nothing starts until its first prompt.
     pub(super) fn new(id: SessionId, repo: PathBuf) -> Self {
+        Self::with(id.to_string(), repo, None, Some(id))
+    }
+
+    fn with(
+        acp_id: String,
+        repo: PathBuf,
+        current: Option<SessionId>,
+        next: Option<SessionId>,
+    ) -> Self {
         Self {
-            acp_id: id.to_string(),
+            acp_id,
             repo,
             state: Mutex::new(State {
-                current: None,
-                next: Some(id),
-                running: false,
-                cancelled: false,
+                current,
+                next,
+                prompt: None,
             }),
+            turn_lock: Arc::new(tokio::sync::Mutex::new(())),
+            carried: Mutex::new(Updates::default()),
         }
     }
 
     /// The codehands session `id`, its events replayed to the client from our log; refused
-    /// when its repository, or the folder `repo` the client names, cannot be used now.
-    pub(super) async fn loaded(id: SessionId, repo: PathBuf, server: &Server) -> Answer<Self> {
-        let record = server
-            .runner
-            .session(&id)
-            .await
-            .map_err(|e| RpcError::new(INVALID_PARAMS, e.to_string()))?;
+    /// when its repository, or the folder `repo` the client names, cannot be used now. A
+    /// session made by `session/new` whose first prompt has not come (so no codehands
+    /// session exists yet) loads as it is: nothing to replay, and its first prompt starts
+    /// it under that id.
+    pub(super) async fn loaded(id: SessionId, repo: PathBuf, server: &Server) -> Answer<Arc<Self>> {
+        if let Some(made) = server.session(&id.to_string()) {
+            server.check_folder(&repo).await?;
+            let current = lock(&made.state).current;
+            if let Some(current) = current {
+                replay(server, &made.acp_id, current).await?;
+            }
+            return Ok(made);
+        }
+        let record = match server.runner.session(&id).await {
+            Ok(record) => record,
+            Err(e) if e.kind() == runner_core::ErrorKind::NotFound => {
+                server.check_folder(&repo).await?;
+                return Ok(Arc::new(Self::new(id, repo)));
+            }
+            Err(e) => return Err(RpcError::new(INVALID_PARAMS, e.to_string())),
+        };
         // A session whose repository is gone (or is no repo now) cannot go on: said now,
         // not at its next prompt.
         if let Err(e) = server.runner.check_repo(&record.repo_path).await {
@@ -90,52 +155,103 @@ impl Session {
             ));
         }
         server.check_folder(&repo).await?;
-        let session = Self {
-            acp_id: id.to_string(),
-            repo,
-            state: Mutex::new(State {
-                current: Some(id),
-                next: None,
-                running: false,
-                cancelled: false,
-            }),
-        };
-        let events = server.runner.logged_events(&id, 0).map_err(internal)?;
-        let mut updates = Updates::default();
-        for event in &events {
-            for update in updates.of(event, &record.worktree_path) {
-                server.conn.update(&session.acp_id, update);
-            }
-        }
-        Ok(session)
+        let session = Self::with(id.to_string(), repo, Some(id), None);
+        *lock(&session.carried) = replay(server, &session.acp_id, id).await?;
+        Ok(Arc::new(session))
     }
 
-    /// Runs one prompt to its end; the answer to `session/prompt`.
-    pub(super) async fn prompt(&self, server: &Arc<Server>, text: String) -> Answer<Value> {
-        {
-            let mut state = lock(&self.state);
-            if state.running {
-                return Err(RpcError::new(
-                    INVALID_PARAMS,
-                    "a prompt of this session is still running: wait for its answer, or cancel it",
-                ));
-            }
-            state.running = true;
-            state.cancelled = false;
+    /// Takes a prompt in, in the order the client's lines came (before any later cancel is
+    /// read): the signals its turn watches, or the refusal of a second prompt at once.
+    pub(super) fn begin(&self) -> Answer<TurnSignals> {
+        let mut state = lock(&self.state);
+        if state.prompt.is_some() {
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "a prompt of this session is still running: wait for its answer, or cancel it",
+            ));
         }
-        let ended = self.turn(server, text).await;
-        let cancelled = {
-            let mut state = lock(&self.state);
-            state.running = false;
-            state.cancelled
+        let (tx, rx) = watch::channel(false);
+        state.prompt = Some(tx);
+        Ok(TurnSignals {
+            cancel: rx,
+            answered: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The client's `session/cancel`: the prompt being answered, if any, is cancelled.
+    pub(super) fn cancel(&self) {
+        if let Some(prompt) = &lock(&self.state).prompt {
+            prompt.send_replace(true);
+        }
+    }
+
+    /// Runs one prompt taken in by [`Session::begin`] to its answer.
+    pub(super) async fn prompt(
+        self: &Arc<Self>,
+        server: &Arc<Server>,
+        text: String,
+        signals: TurnSignals,
+    ) -> Answer<Value> {
+        let (session, in_turn, turn_server) = (self.clone(), signals.clone(), server.clone());
+        let mut turn = tokio::spawn(async move {
+            let _held = session.turn_lock.clone().lock_owned().await;
+            session.turn(&turn_server, text, &in_turn).await
+        });
+        let ended = tokio::select! {
+            ended = &mut turn => Some(ended),
+            () = signals.until_cancelled() => tokio::time::timeout(ANSWER_WAIT, &mut turn).await.ok(),
         };
-        match ended? {
+        // From here on nothing of this turn reaches the client.
+        signals.answered.store(true, Ordering::SeqCst);
+        lock(&self.state).prompt = None;
+        match ended {
+            // Cancelled, and still winding down: it ends in its own task.
+            None => {
+                lock(&server.winding_down).push(turn);
+                Ok(json!({ "stopReason": "cancelled" }))
+            }
+            Some(Ok(answer)) => answer,
+            Some(Err(e)) => Err(RpcError::new(
+                INTERNAL_ERROR,
+                format!("the turn broke off: {e}"),
+            )),
+        }
+    }
+
+    /// One turn, holding the turn lock: started, followed up or resumed, streamed, and its
+    /// change put to the client; the prompt's answer.
+    async fn turn(
+        &self,
+        server: &Arc<Server>,
+        text: String,
+        signals: &TurnSignals,
+    ) -> Answer<Value> {
+        if signals.cancelled() {
+            // Cancelled before it started: nothing starts.
+            return Ok(json!({ "stopReason": "cancelled" }));
+        }
+        let (id, stream) = match self.continued(server, &text).await? {
+            Some(found) => found,
+            None => self.start(server, text).await?,
+        };
+        lock(&self.state).current = Some(id);
+        match self.stream(server, id, stream, signals).await? {
+            Ending::Finished { .. } | Ending::Cancelled if signals.cancelled() => {
+                // Cancelled as it ended: the change stays for a later prompt, unasked.
+                Ok(json!({ "stopReason": "cancelled" }))
+            }
             Ending::Cancelled => Ok(json!({ "stopReason": "cancelled" })),
-            // Cancelled as it ended: the change stays for a later prompt, unasked.
-            Ending::Finished { .. } if cancelled => Ok(json!({ "stopReason": "cancelled" })),
             Ending::Finished { branch, diff } => {
-                self.decide(server, &branch, &diff).await;
-                Ok(json!({ "stopReason": "end_turn" }))
+                let decided = super::ask::decide(server, self, id, &branch, &diff, signals).await;
+                if decided.settled {
+                    lock(&self.state).current = None;
+                }
+                let reason = if decided.cancelled {
+                    "cancelled"
+                } else {
+                    "end_turn"
+                };
+                Ok(json!({ "stopReason": reason }))
             }
             Ending::Failed(why) => Err(RpcError::new(
                 INTERNAL_ERROR,
@@ -144,45 +260,48 @@ impl Session {
         }
     }
 
-    /// Starts, follows up or resumes the codehands session, and streams its turn.
-    async fn turn(&self, server: &Arc<Server>, text: String) -> Answer<Ending> {
+    /// The codehands session a prompt continues, and its turn's events: a follow-up of one
+    /// awaiting approval (refused, nothing touched, when its agent cannot continue it), a
+    /// resume of a stopped one; `None` when a new one starts.
+    async fn continued(
+        &self,
+        server: &Arc<Server>,
+        text: &str,
+    ) -> Answer<Option<(SessionId, EventStream)>> {
         let runner = &server.runner;
-        let current = lock(&self.state).current;
-        let continued = match current {
-            Some(id) => {
-                let record = runner.session(&id).await.map_err(internal)?;
-                match record.state {
-                    SessionState::AwaitingApproval => match runner.send(&id, text.clone()).await {
-                        Ok(runner_core::options::Sent::FollowUp(stream)) => Some((id, stream)),
-                        Ok(runner_core::options::Sent::Steered) => {
+        let Some(id) = lock(&self.state).current else {
+            return Ok(None);
+        };
+        let record = runner.session(&id).await.map_err(internal)?;
+        let continued = match record.state {
+            SessionState::AwaitingApproval | SessionState::Stopped => {
+                if !runner.can_continue(&id).await.map_err(internal)? {
+                    return Err(cannot_continue(&id, &record.agent));
+                }
+                if record.state == SessionState::Stopped {
+                    runner
+                        .resume(&id, Some(text.to_owned()))
+                        .await
+                        .map_err(internal)?
+                } else {
+                    match runner.send(&id, text.to_owned()).await {
+                        Ok(Sent::FollowUp(stream)) => stream,
+                        Ok(Sent::Steered) => {
                             return Err(RpcError::new(INTERNAL_ERROR, "the session was running"));
                         }
                         Err(e) => return Err(internal(e)),
-                    },
-                    SessionState::Stopped => Some((
-                        id,
-                        runner
-                            .resume(&id, Some(text.clone()))
-                            .await
-                            .map_err(internal)?,
-                    )),
-                    SessionState::Running => {
-                        return Err(RpcError::new(
-                            INVALID_PARAMS,
-                            format!("codehands session {id} is running a turn already"),
-                        ));
                     }
-                    _ => None,
                 }
             }
-            None => None,
+            SessionState::Running => {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    format!("codehands session {id} is running a turn already"),
+                ));
+            }
+            _ => return Ok(None),
         };
-        let (id, stream) = match continued {
-            Some(found) => found,
-            None => self.start(server, text).await?,
-        };
-        lock(&self.state).current = Some(id);
-        self.stream(server, id, stream).await
+        Ok(Some((id, continued)))
     }
 
     /// A new codehands session in the folder, asking the client when the agent can ask.
@@ -205,12 +324,14 @@ impl Session {
         Ok((id, stream))
     }
 
-    /// Sends the turn's events to the client and says how it ended.
+    /// Sends the turn's events to the client and says how it ended; a cancel interrupts the
+    /// inner agent (or stops it), and stops it after [`STOP_GRACE`].
     async fn stream(
         &self,
         server: &Arc<Server>,
         id: SessionId,
         mut stream: EventStream,
+        signals: &TurnSignals,
     ) -> Answer<Ending> {
         let worktree = server
             .runner
@@ -218,14 +339,40 @@ impl Session {
             .await
             .map_err(internal)?
             .worktree_path;
-        let mut updates = Updates::default();
+        let mut updates = lock(&self.carried).live();
         let mut ending = Ending::Failed("the session's events ended before the turn did".into());
-        while let Some(event) = stream.next().await {
+        let mut stop_at: Option<tokio::time::Instant> = None;
+        let mut stopping = false;
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => event,
+                () = signals.until_cancelled(), if stop_at.is_none() => {
+                    stop_at = Some(tokio::time::Instant::now() + STOP_GRACE);
+                    let server = server.clone();
+                    tokio::spawn(async move { interrupt_or_stop(&server, id).await });
+                    continue;
+                }
+                () = tokio::time::sleep_until(stop_at.unwrap_or_else(tokio::time::Instant::now)),
+                    if stop_at.is_some() && !stopping => {
+                    stopping = true;
+                    tracing::info!(session = %id, "the interrupted turn has not ended: stopping it");
+                    let server = server.clone();
+                    tokio::spawn(async move { stop(&server, id).await });
+                    continue;
+                }
+            };
+            let Some(event) = event else { break };
             match &event.body {
                 EventBody::PermissionRequested(asked) => {
-                    let (server, asked, acp_id) =
-                        (server.clone(), asked.clone(), self.acp_id.clone());
-                    tokio::spawn(async move { relay(&server, id, &acp_id, asked).await });
+                    let (server, asked, acp_id, signals) = (
+                        server.clone(),
+                        asked.clone(),
+                        self.acp_id.clone(),
+                        signals.clone(),
+                    );
+                    tokio::spawn(async move {
+                        super::ask::relay(&server, id, &acp_id, asked, &signals).await
+                    });
                 }
                 EventBody::ApprovalRequested(_) if matches!(ending, Ending::Cancelled) => {}
                 EventBody::ApprovalRequested(approval) => {
@@ -242,7 +389,7 @@ impl Session {
                 _ => {}
             }
             for update in updates.of(&event, &worktree) {
-                server.conn.update(&self.acp_id, update);
+                signals.update(server, &self.acp_id, update);
             }
             if matches!(
                 event.body,
@@ -253,147 +400,52 @@ impl Session {
                 break;
             }
         }
+        *lock(&self.carried) = updates;
         if matches!(ending, Ending::Failed(_)) {
             lock(&self.state).current = None;
         }
         Ok(ending)
     }
+}
 
-    /// Puts the turn's change to the client: approve (one commit on the branch), keep (a
-    /// later prompt follows up) or reject (nothing left). No answer keeps it.
-    async fn decide(&self, server: &Arc<Server>, branch: &str, diff: &runner_core::DiffStat) {
-        let Some(id) = lock(&self.state).current else {
-            return;
-        };
-        let call_id = format!("codehands-approval-{id}");
-        let title = format!(
-            "Approve the change on {branch}? {}",
-            updates::diff_words(diff)
-        );
-        server.conn.update(
-            &self.acp_id,
-            json!({
-                "sessionUpdate": "tool_call",
-                "toolCallId": call_id,
-                "title": title,
-                "kind": "other",
-                "status": "pending",
-            }),
-        );
-        let asked = server
-            .conn
-            .request(
-                "session/request_permission",
-                json!({
-                    "sessionId": self.acp_id,
-                    "toolCall": { "toolCallId": call_id, "title": title },
-                    "options": [
-                        { "optionId": "approve", "name": format!("Approve: commit it on {branch}"), "kind": "allow_once" },
-                        { "optionId": "keep", "name": "Keep it: a next prompt follows up", "kind": "reject_once" },
-                        { "optionId": "reject", "name": "Reject: throw it away", "kind": "reject_always" },
-                    ],
-                }),
-            )
-            .await;
-        let choice = asked.and_then(|reply| chosen(&reply));
-        let said = match choice.as_deref() {
-            Some("approve") => match server.runner.approve(&id, "").await {
-                Ok(approved) => {
-                    lock(&self.state).current = None;
-                    format!(
-                        "Approved: commit {} on {}.",
-                        approved.commit, approved.branch
-                    )
-                }
-                Err(e) => format!("The change could not be approved: {e}"),
-            },
-            Some("reject") => match server.runner.reject(&id).await {
-                Ok(()) => {
-                    lock(&self.state).current = None;
-                    "Rejected: the change is gone.".to_owned()
-                }
-                Err(e) => format!("The change could not be rejected: {e}"),
-            },
-            _ => format!("Kept: codehands session {id} awaits approval; a next prompt follows up."),
-        };
-        server.conn.update(
-            &self.acp_id,
-            json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": call_id,
-                "status": "completed",
-                "content": [{ "type": "content", "content": { "type": "text", "text": said } }],
-            }),
-        );
-        server.conn.update(
-            &self.acp_id,
-            updates::chunk("agent_message_chunk", &format!("\n\n{said}")),
-        );
-    }
-
-    /// The client's `session/cancel`: the running turn is interrupted (its change kept), or
-    /// stopped when the agent cannot be interrupted.
-    pub(super) async fn cancel(&self, server: &Server) {
-        let id = {
-            let mut state = lock(&self.state);
-            if !state.running {
-                return;
-            }
-            state.cancelled = true;
-            state.current
-        };
-        let Some(id) = id else { return };
-        if let Err(e) = server.runner.interrupt(&id).await {
-            tracing::info!(session = %id, "cannot interrupt ({e}): stopping instead");
-            if let Err(e) = server.runner.stop(&id).await {
-                tracing::warn!(session = %id, "cannot stop: {e}");
-            }
+/// Sends the client the events of codehands session `id`, from our log, as the updates of
+/// ACP session `acp_id`.
+async fn replay(server: &Server, acp_id: &str, id: SessionId) -> Answer<Updates> {
+    let record = server.runner.session(&id).await.map_err(internal)?;
+    let events = server.runner.logged_events(&id, 0).map_err(internal)?;
+    let mut updates = Updates::replaying();
+    for event in &events {
+        for update in updates.of(event, &record.worktree_path) {
+            server.conn.update(acp_id, update);
         }
     }
+    Ok(updates)
 }
 
-/// Asks the client about the inner agent's permission request and gives the runner its
-/// answer; no answer (the client went away, or cancelled) denies it.
-async fn relay(server: &Server, id: SessionId, acp_id: &str, asked: PermissionRequested) {
-    let call_id = asked
-        .tool_use_id
-        .clone()
-        .unwrap_or_else(|| asked.request_id.clone());
-    let reply = server
-        .conn
-        .request(
-            "session/request_permission",
-            json!({
-                "sessionId": acp_id,
-                "toolCall": {
-                    "toolCallId": call_id,
-                    "title": asked.tool,
-                    "rawInput": asked.input,
-                },
-                "options": [
-                    { "optionId": "allow", "name": "Allow once", "kind": "allow_once" },
-                    { "optionId": "deny", "name": "Deny", "kind": "reject_once" },
-                ],
-            }),
-        )
-        .await;
-    let answer = match reply.and_then(|reply| chosen(&reply)).as_deref() {
-        Some("allow") => PermissionAnswer::Allow {
-            updated_input: None,
-        },
-        _ => PermissionAnswer::Deny {
-            message: Some(REFUSED.into()),
-        },
-    };
-    if let Err(e) = server.runner.answer(&id, &asked.request_id, answer).await {
-        tracing::info!(session = %id, "the answer to {} was not taken: {e}", asked.request_id);
+/// The refusal of a prompt to a kept session whose agent cannot continue it.
+fn cannot_continue(id: &SessionId, agent: &runner_core::AgentName) -> RpcError {
+    RpcError::new(
+        INVALID_PARAMS,
+        format!(
+            "the {agent} agent cannot continue its conversation (it offers neither session/load \
+             nor session/resume), so this prompt was not run and nothing was touched: codehands \
+             session {id} keeps its change until you approve it (`codehands approve {id}`) or \
+             reject it (`codehands reject {id}`); open a new session for a new change"
+        ),
+    )
+}
+
+/// The client's cancel reaches the running turn: the inner agent is interrupted (its change
+/// kept), or stopped when it cannot be interrupted (its session not open yet).
+async fn interrupt_or_stop(server: &Server, id: SessionId) {
+    if let Err(e) = server.runner.interrupt(&id).await {
+        tracing::info!(session = %id, "cannot interrupt ({e}): stopping instead");
+        stop(server, id).await;
     }
 }
 
-/// The option the client chose, if it chose one.
-fn chosen(reply: &std::result::Result<Value, Value>) -> Option<String> {
-    let outcome = &reply.as_ref().ok()?["outcome"];
-    (outcome["outcome"] == "selected")
-        .then(|| outcome["optionId"].as_str().map(str::to_owned))
-        .flatten()
+async fn stop(server: &Server, id: SessionId) {
+    if let Err(e) = server.runner.stop(&id).await {
+        tracing::info!(session = %id, "cannot stop: {e}");
+    }
 }

@@ -3,12 +3,12 @@
 //!
 //! | event | update |
 //! |---|---|
-//! | `message` (assistant / user / system) | `agent_message_chunk` / `user_message_chunk` / `agent_thought_chunk` |
+//! | `message` (assistant / user / system) | `agent_message_chunk` / `user_message_chunk` (in a replay only: live, the client shows its own prompt) / `agent_thought_chunk` |
 //! | `file.read`, `file.changed` | `tool_call`, `completed`, kind `read` / `edit` (`delete`, `move`) with the file |
 //! | `command.started` | `tool_call`, `in_progress`, kind `execute` |
 //! | `command.finished` | `tool_call_update`, `completed` or `failed`, the output |
 //! | `test.result`, `provider.status` | `agent_thought_chunk` |
-//! | `task.finished` | `agent_message_chunk` with the diff stat, `usage_update` with the cost |
+//! | `task.finished` | `agent_message_chunk` with the diff stat, `usage_update` with the session's cost so far and the context where the agent said it |
 //! | the rest | nothing here (the turn's end and permission requests are the session's) |
 
 use std::collections::HashMap;
@@ -21,14 +21,36 @@ use serde_json::{Value, json};
 /// The most of a command's output sent to the client (its end).
 const OUTPUT_KEEP: usize = 8 * 1024;
 
-/// Makes the updates of one ACP session's events; it pairs each command's end with its start.
+/// Makes the updates of one ACP session's events; it pairs each command's end with its start
+/// and adds up the session's cost.
 #[derive(Debug, Default)]
 pub(super) struct Updates {
     /// The tool call id of each command started and not finished, by command line.
     commands: HashMap<String, Vec<String>>,
+    /// Whether the events are a session's history, sent for `session/load`.
+    replay: bool,
+    /// The cost of the session's turns so far, in US dollars (ACP's `cost` is the session's).
+    spent: f64,
 }
 
 impl Updates {
+    /// The updates of a session's history, replayed for `session/load`: the person's own
+    /// messages are sent too.
+    pub(super) fn replaying() -> Self {
+        Self {
+            replay: true,
+            ..Self::default()
+        }
+    }
+
+    /// The same session's updates from now on, live, its cost carried on.
+    pub(super) fn live(&self) -> Self {
+        Self {
+            spent: self.spent,
+            ..Self::default()
+        }
+    }
+
     /// The `update` objects of `event` (the `params.update` of `session/update`); file
     /// paths are made absolute under `worktree`.
     pub(super) fn of(&mut self, event: &Event, worktree: &Path) -> Vec<Value> {
@@ -41,7 +63,9 @@ impl Updates {
             EventBody::Message(message) => {
                 let kind = match message.role {
                     MessageRole::Assistant => "agent_message_chunk",
-                    MessageRole::User => "user_message_chunk",
+                    MessageRole::User if self.replay => "user_message_chunk",
+                    // Live, the client shows the prompt it sent itself.
+                    MessageRole::User => return Vec::new(),
                     MessageRole::System => "agent_thought_chunk",
                 };
                 vec![chunk(kind, &message.text)]
@@ -149,18 +173,37 @@ impl Updates {
                         &format!("\n\n{}", diff_words(diff)),
                     ));
                 }
-                if let Some(cost) = finished.cost_usd {
-                    updates.push(json!({
-                        "sessionUpdate": "usage_update",
-                        "used": 0,
-                        "size": 0,
-                        "cost": { "amount": cost, "currency": "USD" },
-                    }));
-                }
+                updates.extend(self.usage(finished.cost_usd, finished.usage.as_ref()));
                 updates
             }
+            EventBody::TaskFailed(failed) => self.usage(failed.cost_usd, None),
             _ => Vec::new(),
         }
+    }
+}
+
+impl Updates {
+    /// The `usage_update` after a turn that cost `cost` (the session's cost so far, as ACP
+    /// defines it) with `usage`: the context's tokens and size where the agent said them
+    /// (`usage.context`), else 0 for both; none when neither is known.
+    fn usage(&mut self, cost: Option<f64>, usage: Option<&Value>) -> Vec<Value> {
+        let context = usage.map(|u| &u["context"]);
+        let used = context.and_then(|c| c["used"].as_u64());
+        let size = context.and_then(|c| c["size"].as_u64());
+        if let Some(cost) = cost.filter(|c| c.is_finite() && *c >= 0.0) {
+            self.spent += cost;
+        } else if size.is_none() {
+            return Vec::new();
+        }
+        let mut update = json!({
+            "sessionUpdate": "usage_update",
+            "used": used.unwrap_or(0),
+            "size": size.unwrap_or(0),
+        });
+        if self.spent > 0.0 || cost.is_some() {
+            update["cost"] = json!({ "amount": self.spent, "currency": "USD" });
+        }
+        vec![update]
     }
 }
 

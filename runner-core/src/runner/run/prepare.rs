@@ -21,6 +21,7 @@ impl Supervisor {
         let session = self.record.session_id;
         let caller = self.shared.settings.caller_env.clone();
         let boxed = self.record.isolation != crate::options::Isolation::None;
+        let cache = self.shared.home.versions_dir();
         Some(tokio::spawn(async move {
             let version = match probe::NeutralDir::make_in(files.dir()) {
                 Ok(dir) => {
@@ -29,7 +30,8 @@ impl Supervisor {
                     } else {
                         probe::probe_env(caller, &[])
                     };
-                    probe::ask(&asked, &env, dir.path(), Duration::from_secs(10)).await
+                    probe::ask_cached(&cache, &asked, &env, dir.path(), Duration::from_secs(10))
+                        .await
                 }
                 Err(e) => {
                     tracing::warn!(session = %session, "cannot ask the agent's version: {e}");

@@ -18,10 +18,10 @@ use crate::private::read_no_follow;
 use crate::workflow::{Finding, Workflow};
 
 /// The file of the state in a run folder.
-pub(crate) const STATE_FILE: &str = "workflow.json";
+pub(crate) const STATE_FILE: &str = runner_contract::run_folder::WORKFLOW;
 
 /// The file of the driver's lock in a run folder.
-const LOCK_FILE: &str = "driver.lock";
+const LOCK_FILE: &str = runner_contract::run_folder::DRIVER_LOCK;
 
 /// Where a workflow's driver is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
