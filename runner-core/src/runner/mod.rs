@@ -256,8 +256,10 @@ impl LocalRunner {
         options: ApproveOptions,
     ) -> Result<ApproveResult> {
         let shared = &self.shared;
-        self.healed(shared.store.get(session_id)?).await?;
+        // The decision's lock first: nothing (a supervisor the healing launches among them)
+        // can move the session between the look and the approve.
         let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        self.healed(shared.store.get(session_id)?).await?;
         let record = journal::settle(shared, shared.store.get(session_id)?).await?;
         record
             .state
@@ -286,8 +288,9 @@ impl LocalRunner {
     /// agent committed to is kept, as `recover` keeps a failed session's.
     pub async fn reject_session(&self, session_id: &SessionId) -> Result<RejectResult> {
         let shared = &self.shared;
-        self.healed(shared.store.get(session_id)?).await?;
+        // The lock first, as approve takes it (`approve_with`).
         let _lock = journal::SessionLock::acquire(shared, session_id).await?;
+        self.healed(shared.store.get(session_id)?).await?;
         let record = journal::settle(shared, shared.store.get(session_id)?).await?;
         record
             .state
