@@ -12,6 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::home::Home;
 use crate::traits::agent::VersionProbe;
 
 /// The environment of a probe: the caller's variables of [`super::env::PASSTHROUGH`] and
@@ -107,25 +108,26 @@ pub async fn ask(
     VersionProbe::version_in(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// [`ask`], once per program and version: the answer is kept in the folder `cache` (in
-/// codehands' home) under the program's path, arguments, size and modification time, so an
-/// unchanged program is not run again (a probe of a Python agent costs seconds of CPU). No
-/// answer is not kept: the next probe asks again.
+/// [`ask`], once per program and version: the answer is kept in the home's `versions/`
+/// (private, like everything under the home) under the program's path, arguments, size and
+/// modification time, so an unchanged program is not run again (a probe of a Python agent
+/// costs seconds of CPU). No answer is not kept: the next probe asks again.
 pub async fn ask_cached(
-    cache: &Path,
+    home: &Home,
     probe: &VersionProbe,
     env: &[(String, String)],
     dir: &Path,
     limit: Duration,
 ) -> Option<String> {
+    let cache = home.versions_dir();
     let key = CacheKey::of(probe, env);
-    if let Some(version) = key.as_ref().and_then(|key| key.read(cache)) {
+    if let Some(version) = key.as_ref().and_then(|key| key.read(&cache)) {
         return Some(version);
     }
     let version = ask(probe, env, dir, limit).await?;
     if let Some(key) = key {
         let program = key.program.clone();
-        if let Err(e) = key.write(cache, &version) {
+        if let Err(e) = key.write(home, &version) {
             tracing::debug!("cannot keep the version of {program}: {e}");
         }
     }
@@ -192,16 +194,19 @@ impl CacheKey {
         if same { kept.version } else { None }
     }
 
-    fn write(self, cache: &Path, version: &str) -> std::io::Result<()> {
-        std::fs::create_dir_all(cache)?;
-        let file = self.file(cache);
+    /// Keeps `version` under this key: private (0700 folder, 0600 file, replaced
+    /// atomically, never through a link), as everything under the home.
+    fn write(self, home: &Home, version: &str) -> Result<()> {
+        let (private, cache) = (home.private(), home.versions_dir());
+        private.ensure_dir(&cache)?;
+        let file = self.file(&cache);
         let kept = Self {
             version: Some(version.to_owned()),
             ..self
         };
-        let mut temp = tempfile::NamedTempFile::new_in(cache)?;
-        serde_json::to_writer(&mut temp, &kept)?;
-        temp.persist(file).map(drop).map_err(|e| e.error)
+        let bytes = serde_json::to_vec(&kept)
+            .map_err(|e| Error::internal(format!("cannot write {}: {e}", file.display())))?;
+        private.replace_file(&file, &bytes)
     }
 }
 
@@ -265,7 +270,7 @@ mod tests {
     #[tokio::test]
     async fn a_program_is_asked_its_version_once_until_it_changes() {
         let dir = tempfile::tempdir().unwrap();
-        let (cache, ran) = (dir.path().join("cache"), dir.path().join("ran"));
+        let (home, ran) = (Home::new(dir.path().join("home")), dir.path().join("ran"));
         let program = dir.path().join("agent");
         let script = |version: &str| {
             format!(
@@ -280,13 +285,18 @@ mod tests {
         let env = probe_env(caller(), &[]);
         let times = || std::fs::read_to_string(&ran).unwrap().lines().count();
         for _ in 0..3 {
-            let version = ask_cached(&cache, &probe, &env, dir.path(), Duration::from_secs(10));
+            let version = ask_cached(&home, &probe, &env, dir.path(), Duration::from_secs(10));
             assert_eq!(version.await.as_deref(), Some("1.2.3"));
         }
         assert_eq!(times(), 1, "asked once");
+        let mode = std::fs::metadata(home.versions_dir())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "the kept versions are private");
         // Another version of the program (its size changed) is asked again.
         std::fs::write(&program, script("1.2.40")).unwrap();
-        let version = ask_cached(&cache, &probe, &env, dir.path(), Duration::from_secs(10));
+        let version = ask_cached(&home, &probe, &env, dir.path(), Duration::from_secs(10));
         assert_eq!(version.await.as_deref(), Some("1.2.40"));
         assert_eq!(times(), 2);
     }

@@ -21,7 +21,7 @@ impl Supervisor {
         let session = self.record.session_id;
         let caller = self.shared.settings.caller_env.clone();
         let boxed = self.record.isolation != crate::options::Isolation::None;
-        let cache = self.shared.home.versions_dir();
+        let home = self.shared.home.clone();
         Some(tokio::spawn(async move {
             let version = match probe::NeutralDir::make_in(files.dir()) {
                 Ok(dir) => {
@@ -30,7 +30,7 @@ impl Supervisor {
                     } else {
                         probe::probe_env(caller, &[])
                     };
-                    probe::ask_cached(&cache, &asked, &env, dir.path(), Duration::from_secs(10))
+                    probe::ask_cached(&home, &asked, &env, dir.path(), Duration::from_secs(10))
                         .await
                 }
                 Err(e) => {
