@@ -289,6 +289,18 @@ fn fix_file_mode(path: &Path, file: &File) -> Result<()> {
     Ok(())
 }
 
+/// Opens the lock file `path` to `flock` it: made 0600 whatever the umask when missing (like
+/// every file under the home), never truncated (another process may hold it).
+pub fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(FILE_MODE)
+        .open(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

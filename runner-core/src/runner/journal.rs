@@ -75,19 +75,7 @@ fn open_lock_file(path: &Path) -> Result<File> {
     let made = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| {
-            // 0600 whatever the umask, like every file under the home (ARCHITECTURE.md,
-            // "Security").
-            std::os::unix::fs::OpenOptionsExt::mode(
-                std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false),
-                0o600,
-            )
-            .open(path)
-        });
+        .and_then(|()| crate::private::open_lock_file(path));
     match made {
         Ok(file) => Ok(file),
         Err(first) => File::open(path).map_err(|_| {

@@ -208,17 +208,11 @@ impl TaskStore {
         self.root.ensure_dir(&self.dir)?;
         let path = self.dir.join(format!("{id}.lock"));
         tokio::task::spawn_blocking(move || {
-            let file = std::os::unix::fs::OpenOptionsExt::mode(
-                std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false),
-                0o600,
-            )
-            .open(&path)
-            .and_then(|file| file.lock().map(|()| file))
-            .map_err(|e| Error::io(format!("cannot take the task lock {}", path.display()), &e))?;
+            let file = crate::private::open_lock_file(&path)
+                .and_then(|file| file.lock().map(|()| file))
+                .map_err(|e| {
+                    Error::io(format!("cannot take the task lock {}", path.display()), &e)
+                })?;
             Ok(TaskLock { _file: file })
         })
         .await
@@ -229,16 +223,8 @@ impl TaskStore {
     pub fn try_lock(&self, id: &TaskId) -> Result<Option<TaskLock>> {
         self.root.ensure_dir(&self.dir)?;
         let path = self.dir.join(format!("{id}.lock"));
-        let file = std::os::unix::fs::OpenOptionsExt::mode(
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false),
-            0o600,
-        )
-        .open(&path)
-        .map_err(|e| Error::io(format!("cannot open the task lock {}", path.display()), &e))?;
+        let file = crate::private::open_lock_file(&path)
+            .map_err(|e| Error::io(format!("cannot open the task lock {}", path.display()), &e))?;
         match file.try_lock() {
             Ok(()) => Ok(Some(TaskLock { _file: file })),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),

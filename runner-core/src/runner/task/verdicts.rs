@@ -43,16 +43,8 @@ impl TestBoxSlot {
         loop {
             for n in 0..TEST_BOXES_AT_ONCE {
                 let path = dir.join(format!("test-box-{n}.lock"));
-                let file = std::os::unix::fs::OpenOptionsExt::mode(
-                    std::fs::OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .create(true)
-                        .truncate(false),
-                    0o600,
-                )
-                .open(&path)
-                .map_err(|e| Error::io(format!("cannot open {}", path.display()), &e))?;
+                let file = crate::private::open_lock_file(&path)
+                    .map_err(|e| Error::io(format!("cannot open {}", path.display()), &e))?;
                 match file.try_lock() {
                     Ok(()) => return Ok(Self { _file: file }),
                     Err(std::fs::TryLockError::WouldBlock) => {}
