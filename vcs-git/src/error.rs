@@ -6,7 +6,21 @@ use runner_contract::{Error, ErrorKind};
 
 /// A `Vcs` error: `what` failed, with gix's chain of causes after it.
 pub(crate) fn gix(what: impl std::fmt::Display, err: &gix::Error) -> Error {
-    Error::new(ErrorKind::Vcs, format!("{what}: {}", chain(err)))
+    Error::new(kind_of(err), format!("{what}: {}", chain(err)))
+}
+
+/// `DiskFull` when a cause in `err`'s chain is a full or read-only disk (the runner then names
+/// the disk and what to do), else `Vcs`.
+fn kind_of(err: &gix::Error) -> ErrorKind {
+    let disk = [
+        std::io::ErrorKind::StorageFull,
+        std::io::ErrorKind::ReadOnlyFilesystem,
+    ];
+    if disk.iter().any(|kind| has_io_kind(err, *kind)) {
+        ErrorKind::DiskFull
+    } else {
+        ErrorKind::Vcs
+    }
 }
 
 /// A `Vcs` error with a message that already says what to do.
@@ -25,10 +39,13 @@ pub(crate) fn io(what: &str, path: &Path, err: &std::io::Error) -> Error {
         }
         _ => "",
     };
-    Error::new(
-        ErrorKind::Vcs,
-        format!("{what} {}: {err}{hint}", path.display()),
-    )
+    let kind = match err.kind() {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem => {
+            ErrorKind::DiskFull
+        }
+        _ => ErrorKind::Vcs,
+    };
+    Error::new(kind, format!("{what} {}: {err}{hint}", path.display()))
 }
 
 /// The refusal for a path that cannot give a base commit, in the words every adapter's refusal carries (`runner_core::testkit::vcs`).

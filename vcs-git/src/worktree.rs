@@ -89,13 +89,12 @@ fn add_on_new_branch(
             } else {
                 ""
             };
-            let message = error::gix(
+            let said = error::gix(
                 format!("cannot make the worktree at {}", path.display()),
                 &e,
-            )
-            .message()
-            .to_owned();
-            error::vcs(format!("{message}{hint}"))
+            );
+            // The kind stays: a full disk is named as such by the runner.
+            Error::new(said.kind(), format!("{}{hint}", said.message()))
         })
         .and_then(|(worktree, _)| attach_head(&worktree, &name, base, branch));
     if added.is_err() {
