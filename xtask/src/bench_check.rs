@@ -11,11 +11,15 @@
 //! Each figure is a ratio: each round's time over the same round's reference (the boxed run
 //! over the git reference plus bubblewrap's `true`), the median over the rounds. A loaded
 //! machine slows the reference with the runner, so the ratio holds where a time in ms would
-//! move by half (here, at a load average of 9 to 12 from other helpers' builds, the
-//! runner's medians in ms moved by up to 28% from one check to the next). The gate compares
-//! each ratio with `bench/baseline.json` and fails when it grew by more than
-//! [`THRESHOLD`]: under the 20% slowdown it must catch (the unit tests plant one, in the
-//! figures and in a real `codehands run`), above the spread of the ratios between checks.
+//! move by half: here, in seven checks at a load average of 15 to 50 (other helpers'
+//! builds and tests), the unboxed runner's median went from 445 to 1,055 ms while its ratio
+//! stayed within 2.92x to 3.73x, and within 2.92x to 3.23x in the last five. The gate
+//! compares each ratio with `bench/baseline.json` and fails when it grew by more than its
+//! threshold ([`THRESHOLD`], 12%; the boxed run [`BOX_THRESHOLD`], reject
+//! [`NOISY_THRESHOLD`]): under the 20% slowdown it must catch (the unit tests plant one, in
+//! the figures and in a real `codehands run`), above the spread of the ratios between
+//! checks. Every round's times are kept in `target/bench/check-samples.jsonl` for whoever
+//! tunes this.
 //! The ms and each figure's spread (half its interquartile range over its median) are
 //! printed beside it. A ratio depends less on the machine than a time, but not nothing: on
 //! another kind of machine, `--update` first.
@@ -36,16 +40,20 @@ pub const ROUNDS: usize = 15;
 const UPDATE_CHECKS: usize = 3;
 /// How much a figure's ratio may grow over the baseline's before the gate fails.
 pub const THRESHOLD: f64 = 0.12;
+/// The same for the boxed run, whose ratio moved by up to 14% over the baseline from one
+/// check to the next here (bubblewrap's start shares the disk and the CPU unevenly with the
+/// reference): still under the 20% slowdown the gate is for.
+pub const BOX_THRESHOLD: f64 = 0.18;
 /// The same for reject, whose removal of files waits on a disk the other builds keep busy
 /// (its ratio moves several times as much as the runner's here).
 pub const NOISY_THRESHOLD: f64 = 0.50;
 
 /// The threshold of the figure `name`.
 fn threshold_of(name: &str) -> f64 {
-    if name == "reject" {
-        NOISY_THRESHOLD
-    } else {
-        THRESHOLD
+    match name {
+        "reject" => NOISY_THRESHOLD,
+        "runner alone, --isolation box" => BOX_THRESHOLD,
+        _ => THRESHOLD,
     }
 }
 
@@ -275,6 +283,7 @@ fn to_json(figures: &Figures) -> String {
             .map(|(name, ms)| (name.clone(), serde_json::json!(ms)))
             .collect::<serde_json::Map<_, _>>(),
         "thresholdPct": THRESHOLD * 100.0,
+        "boxThresholdPct": BOX_THRESHOLD * 100.0,
         "rejectThresholdPct": NOISY_THRESHOLD * 100.0,
         "figures": figures.figures.iter().map(|f| {
             serde_json::json!({ "name": f.name, "ratio": f.ratio, "spread": f.spread, "ms": f.ms })

@@ -65,6 +65,7 @@ pub fn measure(
     }
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     let mut rejects = Vec::new();
+    let mut git_parts = Vec::new();
     let mut timed: Vec<Vec<crate::bench_spans::TimedRun>> = vec![Vec::new(); kinds.len()];
     // One warm-up round (page cache, the first bubblewrap), then the rounds.
     for round in 0..=rounds {
@@ -72,7 +73,13 @@ pub fn measure(
         for k in 0..kinds.len() {
             let which = (round + k) % kinds.len();
             let ms = match kinds[which] {
-                Kind::Git => git_reference(codehands, &repo, &dir.path().join("ref"))?,
+                Kind::Git => {
+                    let parts = git_reference(codehands, &repo, &dir.path().join("ref"))?;
+                    if round > 0 {
+                        git_parts.push(parts);
+                    }
+                    parts.iter().sum()
+                }
                 Kind::Bwrap => wall(crate::bench_run::bwrap_true()?)?,
                 Kind::Run(isolation, plant) => {
                     let home = dir.path().join(format!("home-{round}-{which}"));
@@ -127,11 +134,48 @@ pub fn measure(
     {
         figures.push(figure(&planted_name(&name("none")), planted, &git));
     }
+    let mut raw: Vec<(String, Vec<f64>)> = kinds
+        .iter()
+        .zip(&samples)
+        .map(|(kind, times)| (format!("{kind:?}"), times.clone()))
+        .collect();
+    raw.push(("reject".into(), rejects));
+    for (k, part) in [
+        "git worktree add",
+        "codehands --version",
+        "git worktree remove",
+    ]
+    .iter()
+    .enumerate()
+    {
+        raw.push((part.to_string(), git_parts.iter().map(|p| p[k]).collect()));
+    }
+    keep_samples(&raw);
     Ok(Figures {
         rounds,
         references,
         figures,
     })
+}
+
+/// Appends every round's times of this check to `target/bench/check-samples.jsonl`, one
+/// line per check, for whoever tunes the gate's statistic or threshold.
+fn keep_samples(raw: &[(String, Vec<f64>)]) {
+    let line = serde_json::json!({
+        "loadAverage": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
+        "samplesMs": raw.iter().map(|(name, times)| (name.clone(), serde_json::json!(times)))
+            .collect::<serde_json::Map<_, _>>(),
+    });
+    let out = crate::workspace_root().join("target/bench");
+    let _ = std::fs::create_dir_all(&out);
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(out.join("check-samples.jsonl"))
+    {
+        use std::io::Write;
+        let _ = writeln!(file, "{line}");
+    }
 }
 
 /// A figure from its per-round times and the same rounds' reference.
@@ -149,7 +193,8 @@ fn figure(name: &str, times: &[f64], reference: &[f64]) -> Figure {
 /// The git reference, in ms: what a run is made of without our code, `git worktree add`
 /// and `git worktree remove` of `repo` (files) with `codehands --version` between them (a
 /// start of the same binary, whose size and build the runner's process starts share).
-fn git_reference(codehands: &Path, repo: &Path, path: &Path) -> Result<f64, String> {
+/// Returns each of the three's time.
+fn git_reference(codehands: &Path, repo: &Path, path: &Path) -> Result<[f64; 3], String> {
     let git = |args: &[&str]| {
         let mut cmd = Command::new("git");
         cmd.arg("-C")
@@ -159,13 +204,12 @@ fn git_reference(codehands: &Path, repo: &Path, path: &Path) -> Result<f64, Stri
             .stdout(Stdio::null());
         cmd
     };
-    let started = Instant::now();
-    wall(git(&["worktree", "add", "--quiet", "--detach"]))?;
+    let add = wall(git(&["worktree", "add", "--quiet", "--detach"]))?;
     let mut version = Command::new(codehands);
     version.arg("--version").stdout(Stdio::null());
-    wall(version)?;
-    wall(git(&["worktree", "remove", "--force"]))?;
-    Ok(ms(started.elapsed()))
+    let version = wall(version)?;
+    let remove = wall(git(&["worktree", "remove", "--force"]))?;
+    Ok([add, version, remove])
 }
 
 /// Whether a boxed run works here (one is tried); under `CI=true` a box that does not is
