@@ -75,6 +75,7 @@ async fn claude_and_codex_attempt_one_task_and_the_pick_keeps_one() {
             verify: false,
             permissions: Default::default(),
             isolation: Default::default(),
+            engine: Default::default(),
         })
         .await
         .unwrap();

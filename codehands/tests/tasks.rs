@@ -26,6 +26,7 @@ fn options(world: &World, attempts: Vec<AttemptSpec>) -> TaskOptions {
         verify: false,
         permissions: Default::default(),
         isolation: Default::default(),
+        engine: Default::default(),
     }
 }
 

@@ -22,6 +22,8 @@ pub struct DockerEngine {
     image: String,
     limits: RemoteLimits,
     constraints: Vec<String>,
+    ssh_env: Vec<(String, String)>,
+    tls_verify: bool,
 }
 
 impl DockerEngine {
@@ -34,7 +36,23 @@ impl DockerEngine {
             image: REMOTE_IMAGE.to_owned(),
             limits: RemoteLimits::default(),
             constraints: Vec::new(),
+            ssh_env: Vec::new(),
+            tls_verify: false,
         }
+    }
+
+    /// What `ssh` is given to reach an `ssh://` engine: the caller's `HOME` and
+    /// `SSH_AUTH_SOCK` (its keys, agent and known hosts).
+    pub fn with_ssh_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.ssh_env = env;
+        self
+    }
+
+    /// Whether the caller set `DOCKER_TLS_VERIFY` (a TLS engine, which this build refuses
+    /// with what to do instead).
+    pub fn with_tls_verify(mut self, tls_verify: bool) -> Self {
+        self.tls_verify = tls_verify;
+        self
     }
 
     /// Another image (one the user pushed to a registry the cluster pulls from).
@@ -91,6 +109,8 @@ impl Confinement for DockerEngine {
             ));
         }
         let helper = self.helper()?;
+        crate::connect::check_host(self.docker_host.as_deref(), self.tls_verify)
+            .map_err(unsupported)?;
         let invocation = request.invocation;
         // A conversing agent's first lines are its turn's input; what the runner writes later
         // (steering, answers) cannot reach a box elsewhere: a swarm's task has no stdin at
@@ -153,6 +173,7 @@ impl Confinement for DockerEngine {
             session: request.session_id.to_string(),
             image: self.image.clone(),
             docker_host: self.docker_host.clone(),
+            ssh_env: self.ssh_env.clone(),
             worktree: request.worktree.to_owned(),
             program,
             args,
@@ -180,9 +201,21 @@ impl Confinement for DockerEngine {
         let Some(plan) = plan_in(run_dir) else {
             return;
         };
-        // The runner calls this from its own runtime: the engine is asked from a thread of
-        // its own, with a runtime of its own.
-        let _ = std::thread::spawn(move || crate::shim::remove_leftovers(&plan)).join();
+        // A shim that saw its turn's end started the box's removal itself.
+        if crate::phases::Phases::read(run_dir).is_some_and(|p| p.box_id == plan.box_id) {
+            return;
+        }
+        // One killed (a stop, a watchdog) could not: a process of its own does it, so the
+        // turn's end does not wait for the engine; without the helper, this thread waits.
+        let detached = self
+            .helper
+            .as_deref()
+            .is_some_and(|helper| crate::shim::remove_detached(helper, &plan, Some(run_dir)));
+        if !detached {
+            // The runner calls this from its own runtime: the engine is asked from a thread
+            // of its own, with a runtime of its own.
+            let _ = std::thread::spawn(move || crate::shim::remove_leftovers(&plan)).join();
+        }
     }
 
     fn discard(&self, run_dir: &Path) {

@@ -166,6 +166,12 @@ pub fn result_lines(nonce: &str, tar: &[u8]) -> Vec<String> {
     lines
 }
 
+/// The line the init prints last: the agent's exit code, so the shim knows the turn's end from
+/// the log, without waiting for the engine to report the task's.
+pub fn exit_line(nonce: &str, code: i32) -> String {
+    format!("{RESULT_MARK}-exit {nonce} {code}")
+}
+
 /// Collects the result from stderr lines, for one nonce. A line seen twice counts once, so
 /// the same collector may read a log more than once (the shim reads a swarm's log as it comes
 /// and again from its start once the task has ended: a line missing from one read is found in
@@ -178,6 +184,7 @@ pub struct ResultCollector {
     expected: Option<(usize, usize)>,
     cap: usize,
     over: bool,
+    exit_code: Option<i32>,
 }
 
 impl ResultCollector {
@@ -195,6 +202,14 @@ impl ResultCollector {
         let Some(rest) = line.strip_prefix(RESULT_MARK) else {
             return false;
         };
+        if let Some(code) = rest
+            .strip_prefix("-exit ")
+            .and_then(|r| r.strip_prefix(self.nonce.as_str()))
+            .and_then(|r| r.strip_prefix(' '))
+        {
+            self.exit_code = code.trim_end().parse().ok();
+            return true;
+        }
         let (end, rest) = match rest.strip_prefix("-end ") {
             Some(rest) => (true, rest),
             None => match rest.strip_prefix(' ') {
@@ -226,6 +241,16 @@ impl ResultCollector {
             }
         }
         true
+    }
+
+    /// The agent's exit code, once the exit line came (after the result's lines).
+    pub fn exit_code(&self) -> Option<i32> {
+        self.exit_code
+    }
+
+    /// Whether the end line came (the box has sent its result, or what of it there was).
+    pub fn ended(&self) -> bool {
+        self.expected.is_some()
     }
 
     /// The result tar, once the end line came and every line with it.
@@ -292,6 +317,10 @@ mod tests {
         for line in result_lines("n1", &data) {
             assert!(collector.take(&line));
         }
+        assert_eq!(collector.exit_code(), None);
+        assert!(collector.take(&exit_line("n1", 3)));
+        assert!(!collector.take(&exit_line("n2", 4)), "another box's exit");
+        assert_eq!(collector.exit_code(), Some(3));
         assert_eq!(collector.finish().unwrap(), data);
     }
 

@@ -122,6 +122,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
             .map(|home| result_lines(&crate::frame::home_nonce(&nonce), &home))
             .unwrap_or_default();
         lines.extend(result_lines(&nonce, &tar));
+        lines.push(crate::frame::exit_line(&nonce, code));
         for line in lines {
             writeln!(err, "{line}").map_err(|e| format!("cannot send the result: {e}"))?;
         }

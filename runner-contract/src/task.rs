@@ -124,6 +124,10 @@ pub struct TaskOptions {
     /// Every attempt's isolation.
     #[serde(default)]
     pub isolation: Isolation,
+    /// Where every attempt's box runs: on a Docker engine or swarm each attempt is a box of
+    /// its own there (README.md, "Where runs run"). Anything but `local` needs `isolation: box`.
+    #[serde(default, skip_serializing_if = "crate::options::Engine::is_local")]
+    pub engine: crate::options::Engine,
 }
 
 /// Where a task is: its attempts run and wait on their own; these states journal the pick

@@ -401,7 +401,13 @@ fn workspace_pins() -> Vec<String> {
 /// workspace and pins its own).
 fn member_manifests() -> Vec<String> {
     let output = Command::new(env!("CARGO"))
-        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");

@@ -33,6 +33,7 @@ pub async fn run(
             verify: false,
             permissions: Default::default(),
             isolation,
+            engine: Default::default(),
         })
         .await?;
     let id = started.task_id;

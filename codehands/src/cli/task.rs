@@ -48,6 +48,7 @@ pub async fn start(args: RunArgs, attempts: &str) -> Result<ExitCode> {
         verify: args.verify,
         permissions: runner_core::Permissions::default(),
         isolation: args.isolation,
+        engine: args.engine,
     };
     if let Some(note) = super::run::dirty_note(&options.repo_path) {
         eprintln!("{note}");

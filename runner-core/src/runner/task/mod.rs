@@ -94,6 +94,7 @@ impl LocalRunner {
             start.verify = options.verify;
             start.permissions = options.permissions;
             start.isolation = options.isolation;
+            start.engine = options.engine;
             let agent = self.check(&start).await.map_err(|e| {
                 Error::new(
                     e.kind(),
