@@ -200,6 +200,43 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
         gateway(),
         &|id| left_on_swarm(id).is_empty(),
     );
+    remove_egress_of_test_images();
+}
+
+/// The egress proxies the test's images made (made once per engine and provider, and kept
+/// for later runs: theirs are of no use once the images are gone), with their networks.
+fn remove_egress_of_test_images() {
+    let filter = "label=codehands.image";
+    let ours = |listed: String| -> Vec<String> {
+        listed
+            .lines()
+            .filter(|l| l.contains("codehands/remote:test-"))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .collect()
+    };
+    let format = "{{.ID}} {{index .Spec.Labels \"codehands.image\"}}";
+    let services = docker(&["service", "ls", "--quiet", "--filter", filter]).unwrap_or_default();
+    for id in services.lines() {
+        if let Some(found) = docker(&["service", "inspect", "--format", format, id]) {
+            for id in ours(found) {
+                let _ = docker(&["service", "rm", &id]);
+            }
+        }
+    }
+    let networks = docker(&[
+        "network",
+        "ls",
+        "--filter",
+        filter,
+        "--format",
+        "{{.ID}} {{.Labels}}",
+    ])
+    .unwrap_or_default();
+    for id in ours(networks) {
+        wait_until("an egress network of the test is removed", || {
+            docker(&["network", "rm", &id]).is_some()
+        });
+    }
 }
 
 /// The egress of `docker_gwbridge`'s gateway: the address of this machine a swarm's
@@ -367,29 +404,9 @@ fn attempts_run_each_in_a_box_of_its_own(world: &World, image: &TestImage) {
     }
 }
 
-/// Waits for the removal of session `id`'s box (a process of its own after the turn) to end,
-/// then says what it left: the wait is bounded by that process's life, not by a guess.
+/// Waits for the removal of session `id`'s box to end, then says what it left.
 fn wait_for_cleanup(world: &World, id: &str) {
-    let run_dir = world
-        .home
-        .run_dir(&runner_core::SessionId::parse(id).unwrap())
-        .display()
-        .to_string();
-    let removing = || {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|entry| {
-                std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
-                    let cmdline = String::from_utf8_lossy(&cmdline);
-                    cmdline.contains(engine_docker::CLEANUP_COMMAND) && cmdline.contains(&run_dir)
-                })
-            })
-    };
-    while removing() {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    remote::wait_while_removing(world, id);
     let left = left_on_swarm(id);
     assert!(left.is_empty(), "the box of {id} left on the swarm: {left}");
 }

@@ -29,8 +29,8 @@ impl Drop for Dial {
 }
 
 /// The engine `docker_host` names (`None`: the local socket), its API version agreed; `ssh_env`
-/// is what the `ssh` program is given (the caller's `HOME` and `SSH_AUTH_SOCK`: its keys,
-/// agent and known hosts). Keep the [`Dial`] as long as the engine is used.
+/// is what the `ssh` program is given (the caller's `PATH`, `HOME` and `SSH_AUTH_SOCK`: its
+/// `ssh`, keys, agent and known hosts). Keep the [`Dial`] as long as the engine is used.
 pub(crate) async fn connect_to(
     docker_host: Option<&str>,
     ssh_env: &[(String, String)],
@@ -158,6 +158,7 @@ fn dial_ssh(url: &str, ssh_env: &[(String, String)]) -> Result<(PathBuf, PathBuf
 /// Carries one connection through a new `ssh` process.
 async fn carry(mut stream: tokio::net::UnixStream, args: &[String], ssh_env: &[(String, String)]) {
     let mut command = tokio::process::Command::new("ssh");
+    // The caller's PATH when given (its `ssh`), else ours.
     command
         .args(args)
         .env_clear()

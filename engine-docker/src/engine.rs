@@ -24,6 +24,7 @@ pub struct DockerEngine {
     constraints: Vec<String>,
     ssh_env: Vec<(String, String)>,
     tls_verify: bool,
+    caller_home: Option<PathBuf>,
 }
 
 impl DockerEngine {
@@ -38,7 +39,14 @@ impl DockerEngine {
             constraints: Vec::new(),
             ssh_env: Vec::new(),
             tls_verify: false,
+            caller_home: None,
         }
+    }
+
+    /// The caller's home, where the agents' login files are (`~/.claude/.credentials.json`).
+    pub fn with_caller_home(mut self, home: Option<PathBuf>) -> Self {
+        self.caller_home = home;
+        self
     }
 
     /// What `ssh` is given to reach an `ssh://` engine: the caller's `HOME` and
@@ -166,6 +174,18 @@ impl Confinement for DockerEngine {
                     "the agent's arguments are not UTF-8, which a box's command must be".to_owned(),
                 )
             })?;
+        // The agent's login files go in with its inputs, as the local box hands them in.
+        let login = self.caller_home.as_deref().map_or_else(Vec::new, |home| {
+            request
+                .needs
+                .login
+                .iter()
+                .filter_map(|l| {
+                    let rel = l.path.to_str().filter(|p| crate::frame::is_home_path(p))?;
+                    Some((home.join(&l.path), rel.to_owned(), !l.copy))
+                })
+                .collect()
+        });
         let plan = RemotePlan {
             engine: request.engine,
             box_id: uuid::Uuid::new_v4().simple().to_string(),
@@ -182,6 +202,7 @@ impl Confinement for DockerEngine {
             egress,
             stdin_lines,
             files,
+            login,
             home_file: Some(RemotePlan::home_file_in(request.run_dir)),
         };
         let file = RemotePlan::file_in(request.run_dir);

@@ -45,7 +45,7 @@ pub fn remove_shared(docker_host: Option<&str>) {
         return;
     };
     runtime.block_on(async {
-        let ssh_env: Vec<(String, String)> = ["HOME", "SSH_AUTH_SOCK"]
+        let ssh_env: Vec<(String, String)> = ["PATH", "HOME", "SSH_AUTH_SOCK"]
             .iter()
             .filter_map(|k| Some((k.to_string(), std::env::var(k).ok()?)))
             .collect();

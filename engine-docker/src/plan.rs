@@ -94,6 +94,10 @@ pub struct RemotePlan {
     /// its name under [`BOX_FILES`] in the box, where the agent's arguments name it.
     #[serde(default)]
     pub files: Vec<(PathBuf, String)>,
+    /// The agent's login files: where each is on this machine, where under its home in the box,
+    /// and whether read-only there. They travel with the inputs (Swarm secrets on a swarm).
+    #[serde(default)]
+    pub login: Vec<(PathBuf, String, bool)>,
     /// Where the shim keeps the agent's home as the box left it (`runs/<id>/remote-home.tar`,
     /// bytes never unpacked here), for the next turn's box to start from.
     #[serde(default)]

@@ -327,3 +327,28 @@ pub fn busybox_on_path(world: &World) -> String {
         std::env::var("PATH").unwrap_or_default()
     )
 }
+
+/// Waits while the removal of session `id`'s box runs (a `__remote-cleanup` process of its own
+/// after the turn): bounded by that process's life, not by a guess.
+pub fn wait_while_removing(world: &World, id: &str) {
+    let run_dir = world
+        .home
+        .run_dir(&runner_core::SessionId::parse(id).unwrap())
+        .display()
+        .to_string();
+    let removing = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| {
+                std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+                    let cmdline = String::from_utf8_lossy(&cmdline);
+                    cmdline.contains(engine_docker::CLEANUP_COMMAND) && cmdline.contains(&run_dir)
+                })
+            })
+    };
+    while removing() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

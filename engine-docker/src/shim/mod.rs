@@ -317,5 +317,20 @@ pub(crate) fn inputs(
                 .flatten()
         })
         .unwrap_or_default();
-    Ok(crate::frame::inputs_tar(env, stdin, &base, &files, &home))
+    // A login file that is not there is left out: the agent may log in by its env.
+    let login: Vec<crate::frame::LoginInput> = plan
+        .login
+        .iter()
+        .filter_map(|(path, rel, read_only)| {
+            let bytes = runner_contract::private::read_no_follow(path).ok()??;
+            Some(crate::frame::LoginInput {
+                path: rel.clone(),
+                bytes,
+                read_only: *read_only,
+            })
+        })
+        .collect();
+    Ok(crate::frame::inputs_tar(
+        env, stdin, &base, &files, &home, &login,
+    ))
 }

@@ -78,13 +78,11 @@ pub(super) async fn run(
         }
     };
     clock.mark(AGENT);
-    // The log from its start once more, now that the task has ended, unless its last line
-    // came: a follow may end before the last lines arrive. What was passed on already is
-    // skipped.
-    if output.exit().0.get().is_none() {
-        output.replay(out, err);
-        read_log(docker, &name, output, false, &mut 0, &mut 0).await;
-    }
+    // The log from its start once more, now that the task has ended (or sent its last line):
+    // a follow opened before the task ran may miss its first lines. What was passed on
+    // already is skipped.
+    output.replay(out, err);
+    read_log(docker, &name, output, false, &mut 0, &mut 0).await;
     let mut collectors = output.take_collectors().into_iter();
     let collector = collectors.next().ok_or("no result collector")?;
     // A box whose agent's home was over its limits sent none: the next turn starts afresh.
@@ -143,14 +141,12 @@ async fn follow(
     loop {
         tokio::select! {
             () = &mut reading, if !done => done = true,
-            // The box's last line: the agent has ended and everything it sent is here.
-            () = exit_notice.notified() => {
-                if let Some(code) = exited.get() {
-                    if let Some(at) = first_output.get() {
-                        clock.mark_at(FIRST_OUTPUT, at);
-                    }
-                    return End::Exited(code);
-                }
+            // The box's last line: the agent has ended. Its stdout may still be on its way
+            // (the engine copies each stream on its own): the task's end is asked for now,
+            // and often, until the engine has it.
+            () = exit_notice.notified(), if wait != POLL_FAST => {
+                clock.mark(AGENT);
+                wait = POLL_FAST;
             }
             () = tokio::time::sleep(wait) => {
                 if let Some(at) = first_output.get() {
@@ -166,7 +162,9 @@ async fn follow(
                 if state >= Some(TaskState::RUNNING) {
                     clock.mark(START);
                 }
-                wait = if let Some(at) = result_ended.get() {
+                wait = if exited.get().is_some() {
+                    POLL_FAST
+                } else if let Some(at) = result_ended.get() {
                     clock.mark_at(AGENT, at);
                     POLL_FAST
                 } else if clock.marked(START) {
@@ -301,45 +299,68 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
 /// Removes the job's service, its container and its secrets (found by the box's label); what
 /// is gone already is fine. What the engine's boxes share stays (`swarm_spec`).
 pub(super) async fn remove(docker: &Docker, plan: &RemotePlan) {
-    let _ = docker.delete_service(&plan.name()).await;
-    let filters = HashMap::from([(
+    // The service's tasks as they are now: a task still being started when its service goes
+    // may get its container after that (Docker 20.10), so the removal lasts until they are
+    // gone from the swarm.
+    let name = plan.name();
+    let by_service = HashMap::from([("service".to_owned(), vec![name.clone()])]);
+    let tasks: Vec<String> = docker
+        .list_tasks(Some(
+            ListTasksOptionsBuilder::default()
+                .filters(&by_service)
+                .build(),
+        ))
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| t.id)
+        .collect();
+    let _ = docker.delete_service(&name).await;
+    let by_box = HashMap::from([(
         "label".to_owned(),
         vec![format!("{LABEL_BOX}={}", plan.box_id)],
     )]);
-    // A job's ended task keeps its container after the service is gone (Docker 20.10): the
-    // engine we reach removes it when it ran there (a one-node swarm, or the manager).
+    let by_id = HashMap::from([("id".to_owned(), tasks.clone())]);
     let containers = bollard::query_parameters::ListContainersOptionsBuilder::default()
         .all(true)
-        .filters(&filters)
+        .filters(&by_box)
         .build();
-    for container in docker
-        .list_containers(Some(containers))
-        .await
-        .unwrap_or_default()
-    {
-        if let Some(id) = container.id {
-            let options = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
-                .force(true)
-                .build();
-            let _ = docker.remove_container(&id, Some(options)).await;
+    let secrets = ListSecretsOptionsBuilder::default()
+        .filters(&by_box)
+        .build();
+    let force = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .build();
+    for attempt in 0..80u64 {
+        let tasks_left = !tasks.is_empty()
+            && docker
+                .list_tasks(Some(
+                    ListTasksOptionsBuilder::default().filters(&by_id).build(),
+                ))
+                .await
+                .is_ok_and(|t| !t.is_empty());
+        // A job's ended task keeps its container after the service is gone (Docker 20.10):
+        // the engine we reach removes it when it ran there (a one-node swarm, the manager).
+        let found = docker
+            .list_containers(Some(containers.clone()))
+            .await
+            .unwrap_or_default();
+        for container in &found {
+            if let Some(id) = &container.id {
+                let _ = docker.remove_container(id, Some(force.clone())).await;
+            }
         }
-    }
-    let options = ListSecretsOptionsBuilder::default()
-        .filters(&filters)
-        .build();
-    // A secret in use by a task being removed is refused for a moment: try again, sooner
-    // at first.
-    for attempt in 0..60u64 {
-        let Ok(secrets) = docker.list_secrets(Some(options.clone())).await else {
+        // A secret in use by a task being removed is refused for a moment.
+        let Ok(left) = docker.list_secrets(Some(secrets.clone())).await else {
             return;
         };
-        if secrets.is_empty() {
-            return;
-        }
-        for secret in secrets {
-            if let Some(id) = secret.id {
-                let _ = docker.delete_secret(&id).await;
+        for secret in &left {
+            if let Some(id) = &secret.id {
+                let _ = docker.delete_secret(id).await;
             }
+        }
+        if !tasks_left && found.is_empty() && left.is_empty() {
+            return;
         }
         tokio::time::sleep(Duration::from_millis(50 * (attempt + 1).min(5))).await;
     }

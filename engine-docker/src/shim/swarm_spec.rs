@@ -18,6 +18,8 @@ use crate::plan::{BOX_DIR, RemotePlan};
 
 /// The label of what boxes share (value: what it is for); a run never removes it.
 pub(crate) const LABEL_SHARED: &str = "codehands.shared";
+/// The label naming the image an egress proxy runs.
+pub(crate) const LABEL_IMAGE: &str = "codehands.image";
 /// The network of the boxes that reach nothing: an internal overlay (no route out), made once
 /// per engine. Not a bridge with `enable_icc=false`, which would keep boxes from each other
 /// too: Docker 20.10 leaves a swarm-scoped bridge behind on the node when it is removed, and a
@@ -49,7 +51,7 @@ pub(super) async fn ensure_network(docker: &Docker, plan: &RemotePlan) -> Result
             driver: Some("overlay".to_owned()),
             internal: Some(internal),
             attachable: Some(false),
-            labels: Some(shared_labels("egress")),
+            labels: Some(egress_labels(plan)),
             ..Default::default()
         };
         create_once(docker, overlay)
@@ -70,6 +72,14 @@ async fn create_once(docker: &Docker, request: NetworkCreateRequest) -> Result<(
 
 fn shared_labels(what: &str) -> HashMap<String, String> {
     HashMap::from([(LABEL_SHARED.to_owned(), what.to_owned())])
+}
+
+/// The labels of a provider's egress proxy and its networks: shared, and the image they run
+/// (what a test removes once its image is gone).
+fn egress_labels(plan: &RemotePlan) -> HashMap<String, String> {
+    let mut labels = shared_labels("egress");
+    labels.insert(LABEL_IMAGE.to_owned(), plan.image.clone());
+    labels
 }
 
 /// The name of the egress proxy (and of its networks) of `plan`'s provider: one per image,
@@ -112,11 +122,11 @@ async fn ensure_egress(docker: &Docker, plan: &RemotePlan, name: &str) -> Result
     command.extend(plan.egress.allow().iter().map(|t| t.to_string()));
     let spec = ServiceSpec {
         name: Some(name.to_owned()),
-        labels: Some(shared_labels("egress")),
+        labels: Some(egress_labels(plan)),
         task_template: Some(TaskSpec {
             container_spec: Some(TaskSpecContainerSpec {
                 image: Some(image),
-                labels: Some(shared_labels("egress")),
+                labels: Some(egress_labels(plan)),
                 command: Some(command),
                 env: Some(plan.public_env()),
                 user: Some("65534:65534".to_owned()),
