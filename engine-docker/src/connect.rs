@@ -158,11 +158,11 @@ fn dial_ssh(url: &str, ssh_env: &[(String, String)]) -> Result<(PathBuf, PathBuf
 /// Carries one connection through a new `ssh` process.
 async fn carry(mut stream: tokio::net::UnixStream, args: &[String], ssh_env: &[(String, String)]) {
     let mut command = tokio::process::Command::new("ssh");
-    // The caller's PATH when given (its `ssh`), else ours.
+    // The caller's PATH (its `ssh`) comes with `ssh_env`; without it, the usual places.
     command
         .args(args)
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .envs(ssh_env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

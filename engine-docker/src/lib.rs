@@ -36,8 +36,9 @@ pub use plan::{RemoteLimits, RemotePlan};
 
 /// Removes the networks and egress proxies the boxes on the engine `docker_host` names share
 /// (made once per engine and kept: README.md, "Where runs run"), for a bench or test done with
-/// the engine; what a box still uses stays.
-pub fn remove_shared(docker_host: Option<&str>) {
+/// the engine; what a box still uses stays. `ssh_env` is the caller's `PATH`, `HOME` and
+/// `SSH_AUTH_SOCK`, for an `ssh://` engine.
+pub fn remove_shared(docker_host: Option<&str>, ssh_env: &[(String, String)]) {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -45,11 +46,7 @@ pub fn remove_shared(docker_host: Option<&str>) {
         return;
     };
     runtime.block_on(async {
-        let ssh_env: Vec<(String, String)> = ["PATH", "HOME", "SSH_AUTH_SOCK"]
-            .iter()
-            .filter_map(|k| Some((k.to_string(), std::env::var(k).ok()?)))
-            .collect();
-        if let Ok((docker, _dial)) = connect::connect_to(docker_host, &ssh_env).await {
+        if let Ok((docker, _dial)) = connect::connect_to(docker_host, ssh_env).await {
             shim::remove_shared(&docker).await;
         }
     });

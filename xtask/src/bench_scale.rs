@@ -44,7 +44,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let _ = docker(&["image", "rm", "--force", &image]);
         result
     });
-    engine_docker::remove_shared(std::env::var("DOCKER_HOST").ok().as_deref());
+    let ssh_env: Vec<(String, String)> = ["PATH", "HOME", "SSH_AUTH_SOCK"]
+        .iter()
+        .filter_map(|k| Some((k.to_string(), std::env::var(k).ok()?)))
+        .collect();
+    engine_docker::remove_shared(std::env::var("DOCKER_HOST").ok().as_deref(), &ssh_env);
     drop(swarm);
     outcome
 }

@@ -53,7 +53,26 @@ impl TestImage {
 }
 
 impl Drop for TestImage {
+    /// Removes the image, and first the egress proxies a swarm made of it (kept for later
+    /// runs of the same image, which will not come) with their networks, once their
+    /// containers are gone (the networks go with the last of them).
     fn drop(&mut self) {
+        let filter = format!("label=codehands.image={}", self.tag);
+        let services = docker(&["service", "ls", "--quiet", "--filter", &filter]);
+        for id in services.unwrap_or_default().split_whitespace() {
+            let _ = docker(&["service", "rm", id]);
+        }
+        for _ in 0..240 {
+            let networks = docker(&["network", "ls", "--quiet", "--filter", &filter]);
+            let networks = networks.unwrap_or_default();
+            if networks.trim().is_empty() {
+                break;
+            }
+            for id in networks.split_whitespace() {
+                let _ = docker(&["network", "rm", id]);
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
         let _ = docker(&["image", "rm", "--force", &self.tag]);
     }
 }
