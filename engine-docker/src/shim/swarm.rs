@@ -218,6 +218,16 @@ async fn task_end(docker: &Docker, name: &str, state: &mut Option<TaskState>) ->
         Ok(tasks) => tasks,
         Err(e) => return Some(End::Failed(format!("the swarm lost the job {name}: {e}"))),
     };
+    // No task, and no service: something else removed the job (it will not end by itself).
+    if tasks.is_empty()
+        && let Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) = docker.inspect_service(name, None).await
+    {
+        return Some(End::Failed(format!(
+            "the job {name} is gone from the swarm (removed by another hand)"
+        )));
+    }
     for task in tasks {
         let status = task.status.unwrap_or_default();
         *state = (*state).max(status.state);
