@@ -57,20 +57,34 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
             return CANNOT_START;
         }
     };
-    let listeners = match prepare(&plan) {
-        Ok(listeners) => listeners,
-        Err(e) => {
-            eprintln!("codehands box: {e}");
-            return CANNOT_START;
-        }
-    };
-    if let Some(cgroup) = &plan.cgroup
-        && let Err(e) = crate::cgroup::enter(cgroup, &plan.limits)
-    {
+    // The cgroup is made and joined on a thread of its own while the box's files are made:
+    // joining waits on the kernel (a move between cgroups waits for an RCU grace period, a
+    // few ms per hierarchy), not on a CPU. Both are done before bubblewrap starts.
+    let joining = plan.cgroup.clone().map(|cgroup| {
+        let limits = plan.limits;
+        std::thread::spawn(move || crate::cgroup::enter(&cgroup, &limits))
+    });
+    let prepared = prepare(&plan);
+    let joined = joining.map(|thread| {
+        thread
+            .join()
+            .unwrap_or_else(|_| Err("the thread that joins the cgroup panicked".into()))
+    });
+    if let (Some(cgroup), Some(Err(e))) = (&plan.cgroup, &joined) {
         eprintln!("codehands box: the limits cannot be applied: {e}");
         crate::cgroup::leave(cgroup);
         return CANNOT_START;
     }
+    let listeners = match prepared {
+        Ok(listeners) => listeners,
+        Err(e) => {
+            eprintln!("codehands box: {e}");
+            if let Some(cgroup) = &plan.cgroup {
+                crate::cgroup::leave(cgroup);
+            }
+            return CANNOT_START;
+        }
+    };
     for (listener, to) in listeners {
         std::thread::spawn(move || serve(listener, &to));
     }

@@ -19,7 +19,8 @@ impl Engines {
     }
 }
 
-/// The remote engine of `setup`: `DOCKER_HOST` from the caller's env, the image from
+/// The remote engine of `setup`: `DOCKER_HOST` from the caller's env (with `PATH`, `HOME`
+/// and `SSH_AUTH_SOCK` for an `ssh://` one; `DOCKER_TLS_VERIFY` refused), the image from
 /// `CODEHANDS_REMOTE_IMAGE` (default `codehands/remote:1`), swarm placement constraints from
 /// `CODEHANDS_SWARM_CONSTRAINTS` (comma-separated, `node.labels.codehands==runs`).
 pub(crate) fn docker_engine(setup: &Setup) -> engine_docker::DockerEngine {
@@ -31,7 +32,15 @@ pub(crate) fn docker_engine(setup: &Setup) -> engine_docker::DockerEngine {
             .find(|(k, v)| k == name && !v.is_empty())
             .map(|(_, v)| v.clone())
     };
-    let mut engine = engine_docker::DockerEngine::new(setup.box_helper.clone(), var("DOCKER_HOST"));
+    let mut engine = engine_docker::DockerEngine::new(setup.box_helper.clone(), var("DOCKER_HOST"))
+        .with_ssh_env(
+            ["PATH", "HOME", "SSH_AUTH_SOCK"]
+                .into_iter()
+                .filter_map(|k| var(k).map(|v| (k.to_owned(), v)))
+                .collect(),
+        )
+        .with_tls_verify(var("DOCKER_TLS_VERIFY").is_some())
+        .with_caller_home(var("HOME").map(std::path::PathBuf::from));
     if let Some(image) = var("CODEHANDS_REMOTE_IMAGE") {
         engine = engine.with_image(image);
     }

@@ -24,6 +24,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    codehands::timing::mark_process_start();
     // Read as OsString: a path or prompt that is not UTF-8 must get an error, not a panic.
     let args: Vec<OsString> = std::env::args_os().collect();
     // The binary is also the agent's box: its outer process and its init (agent-box).

@@ -9,8 +9,9 @@
 //! moment the benchmark started the command. Without the variable no layer is installed and
 //! the spans cost a disabled callsite each.
 //!
-//! `CODEHANDS_PLANT_SLOWDOWN_MS=N` makes `codehands run` wait N ms before it starts the
-//! session: the planted regression that shows `cargo xtask bench check` fails on one.
+//! `CODEHANDS_PLANT_SLOWDOWN_PCT=N` makes `codehands run` N% slower: it waits N% of its own
+//! time (from `main` on) before it exits. The planted regression that shows `cargo xtask
+//! bench check` fails on one, whatever the load of the machine that runs it.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -25,8 +26,16 @@ use tracing_subscriber::registry::LookupSpan;
 /// The variable that names the file the spans go to.
 pub const TIMING_ENV: &str = "CODEHANDS_TIMING";
 
-/// The variable that plants a slowdown in `codehands run` (milliseconds), for the gate's test.
-pub const PLANT_SLOWDOWN_ENV: &str = "CODEHANDS_PLANT_SLOWDOWN_MS";
+/// The variable that plants a slowdown in `codehands run` (percent), for the gate's test.
+pub const PLANT_SLOWDOWN_ENV: &str = "CODEHANDS_PLANT_SLOWDOWN_PCT";
+
+/// When `main` began, once [`mark_process_start`] has been called.
+static PROCESS_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Notes that `main` begins (the planted slowdown is a share of the time from here).
+pub fn mark_process_start() {
+    PROCESS_START.get_or_init(std::time::Instant::now);
+}
 
 /// A layer that writes every closed span to the file `CODEHANDS_TIMING` names; `None` when
 /// the variable is unset or the file cannot be opened (timing is never worth failing a run).
@@ -43,10 +52,12 @@ pub fn layer_from_env() -> Option<TimingLayer> {
     })
 }
 
-/// The wait `CODEHANDS_PLANT_SLOWDOWN_MS` asks for, if any.
+/// The wait `CODEHANDS_PLANT_SLOWDOWN_PCT` asks for now, if any: its share of the time since
+/// [`mark_process_start`] (or since the first call, when it was not called).
 pub fn planted_slowdown() -> Option<std::time::Duration> {
-    let ms: u64 = std::env::var(PLANT_SLOWDOWN_ENV).ok()?.parse().ok()?;
-    (ms > 0).then(|| std::time::Duration::from_millis(ms))
+    let percent: u32 = std::env::var(PLANT_SLOWDOWN_ENV).ok()?.parse().ok()?;
+    let since = PROCESS_START.get_or_init(std::time::Instant::now).elapsed();
+    (percent > 0).then(|| since.mul_f64(f64::from(percent) / 100.0))
 }
 
 /// Writes spans to a file (see the module's documentation).

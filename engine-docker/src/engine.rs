@@ -22,6 +22,9 @@ pub struct DockerEngine {
     image: String,
     limits: RemoteLimits,
     constraints: Vec<String>,
+    ssh_env: Vec<(String, String)>,
+    tls_verify: bool,
+    caller_home: Option<PathBuf>,
 }
 
 impl DockerEngine {
@@ -34,7 +37,30 @@ impl DockerEngine {
             image: REMOTE_IMAGE.to_owned(),
             limits: RemoteLimits::default(),
             constraints: Vec::new(),
+            ssh_env: Vec::new(),
+            tls_verify: false,
+            caller_home: None,
         }
+    }
+
+    /// The caller's home, where the agents' login files are (`~/.claude/.credentials.json`).
+    pub fn with_caller_home(mut self, home: Option<PathBuf>) -> Self {
+        self.caller_home = home;
+        self
+    }
+
+    /// What `ssh` is given to reach an `ssh://` engine: the caller's `HOME` and
+    /// `SSH_AUTH_SOCK` (its keys, agent and known hosts).
+    pub fn with_ssh_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.ssh_env = env;
+        self
+    }
+
+    /// Whether the caller set `DOCKER_TLS_VERIFY` (a TLS engine, which this build refuses
+    /// with what to do instead).
+    pub fn with_tls_verify(mut self, tls_verify: bool) -> Self {
+        self.tls_verify = tls_verify;
+        self
     }
 
     /// Another image (one the user pushed to a registry the cluster pulls from).
@@ -91,6 +117,8 @@ impl Confinement for DockerEngine {
             ));
         }
         let helper = self.helper()?;
+        crate::connect::check_host(self.docker_host.as_deref(), self.tls_verify)
+            .map_err(unsupported)?;
         let invocation = request.invocation;
         // A conversing agent's first lines are its turn's input; what the runner writes later
         // (steering, answers) cannot reach a box elsewhere: a swarm's task has no stdin at
@@ -146,6 +174,18 @@ impl Confinement for DockerEngine {
                     "the agent's arguments are not UTF-8, which a box's command must be".to_owned(),
                 )
             })?;
+        // The agent's login files go in with its inputs, as the local box hands them in.
+        let login = self.caller_home.as_deref().map_or_else(Vec::new, |home| {
+            request
+                .needs
+                .login
+                .iter()
+                .filter_map(|l| {
+                    let rel = l.path.to_str().filter(|p| crate::frame::is_home_path(p))?;
+                    Some((home.join(&l.path), rel.to_owned(), !l.copy))
+                })
+                .collect()
+        });
         let plan = RemotePlan {
             engine: request.engine,
             box_id: uuid::Uuid::new_v4().simple().to_string(),
@@ -153,6 +193,7 @@ impl Confinement for DockerEngine {
             session: request.session_id.to_string(),
             image: self.image.clone(),
             docker_host: self.docker_host.clone(),
+            ssh_env: self.ssh_env.clone(),
             worktree: request.worktree.to_owned(),
             program,
             args,
@@ -161,6 +202,7 @@ impl Confinement for DockerEngine {
             egress,
             stdin_lines,
             files,
+            login,
             home_file: Some(RemotePlan::home_file_in(request.run_dir)),
         };
         let file = RemotePlan::file_in(request.run_dir);
@@ -180,9 +222,21 @@ impl Confinement for DockerEngine {
         let Some(plan) = plan_in(run_dir) else {
             return;
         };
-        // The runner calls this from its own runtime: the engine is asked from a thread of
-        // its own, with a runtime of its own.
-        let _ = std::thread::spawn(move || crate::shim::remove_leftovers(&plan)).join();
+        // A shim that saw its turn's end started the box's removal itself.
+        if crate::phases::Phases::read(run_dir).is_some_and(|p| p.box_id == plan.box_id) {
+            return;
+        }
+        // One killed (a stop, a watchdog) could not: a process of its own does it, so the
+        // turn's end does not wait for the engine; without the helper, this thread waits.
+        let detached = self
+            .helper
+            .as_deref()
+            .is_some_and(|helper| crate::shim::remove_detached(helper, &plan, Some(run_dir)));
+        if !detached {
+            // The runner calls this from its own runtime: the engine is asked from a thread
+            // of its own, with a runtime of its own.
+            let _ = std::thread::spawn(move || crate::shim::remove_leftovers(&plan)).join();
+        }
     }
 
     fn discard(&self, run_dir: &Path) {

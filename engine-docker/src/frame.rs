@@ -32,6 +32,7 @@ pub fn inputs_tar(
     base: &[u8],
     files: &[(String, Vec<u8>)],
     home: &[u8],
+    login: &[LoginInput],
 ) -> Vec<u8> {
     let mut env_bytes = Vec::new();
     for (name, value) in env {
@@ -52,7 +53,10 @@ pub fn inputs_tar(
     ]
     .into_iter()
     .chain(files)
-    {
+    .chain(login.iter().map(|l| {
+        let kind = if l.read_only { "login-ro" } else { "login-rw" };
+        (format!("{kind}/{}", l.path), &l.bytes[..], 0o400)
+    })) {
         let mut header = tar::Header::new_gnu();
         header.set_size(data.len() as u64);
         header.set_mode(mode);
@@ -61,6 +65,25 @@ pub fn inputs_tar(
         let _ = builder.append_data(&mut header, &name, data);
     }
     builder.into_inner().unwrap_or_default()
+}
+
+/// One of the agent's login files, for its home in the box.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoginInput {
+    /// Relative to the home (`.claude/.credentials.json`): plain names only, checked.
+    pub path: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// Read-only in the box (and never sent back with the home), else a copy the agent keeps.
+    pub read_only: bool,
+}
+
+/// Whether `path` may name a login file under the home: relative, plain names, no `..`.
+pub fn is_home_path(path: &str) -> bool {
+    !path.is_empty()
+        && std::path::Path::new(path)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
 /// What a box is given.
@@ -76,6 +99,8 @@ pub struct Inputs {
     pub files: Vec<(String, Vec<u8>)>,
     /// The agent's home as the box before left it (a tar; empty on a first turn).
     pub home: Vec<u8>,
+    /// The agent's login files.
+    pub login: Vec<LoginInput>,
 }
 
 /// The three parts of an inputs tar.
@@ -85,6 +110,7 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
     let (mut env, mut stdin, mut base) = (Vec::new(), Vec::new(), Vec::new());
     let mut files = Vec::new();
     let mut home = Vec::new();
+    let mut login = Vec::new();
     let entries = archive
         .entries()
         .map_err(|e| format!("the box's inputs are unreadable: {e}"))?;
@@ -104,7 +130,25 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
                     files.push((file.to_owned(), Vec::new()));
                     &mut files.last_mut().expect("just pushed").1
                 }
-                _ => continue,
+                _ => {
+                    let (read_only, path) = match (
+                        other.strip_prefix("login-ro/"),
+                        other.strip_prefix("login-rw/"),
+                    ) {
+                        (Some(path), _) => (true, path),
+                        (_, Some(path)) => (false, path),
+                        _ => continue,
+                    };
+                    if !is_home_path(path) {
+                        continue;
+                    }
+                    login.push(LoginInput {
+                        path: path.to_owned(),
+                        bytes: Vec::new(),
+                        read_only,
+                    });
+                    &mut login.last_mut().expect("just pushed").bytes
+                }
             },
         };
         entry
@@ -126,6 +170,7 @@ pub fn read_inputs(bytes: &[u8]) -> Result<Inputs, String> {
         base,
         files,
         home,
+        login,
     })
 }
 
@@ -166,6 +211,12 @@ pub fn result_lines(nonce: &str, tar: &[u8]) -> Vec<String> {
     lines
 }
 
+/// The line the init prints last: the agent's exit code, so the shim knows the turn's end from
+/// the log, without waiting for the engine to report the task's.
+pub fn exit_line(nonce: &str, code: i32) -> String {
+    format!("{RESULT_MARK}-exit {nonce} {code}")
+}
+
 /// Collects the result from stderr lines, for one nonce. A line seen twice counts once, so
 /// the same collector may read a log more than once (the shim reads a swarm's log as it comes
 /// and again from its start once the task has ended: a line missing from one read is found in
@@ -178,6 +229,7 @@ pub struct ResultCollector {
     expected: Option<(usize, usize)>,
     cap: usize,
     over: bool,
+    exit_code: Option<i32>,
 }
 
 impl ResultCollector {
@@ -195,6 +247,14 @@ impl ResultCollector {
         let Some(rest) = line.strip_prefix(RESULT_MARK) else {
             return false;
         };
+        if let Some(code) = rest
+            .strip_prefix("-exit ")
+            .and_then(|r| r.strip_prefix(self.nonce.as_str()))
+            .and_then(|r| r.strip_prefix(' '))
+        {
+            self.exit_code = code.trim_end().parse().ok();
+            return true;
+        }
         let (end, rest) = match rest.strip_prefix("-end ") {
             Some(rest) => (true, rest),
             None => match rest.strip_prefix(' ') {
@@ -226,6 +286,16 @@ impl ResultCollector {
             }
         }
         true
+    }
+
+    /// The agent's exit code, once the exit line came (after the result's lines).
+    pub fn exit_code(&self) -> Option<i32> {
+        self.exit_code
+    }
+
+    /// Whether the end line came (the box has sent its result, or what of it there was).
+    pub fn ended(&self) -> bool {
+        self.expected.is_some()
     }
 
     /// The result tar, once the end line came and every line with it.
@@ -271,7 +341,12 @@ mod tests {
     fn inputs_and_results_round_trip() {
         let env = vec![("KEY".to_owned(), "a=b c".to_owned())];
         let files = vec![("0-notes.md".to_owned(), b"notes".to_vec())];
-        let mut tar = inputs_tar(&env, b"prompt\n", b"base", &files, b"home");
+        let login = vec![LoginInput {
+            path: ".agent/credentials.json".to_owned(),
+            bytes: b"{}".to_vec(),
+            read_only: true,
+        }];
+        let mut tar = inputs_tar(&env, b"prompt\n", b"base", &files, b"home", &login);
         assert_eq!(
             read_inputs(&tar).unwrap(),
             Inputs {
@@ -280,11 +355,27 @@ mod tests {
                 base: b"base".to_vec(),
                 files,
                 home: b"home".to_vec(),
+                login,
             }
         );
         // A file whose name would leave the box's folder is not taken.
-        tar = inputs_tar(&env, b"", b"", &[("../x".to_owned(), b"x".to_vec())], b"");
+        tar = inputs_tar(
+            &env,
+            b"",
+            b"",
+            &[("../x".to_owned(), b"x".to_vec())],
+            b"",
+            &[],
+        );
         assert!(read_inputs(&tar).unwrap().files.is_empty());
+        // Nor a login file whose path would leave the home.
+        let escaping = LoginInput {
+            path: "../../etc/passwd".to_owned(),
+            bytes: b"x".to_vec(),
+            read_only: true,
+        };
+        tar = inputs_tar(&env, b"", b"", &[], b"", &[escaping]);
+        assert!(read_inputs(&tar).unwrap().login.is_empty());
         let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
         let mut collector = ResultCollector::new("n1", 1 << 20);
         assert!(!collector.take("an ordinary line"));
@@ -292,6 +383,10 @@ mod tests {
         for line in result_lines("n1", &data) {
             assert!(collector.take(&line));
         }
+        assert_eq!(collector.exit_code(), None);
+        assert!(collector.take(&exit_line("n1", 3)));
+        assert!(!collector.take(&exit_line("n2", 4)), "another box's exit");
+        assert_eq!(collector.exit_code(), Some(3));
         assert_eq!(collector.finish().unwrap(), data);
     }
 

@@ -62,6 +62,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         base,
         files,
         home,
+        login,
     } = read_inputs(&take_inputs()?)?;
     write_files(&files)?;
     let nonce = env
@@ -77,6 +78,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     remote_transfer::apply(&tree, &worktree).map_err(|e| format!("the base tree: {e}"))?;
     std::fs::create_dir_all(BOX_HOME).map_err(|e| format!("cannot make {BOX_HOME}: {e}"))?;
     restore_home(&home);
+    write_login(&login)?;
     let mut child = Command::new(program)
         .args(rest)
         .env_clear()
@@ -108,6 +110,10 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
     });
+    // A read-only login file is handed in each turn, never sent back with the home.
+    for file in login.iter().filter(|l| l.read_only) {
+        let _ = std::fs::remove_file(Path::new(BOX_HOME).join(&file.path));
+    }
     let home = save_home();
     if mode == "log" {
         let nonce = nonce.ok_or("no nonce for the result")?;
@@ -122,6 +128,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
             .map(|home| result_lines(&crate::frame::home_nonce(&nonce), &home))
             .unwrap_or_default();
         lines.extend(result_lines(&nonce, &tar));
+        lines.push(crate::frame::exit_line(&nonce, code));
         for line in lines {
             writeln!(err, "{line}").map_err(|e| format!("cannot send the result: {e}"))?;
         }
@@ -179,6 +186,30 @@ fn save_home() -> Option<Vec<u8>> {
             None
         }
     }
+}
+
+/// The agent's login files in its home: read-only (0400), or a copy it may change (0600),
+/// made on its first turn and kept.
+fn write_login(login: &[crate::frame::LoginInput]) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    for file in login {
+        let path = Path::new(BOX_HOME).join(&file.path);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        }
+        // A copy is made once: the agent's own from the turn before stays. A read-only one
+        // replaces what the home holds at its path.
+        if !file.read_only && path.symlink_metadata().is_ok() {
+            continue;
+        }
+        let _ = std::fs::remove_file(&path);
+        let mode = if file.read_only { 0o400 } else { 0o600 };
+        std::fs::write(&path, &file.bytes)
+            .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)))
+            .map_err(|e| format!("cannot write the login file {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The run's files, read-only under [`BOX_FILES`] (names checked by `read_inputs`).

@@ -18,26 +18,50 @@
 //! - [`egress`]: the box's only way out, to its provider through an allow-list proxy.
 //! - [`k8s`]: the same box as a Kubernetes Job, on paper (docs/kubernetes.md).
 
+mod connect;
 pub mod egress;
 mod engine;
 pub mod frame;
 pub mod image;
 pub mod init;
 pub mod k8s;
+pub mod phases;
 pub mod plan;
 mod shim;
 
+pub use connect::check_host;
 pub use engine::{DockerEngine, REMOTE_IMAGE};
+pub use phases::Phases;
 pub use plan::{RemoteLimits, RemotePlan};
+
+/// Removes the networks and egress proxies the boxes on the engine `docker_host` names share
+/// (made once per engine and kept: README.md, "Where runs run"), for a bench or test done with
+/// the engine; what a box still uses stays. `ssh_env` is the caller's `PATH`, `HOME` and
+/// `SSH_AUTH_SOCK`, for an `ssh://` engine.
+pub fn remove_shared(docker_host: Option<&str>, ssh_env: &[(String, String)]) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async {
+        if let Ok((docker, _dial)) = connect::connect_to(docker_host, ssh_env).await {
+            shim::remove_shared(&docker).await;
+        }
+    });
+}
 
 /// The hidden subcommand of the local process that drives a remote box.
 pub const SHIM_COMMAND: &str = "__remote";
 /// The hidden subcommand that starts the agent inside a remote box.
 pub const INIT_COMMAND: &str = "__remote-init";
+/// The hidden subcommand that removes what a remote box left on its engine, after its turn.
+pub const CLEANUP_COMMAND: &str = "__remote-cleanup";
 /// The hidden subcommand of a remote box's egress proxy.
 pub const EGRESS_COMMAND: &str = "__remote-egress";
 
-/// Runs `__remote`, `__remote-init` or `__remote-egress` when `args` (without the program's name) start with
+/// Runs `__remote`, `__remote-init`, `__remote-egress` or `__remote-cleanup` when `args` (without the program's name) start with
 /// one: the `codehands` binary calls this first thing in `main` and exits with the code.
 pub fn dispatch(args: &[std::ffi::OsString]) -> Option<i32> {
     let (first, rest) = args.split_first()?;
@@ -47,6 +71,8 @@ pub fn dispatch(args: &[std::ffi::OsString]) -> Option<i32> {
         Some(init::main(rest))
     } else if first == EGRESS_COMMAND {
         Some(egress::proxy::main(rest))
+    } else if first == CLEANUP_COMMAND {
+        Some(shim::cleanup_main(rest))
     } else {
         None
     }

@@ -36,15 +36,15 @@ pub struct RemoteLimits {
 }
 
 impl Default for RemoteLimits {
-    /// 2 GiB, 512 processes, 2 CPUs; 256 MiB and a tenth of a CPU reserved (an agent mostly
-    /// waits for its provider: a 2-CPU node takes up to 20 runs at once).
+    /// 2 GiB, 512 processes, 2 CPUs; 256 MiB and a fortieth of a CPU reserved (an agent mostly
+    /// waits for its provider: a 2-CPU node with 24 GiB takes up to 80 runs at once).
     fn default() -> Self {
         Self {
             memory_bytes: 2 << 30,
             pids: 512,
             nano_cpus: 2_000_000_000,
             reserve_memory_bytes: 256 << 20,
-            reserve_nano_cpus: 100_000_000,
+            reserve_nano_cpus: 25_000_000,
         }
     }
 }
@@ -66,6 +66,10 @@ pub struct RemotePlan {
     /// The engine (`DOCKER_HOST` of the caller when the runner was built; none: the local
     /// socket).
     pub docker_host: Option<String>,
+    /// What the `ssh` program reaching an `ssh://` engine is given: the caller's `HOME` and
+    /// `SSH_AUTH_SOCK` (its keys, agent and known hosts; the shim's own env is the agent's).
+    #[serde(default)]
+    pub ssh_env: Vec<(String, String)>,
     /// The worktree: the box gets a checkout of its own at the same path, so the agent's
     /// arguments that name it hold there too.
     pub worktree: PathBuf,
@@ -90,6 +94,10 @@ pub struct RemotePlan {
     /// its name under [`BOX_FILES`] in the box, where the agent's arguments name it.
     #[serde(default)]
     pub files: Vec<(PathBuf, String)>,
+    /// The agent's login files: where each is on this machine, where under its home in the box,
+    /// and whether read-only there. They travel with the inputs (Swarm secrets on a swarm).
+    #[serde(default)]
+    pub login: Vec<(PathBuf, String, bool)>,
     /// Where the shim keeps the agent's home as the box left it (`runs/<id>/remote-home.tar`,
     /// bytes never unpacked here), for the next turn's box to start from.
     #[serde(default)]

@@ -20,6 +20,8 @@ fn plan() -> RemotePlan {
         session: "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42".to_owned(),
         image: "registry.example.com/codehands/remote:1".to_owned(),
         docker_host: None,
+        ssh_env: Vec::new(),
+        login: Vec::new(),
         worktree: PathBuf::from("/home/dev/.codehands/worktrees/repo-1a2b3c/3f2a9c1e"),
         program: "codehands".to_owned(),
         args: vec![

@@ -46,6 +46,9 @@ pub const VERDICT: &str = "verdict.json";
 pub const BOX_PLAN: &str = "box.json";
 /// The plan of a box on a remote engine.
 pub const REMOTE: &str = "remote.json";
+/// How long each phase of a remote turn took (create, schedule, start, first output, result,
+/// cleanup), for `report` and `bench scale`.
+pub const REMOTE_PHASES: &str = "remote-phases.json";
 /// The agent's home kept from a remote turn for the next one.
 pub const REMOTE_HOME: &str = "remote-home.tar";
 /// The command line's own log of the run.
@@ -106,6 +109,7 @@ pub const ALL: &[&str] = &[
     VERDICT,
     BOX_PLAN,
     REMOTE,
+    REMOTE_PHASES,
     REMOTE_HOME,
     RUN_LOG,
     QUARANTINE,

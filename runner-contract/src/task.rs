@@ -128,6 +128,10 @@ pub struct TaskOptions {
     /// fails with reason `timeout`, its change kept. No limit when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// Where every attempt's box runs: on a Docker engine or swarm each attempt is a box of
+    /// its own there (README.md, "Where runs run"). Anything but `local` needs `isolation: box`.
+    #[serde(default, skip_serializing_if = "crate::options::Engine::is_local")]
+    pub engine: crate::options::Engine,
 }
 
 /// Where a task is: its attempts run and wait on their own; these states journal the pick

@@ -1,8 +1,9 @@
-//! `cargo xtask bench scale`: 16 fake runs started together through a Docker Swarm
+//! `cargo xtask bench scale`: 64 fake runs started together through a Docker Swarm
 //! (`--engine swarm`, this machine's engine made a one-node swarm for the bench and left
-//! again when it was not one) against the same 16 with `--engine local` (the bubblewrap box),
+//! again when it was not one) against the same 64 with `--engine local` (the bubblewrap box),
 //! in interleaved rounds: how many succeeded, the batch's wall time, and each engine's median
-//! run time (start to awaiting approval) with the per-run overhead of the swarm. Writes
+//! run time (start to awaiting approval) with the per-run overhead of the swarm, and the
+//! median of each phase of a swarm run as its shim timed it (`engine_docker::Phases`). Writes
 //! `target/bench/scale.json`.
 //!
 //! It runs the dev build of `codehands` (both engines run the same binary, and the time that
@@ -13,14 +14,15 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 16;
+const RUNS: usize = 64;
 /// How long a batch may take before its runs still going count as failed.
-const BATCH_LIMIT: Duration = Duration::from_secs(150);
+const BATCH_LIMIT: Duration = Duration::from_secs(300);
 
 struct Batch {
     wall: Duration,
     runs: Vec<Duration>,
     succeeded: usize,
+    phases: Vec<engine_docker::Phases>,
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -42,6 +44,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let _ = docker(&["image", "rm", "--force", &image]);
         result
     });
+    let ssh_env: Vec<(String, String)> = ["PATH", "HOME", "SSH_AUTH_SOCK"]
+        .iter()
+        .filter_map(|k| Some((k.to_string(), std::env::var(k).ok()?)))
+        .collect();
+    engine_docker::remove_shared(std::env::var("DOCKER_HOST").ok().as_deref(), &ssh_env);
     drop(swarm);
     outcome
 }
@@ -90,6 +97,7 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
     };
     let ok = |b: &[Batch]| b.iter().map(|b| b.succeeded).min().unwrap_or(0);
     let (sw, lw, sr, lr) = (wall(&swarm), wall(&local), per_run(&swarm), per_run(&local));
+    let phases = phase_medians(&swarm);
     println!(
         "\nbench scale: {RUNS} fake runs started together, median of {rounds} rounds\n  \
          swarm  {:>2}/{RUNS} ok (worst round)   wall {sw:>8.1} ms   run {sr:>8.1} ms\n  \
@@ -99,6 +107,10 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
         ok(&local),
         sr - lr
     );
+    println!("\n  phases of a swarm run (median, p90; ms; from each run's remote-phases.json)");
+    for (name, median, p90) in &phases {
+        println!("    {name:<12} {median:>8.0} {p90:>8.0}");
+    }
     let json = serde_json::json!({
         "bench": "scale",
         "runs": RUNS,
@@ -106,6 +118,12 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
         "swarm": { "succeededWorstRound": ok(&swarm), "wallMs": sw, "medianRunMs": sr },
         "local": { "succeededWorstRound": ok(&local), "wallMs": lw, "medianRunMs": lr },
         "overheadPerRunMs": sr - lr,
+        "phases": phases
+            .iter()
+            .map(|(name, median, p90)| {
+                (name.to_string(), serde_json::json!({ "medianMs": median, "p90Ms": p90 }))
+            })
+            .collect::<serde_json::Map<_, _>>(),
     });
     let path = crate::workspace_root().join("target/bench/scale.json");
     std::fs::write(
@@ -118,7 +136,33 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Starts the 16 runs together on `engine` and waits for every one; rejects them after.
+/// Each phase's median and 90th percentile over the swarm's runs (of every round), with the
+/// shim's whole life as `total`.
+fn phase_medians(batches: &[Batch]) -> Vec<(&'static str, f64, f64)> {
+    let all: Vec<&engine_docker::Phases> = batches.iter().flat_map(|b| &b.phases).collect();
+    let at = |mut v: Vec<f64>, q: f64| {
+        v.sort_by(f64::total_cmp);
+        let i = ((v.len() as f64 - 1.0) * q).round() as usize;
+        v.get(i).copied().unwrap_or(f64::NAN)
+    };
+    let names = engine_docker::phases::NAMES
+        .iter()
+        .copied()
+        .chain(["total"]);
+    names
+        .enumerate()
+        .map(|(i, name)| {
+            let values: Vec<f64> = all
+                .iter()
+                .filter_map(|p| p.values().get(i).copied().unwrap_or(p.total_ms))
+                .map(|ms| ms as f64)
+                .collect();
+            (name, at(values.clone(), 0.5), at(values, 0.9))
+        })
+        .collect()
+}
+
+/// Starts the runs together on `engine` and waits for every one; rejects them after.
 fn measure(
     codehands: &Path,
     image: &str,
@@ -189,6 +233,10 @@ fn measure(
         );
     }
     let runs = children.iter().filter_map(|(_, _, d)| *d).collect();
+    let phases = children
+        .iter()
+        .filter_map(|(id, _, _)| engine_docker::Phases::read(&home.join("runs").join(id)))
+        .collect();
     for (id, _, _) in &children {
         let _ = command(codehands, image, repo, home)
             .args(["reject", id])
@@ -198,6 +246,7 @@ fn measure(
         wall,
         runs,
         succeeded,
+        phases,
     })
 }
 

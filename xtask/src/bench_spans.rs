@@ -214,6 +214,16 @@ pub fn middle(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// Half the interquartile range of `values`: the spread printed beside a median.
+pub fn half_iqr(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (at(0.75) - at(0.25)) / 2.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 mod agents;
 mod bench_attempts;
 mod bench_check;
+mod bench_check_measure;
 mod bench_deps;
 mod bench_events;
 mod bench_git;
@@ -49,7 +50,8 @@ tasks:
   bench scale [--rounds N] 16 fake runs through a one-node Docker Swarm against 16 with --engine local
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   bench check [--rounds N] [--update]  the regression gate: quick benchmarks on the debug build
-                        against bench/baseline.json (fails on a figure 40% slower; reject 75%)
+                        as ratios to references timed in the same rounds, against bench/baseline.json
+                        (fails on a ratio 12% over its baseline; boxed 18%, reject 50%)
   fuzz [TARGET] [--seconds N] [--seconds-for TARGET=N]
                         run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60),
                         or a target its own N; crashes are kept under fuzz/regressions/

@@ -34,6 +34,7 @@ pub async fn run(
             permissions: Default::default(),
             isolation,
             timeout_ms: None,
+            engine: Default::default(),
         })
         .await?;
     let id = started.task_id;

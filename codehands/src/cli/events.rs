@@ -122,6 +122,11 @@ pub async fn report(args: ReportArgs) -> Result<ExitCode> {
         output::json_line(&report)?;
     } else {
         output::line(runner_core::report::render_human(&report).trim_end())?;
+        // Where a remote turn spent its time (README.md, "Where runs run").
+        #[cfg(feature = "remote")]
+        if let Some(phases) = engine_docker::Phases::read(&runner.home().run_dir(&id)) {
+            output::line(&phases.render())?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

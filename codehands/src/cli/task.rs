@@ -49,6 +49,7 @@ pub async fn start(args: RunArgs, attempts: &str) -> Result<ExitCode> {
         permissions: runner_core::Permissions::default(),
         isolation: args.isolation,
         timeout_ms: args.timeout,
+        engine: args.engine,
     };
     if let Some(note) = super::run::dirty_note(&options.repo_path) {
         eprintln!("{note}");

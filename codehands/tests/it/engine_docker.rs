@@ -78,6 +78,8 @@ fn a_run_on_an_engine_over_tcp_commits_what_the_same_local_run_commits() {
         local_diff.replace(&local_id[..8], "<id8>"),
         "the same diff"
     );
+    // The box is removed by a process of its own after the turn: bounded by its life.
+    remote::wait_while_removing(&world, &remote_id);
     assert!(
         containers_of(&remote_id).trim().is_empty(),
         "no container is left on the engine"

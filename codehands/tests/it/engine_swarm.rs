@@ -96,9 +96,7 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
         diff(&local_id).replace(&local_id[..8], "<id8>"),
         "the same diff"
     );
-    wait_until("the job's service and secrets are gone", || {
-        left_on_swarm(&swarm_id).is_empty()
-    });
+    wait_for_cleanup(&world, &swarm_id);
     let local_commit = approve(&mut ch("replay", 0), &local_id);
     let swarm_commit = approve(&mut ch("replay", 0), &swarm_id);
     assert_eq!(
@@ -149,9 +147,7 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
     wait_until("the run is stopped", || {
         state(&world, &id).as_deref() == Some("stopped")
     });
-    wait_until("the job is gone from the swarm", || {
-        left_on_swarm(&id).is_empty()
-    });
+    wait_for_cleanup(&world, &id);
     assert!(run(ch("sleep", 0).args(["reject", &id])).status.success());
 
     // A supervisor killed mid-run: the next one adopts the job, no event lost or repeated.
@@ -173,9 +169,15 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
         .home
         .run_dir(&runner_core::SessionId::parse(&id).unwrap())
         .join("events.jsonl");
-    wait_until("some events are in the log", || {
-        std::fs::read_to_string(&events_file).is_ok_and(|t| t.lines().count() >= 3)
-    });
+    // As long as the run goes on: a loaded node may take minutes to start the job's task.
+    while !std::fs::read_to_string(&events_file).is_ok_and(|t| t.lines().count() >= 3) {
+        let now = state(&world, &id);
+        assert!(
+            matches!(now.as_deref(), Some("queued" | "running")),
+            "the run ended ({now:?}) before its first events"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let supervisor = support::supervisor_of(&id).expect("a detached supervisor runs the turn");
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(supervisor),
@@ -192,10 +194,9 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
     );
     assert_eq!(types(&events), types(&local_events));
     assert!(text(&run(ch("replay", 0).args(["diff", &id])).stdout).contains("getMonth() + 1"));
-    wait_until("the job is gone from the swarm", || {
-        left_on_swarm(&id).is_empty()
-    });
+    wait_for_cleanup(&world, &id);
 
+    attempts_run_each_in_a_box_of_its_own(&world, &image);
     a_real_agent_reaches_its_provider_and_nothing_else(&world);
     remote::a_shell_reaches_its_allow_list_and_nothing_else(
         &world,
@@ -305,9 +306,7 @@ fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
     );
     let diff = text(&run(claude_cmd().args(["diff", &id])).stdout);
     assert!(diff.contains("getMonth() + 1"), "{diff}\n{all}");
-    wait_until("the job, its proxy and their networks are gone", || {
-        left_on_swarm(&id).is_empty()
-    });
+    wait_for_cleanup(world, &id);
     // A follow-up is a new job whose box starts from the home the first one left: Claude Code
     // resumes its conversation there (its request holds the first turn's messages).
     let before = server.message_requests().len();
@@ -323,12 +322,61 @@ fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
         "the follow-up resumed the first turn's conversation: {history}"
     );
     assert_eq!(state(world, &id).as_deref(), Some("awaiting_approval"));
-    wait_until("the follow-up's job is gone too", || {
-        left_on_swarm(&id).is_empty()
-    });
+    wait_for_cleanup(world, &id);
     let commit = approve(&mut claude_cmd(), &id);
     let fixed = world.git(&["show", &format!("{commit}:src/date.js")]);
     assert!(fixed.contains("getMonth() + 1"), "{fixed}");
+}
+
+/// `--attempts 3 --engine swarm`: three jobs, one per attempt, each session's record naming
+/// the engine; approving one rejects the others and leaves nothing on the swarm.
+fn attempts_run_each_in_a_box_of_its_own(world: &World, image: &TestImage) {
+    let ch = || codehands(world, "replay", 0, None, &image.tag);
+    let out = run(ch().args([
+        "run",
+        ".",
+        "Fix the failing test.",
+        "--agent",
+        "fake",
+        "--attempts",
+        "3",
+        "--engine",
+        "swarm",
+    ]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let task = text(&out.stdout).trim().to_owned();
+    let followed = run(ch().args(["task", &task, "--follow", "--json"]));
+    let report = support::json_lines(&followed)
+        .pop()
+        .expect("the task's report");
+    let ids: Vec<String> = report["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["sessionId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 3, "{report}");
+    let mut boxes = std::collections::BTreeSet::new();
+    for (attempt, id) in report["attempts"].as_array().unwrap().iter().zip(&ids) {
+        assert_eq!(attempt["state"], "awaiting_approval", "{attempt}");
+        assert_eq!(remote::record(world, id)["engine"], "swarm", "attempt {id}");
+        boxes.insert(plan_box(world, id));
+        assert!(text(&run(ch().args(["diff", id])).stdout).contains("getMonth() + 1"));
+    }
+    assert_eq!(boxes.len(), 3, "a box of its own per attempt");
+    let out = run(ch().args(["approve", &ids[0], "--message", "Fix the month"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (id, want) in ids.iter().zip(["approved", "rejected", "rejected"]) {
+        assert_eq!(state(world, id).as_deref(), Some(want), "{id}");
+        wait_for_cleanup(world, id);
+    }
+}
+
+/// Waits for the removal of session `id`'s box to end, then says what it left.
+fn wait_for_cleanup(world: &World, id: &str) {
+    remote::wait_while_removing(world, id);
+    let left = left_on_swarm(id);
+    assert!(left.is_empty(), "the box of {id} left on the swarm: {left}");
 }
 
 /// The box id in the run's plan.

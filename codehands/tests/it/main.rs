@@ -28,6 +28,7 @@ mod cli_ux;
 mod codex_e2e;
 mod conformance;
 mod engine_docker;
+mod engine_ssh;
 mod engine_swarm;
 mod plugins;
 mod profile_boxed;

@@ -76,6 +76,7 @@ async fn claude_and_codex_attempt_one_task_and_the_pick_keeps_one() {
             permissions: Default::default(),
             isolation: Default::default(),
             timeout_ms: None,
+            engine: Default::default(),
         })
         .await
         .unwrap();

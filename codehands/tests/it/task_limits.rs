@@ -105,6 +105,7 @@ async fn a_looping_attempt_ends_at_its_timeout_and_the_other_is_picked_with_both
             permissions: Default::default(),
             isolation: Default::default(),
             timeout_ms: Some(TIMEOUT_MS),
+            engine: Default::default(),
         })
         .await
         .unwrap();

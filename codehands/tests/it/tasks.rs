@@ -27,6 +27,7 @@ fn options(world: &World, attempts: Vec<AttemptSpec>) -> TaskOptions {
         permissions: Default::default(),
         isolation: Default::default(),
         timeout_ms: None,
+        engine: Default::default(),
     }
 }
 

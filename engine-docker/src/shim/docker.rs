@@ -17,6 +17,7 @@ use futures::StreamExt;
 
 use super::Output;
 use crate::egress::{EGRESS_ALIAS, EGRESS_PORT};
+use crate::phases::{AGENT, CREATE, Clock, FIRST_OUTPUT, RESULT, START};
 use crate::plan::{BOX_DIR, RemotePlan};
 
 /// Runs the box of `plan` to its end (or adopts it when it exists already) and applies its
@@ -28,11 +29,16 @@ pub(super) async fn run(
     stdin: &[u8],
     output: &mut Output,
     stops: &mut super::Stops,
+    clock: &mut Clock,
 ) -> Result<i32, String> {
     let name = plan.name();
     if docker.inspect_container(&name, None).await.is_err() {
         create(docker, plan, &super::inputs(plan, env, stdin)?).await?;
+        // The engine started it: no scheduler between.
+        clock.mark(CREATE);
+        clock.mark(START);
     }
+    let first_output = output.first_output();
     let stopped = tokio::select! {
         () = stops.recv() => true,
         () = stream(docker, &name, output) => false,
@@ -43,8 +49,12 @@ pub(super) async fn run(
         remove(docker, plan).await;
         return Ok(143);
     }
+    if let Some(at) = first_output.get() {
+        clock.mark_at(FIRST_OUTPUT, at);
+    }
     let mut waited = docker.wait_container(&name, None);
     let _ = waited.next().await;
+    clock.mark(AGENT);
     let state = docker
         .inspect_container(&name, None)
         .await
@@ -56,10 +66,13 @@ pub(super) async fn run(
     if let Some(home) = download_home(docker, plan).await {
         plan.keep_home(&home);
     }
-    remove(docker, plan).await;
     let strip = plan.worktree.file_name().and_then(|n| n.to_str());
     let applied = result.and_then(|tar| super::apply_result(plan, &tar, strip));
     output.finish(applied.is_ok());
+    clock.mark(RESULT);
+    if applied.is_err() {
+        remove(docker, plan).await;
+    }
     match applied {
         Ok(()) => Ok(code),
         Err(e) => Err(format!("the box's result was refused: {e}")),

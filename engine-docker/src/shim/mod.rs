@@ -4,10 +4,12 @@
 mod docker;
 mod output;
 mod swarm;
+mod swarm_spec;
+
+pub use swarm_spec::remove_shared;
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::time::Duration;
 
 use bollard::Docker;
 use runner_contract::Engine;
@@ -15,8 +17,6 @@ use runner_contract::Engine;
 use crate::plan::RemotePlan;
 use output::Output;
 
-/// How long the engine may take to answer the first request.
-const ENGINE_TIMEOUT: Duration = Duration::from_secs(15);
 /// The most a result may weigh, in bytes, as it crosses the wire.
 pub(crate) const RESULT_CAP: u64 = 1 << 30;
 
@@ -25,6 +25,9 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         eprintln!("usage: codehands __remote PLAN");
         return 2;
     };
+    let run_dir = std::path::Path::new(plan_file)
+        .parent()
+        .map(|d| d.to_owned());
     let plan = match runner_contract::private::read_no_follow(std::path::Path::new(plan_file)) {
         Ok(Some(bytes)) => match RemotePlan::from_json(&bytes) {
             Ok(plan) => plan,
@@ -54,10 +57,11 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         Err(e) => return fail(&format!("cannot start: {e}")),
     };
     runtime.block_on(async move {
+        let mut clock = crate::phases::Clock::start(plan.engine.as_str(), &plan.box_id);
         let mut stops = Stops::new();
         let stdin = read_input(plan.stdin_lines);
-        let docker = match connect(&plan).await {
-            Ok(docker) => docker,
+        let (docker, _dial) = match connect(&plan).await {
+            Ok(connected) => connected,
             Err(e) => return fail(&e),
         };
         let mut output = Output::resumed(match plan.engine {
@@ -66,10 +70,42 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         });
         let ran = match plan.engine {
             Engine::Swarm => {
-                swarm::run(&docker, &plan, &env, &stdin, &mut output, &mut stops).await
+                swarm::run(
+                    &docker,
+                    &plan,
+                    &env,
+                    &stdin,
+                    &mut output,
+                    &mut stops,
+                    &mut clock,
+                )
+                .await
             }
-            _ => docker::run(&docker, &plan, &env, &stdin, &mut output, &mut stops).await,
+            _ => {
+                docker::run(
+                    &docker,
+                    &plan,
+                    &env,
+                    &stdin,
+                    &mut output,
+                    &mut stops,
+                    &mut clock,
+                )
+                .await
+            }
         };
+        clock.save(run_dir.as_deref());
+        // The box is taken apart by a process of its own: the turn ends now.
+        if ran.is_ok() {
+            let detached = std::env::current_exe()
+                .is_ok_and(|exe| remove_detached(&exe, &plan, run_dir.as_deref()));
+            if !detached {
+                match plan.engine {
+                    Engine::Swarm => swarm::remove(&docker, &plan).await,
+                    _ => docker::remove(&docker, &plan).await,
+                }
+            }
+        }
         match ran {
             Ok(code) => code,
             Err(e) => fail(&e),
@@ -107,23 +143,9 @@ fn fail(message: &str) -> i32 {
     runner_contract::REMOTE_BOX_FAILED_EXIT
 }
 
-/// The engine of `plan`, its API version agreed.
-pub(crate) async fn connect(plan: &RemotePlan) -> Result<Docker, String> {
-    let where_ = plan.docker_host.as_deref().unwrap_or("the local socket");
-    let docker = match &plan.docker_host {
-        Some(host) => Docker::connect_with_host(host),
-        None => Docker::connect_with_local_defaults(),
-    }
-    .map_err(|e| format!("cannot reach the Docker engine at {where_}: {e}; check DOCKER_HOST"))?;
-    match tokio::time::timeout(ENGINE_TIMEOUT, docker.negotiate_version()).await {
-        Ok(Ok(docker)) => Ok(docker),
-        Ok(Err(e)) => Err(format!(
-            "the Docker engine at {where_} does not answer: {e}; start it or check DOCKER_HOST"
-        )),
-        Err(_) => Err(format!(
-            "the Docker engine at {where_} did not answer within {ENGINE_TIMEOUT:?}"
-        )),
-    }
+/// The engine of `plan`, its API version agreed (keep the dial while it is used).
+pub(crate) async fn connect(plan: &RemotePlan) -> Result<(Docker, crate::connect::Dial), String> {
+    crate::connect::connect_to(plan.docker_host.as_deref(), &plan.ssh_env).await
 }
 
 /// Makes the network `request` describes; one of that name is ours already (made for this box
@@ -141,6 +163,67 @@ pub(crate) async fn create_network(
     }
 }
 
+/// `codehands __remote-cleanup [RUN_DIR]`, the plan on stdin: removes what the box left on
+/// the engine, and adds how long that took to the phases in `RUN_DIR`. A turn's shim starts it
+/// and exits (and the runner's cleanup, for a shim that could not), so no run waits for the
+/// engine to take its box apart.
+pub(crate) fn cleanup_main(args: &[OsString]) -> i32 {
+    let mut bytes = Vec::new();
+    let plan = std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|_| RemotePlan::from_json(&bytes));
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("codehands __remote-cleanup: {e}");
+            return 2;
+        }
+    };
+    let started = std::time::Instant::now();
+    remove_leftovers(&plan);
+    if let [run_dir] = args {
+        let run_dir = std::path::Path::new(run_dir);
+        if let Some(mut phases) =
+            crate::phases::Phases::read(run_dir).filter(|p| p.box_id == plan.box_id)
+        {
+            phases.cleanup_ms = Some(started.elapsed().as_millis() as u64);
+            phases.write(run_dir);
+        }
+    }
+    0
+}
+
+/// Starts `helper __remote-cleanup` for the box of `plan`, in a process group of its own and
+/// not waited for; false when it could not start.
+pub(crate) fn remove_detached(
+    helper: &std::path::Path,
+    plan: &RemotePlan,
+    run_dir: Option<&std::path::Path>,
+) -> bool {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(helper);
+    command
+        .arg(crate::CLEANUP_COMMAND)
+        .args(run_dir)
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let Ok(mut child) = command.spawn() else {
+        return false;
+    };
+    let written = child
+        .stdin
+        .take()
+        .is_some_and(|mut stdin| stdin.write_all(&plan.to_json()).is_ok());
+    // Reaped by whoever adopts it once we exit; a runner that lives on reaps it in a thread.
+    std::thread::spawn(move || child.wait());
+    written
+}
+
 /// Removes what the box of `plan` left on the engine (its container, or its service and
 /// secrets); nothing when there is nothing.
 pub(crate) fn remove_leftovers(plan: &RemotePlan) {
@@ -151,7 +234,7 @@ pub(crate) fn remove_leftovers(plan: &RemotePlan) {
         return;
     };
     runtime.block_on(async {
-        if let Ok(docker) = connect(plan).await {
+        if let Ok((docker, _dial)) = connect(plan).await {
             match plan.engine {
                 Engine::Swarm => swarm::remove(&docker, plan).await,
                 _ => docker::remove(&docker, plan).await,
@@ -234,5 +317,20 @@ pub(crate) fn inputs(
                 .flatten()
         })
         .unwrap_or_default();
-    Ok(crate::frame::inputs_tar(env, stdin, &base, &files, &home))
+    // A login file that is not there is left out: the agent may log in by its env.
+    let login: Vec<crate::frame::LoginInput> = plan
+        .login
+        .iter()
+        .filter_map(|(path, rel, read_only)| {
+            let bytes = runner_contract::private::read_no_follow(path).ok()??;
+            Some(crate::frame::LoginInput {
+                path: rel.clone(),
+                bytes,
+                read_only: *read_only,
+            })
+        })
+        .collect();
+    Ok(crate::frame::inputs_tar(
+        env, stdin, &base, &files, &home, &login,
+    ))
 }

@@ -2,9 +2,15 @@
 //! A shim started again for the same box reads the box's log from the start: the bytes its
 //! files hold already are skipped, as the runner's re-adoption rule asks.
 
+use std::cell::Cell;
 use std::io::Write;
+use std::rc::Rc;
+use std::time::Instant;
 
 use crate::frame::ResultCollector;
+
+/// When something was first seen, shared with whoever waits for it beside the reader.
+pub(crate) type Seen = Rc<Cell<Option<Instant>>>;
 
 /// Where the box's output goes.
 pub(crate) struct Output {
@@ -13,6 +19,10 @@ pub(crate) struct Output {
     err_line: Vec<u8>,
     held: Vec<u8>,
     collectors: Vec<ResultCollector>,
+    first_output: Seen,
+    result_ended: Seen,
+    exited: Rc<Cell<Option<i32>>>,
+    exit_notify: Rc<tokio::sync::Notify>,
 }
 
 impl Output {
@@ -25,6 +35,32 @@ impl Output {
             err_line: Vec::new(),
             held: Vec::new(),
             collectors,
+            first_output: Seen::default(),
+            result_ended: Seen::default(),
+            exited: Rc::default(),
+            exit_notify: Rc::default(),
+        }
+    }
+
+    /// The agent's exit code once the box's last line (the exit line) came, and a notice that
+    /// wakes whoever waits for it.
+    pub(crate) fn exit(&self) -> (Rc<Cell<Option<i32>>>, Rc<tokio::sync::Notify>) {
+        (self.exited.clone(), self.exit_notify.clone())
+    }
+
+    /// When the box's first output came.
+    pub(crate) fn first_output(&self) -> Seen {
+        self.first_output.clone()
+    }
+
+    /// When the end line of the result (the first collector's) came: the agent has ended.
+    pub(crate) fn result_ended(&self) -> Seen {
+        self.result_ended.clone()
+    }
+
+    fn saw_output(&self) {
+        if self.first_output.get().is_none() {
+            self.first_output.set(Some(Instant::now()));
         }
     }
 
@@ -40,6 +76,7 @@ impl Output {
     /// Bytes of stdout from the box, passed on up to the last whole line, which is held back
     /// ([`Output::finish`]). Returns how many bytes were passed on.
     pub(crate) fn stdout(&mut self, bytes: &[u8]) -> u64 {
+        self.saw_output();
         self.held.extend_from_slice(bytes);
         let cut = ready_len(&self.held);
         let ready: Vec<u8> = self.held.drain(..cut).collect();
@@ -64,6 +101,7 @@ impl Output {
     /// Bytes of stderr from the box; with collectors, whole lines, theirs taken out.
     /// Returns how many bytes were passed on (the skip counts only those).
     pub(crate) fn stderr(&mut self, bytes: &[u8]) -> u64 {
+        self.saw_output();
         if self.collectors.is_empty() {
             let rest = skip(&mut self.skip_err, bytes);
             let _ = std::io::stderr().write_all(rest);
@@ -78,6 +116,15 @@ impl Output {
                 let rest = skip(&mut self.skip_err, &line);
                 let _ = std::io::stderr().write_all(rest);
                 passed += rest.len() as u64;
+            }
+        }
+        if let Some(result) = self.collectors.first() {
+            if self.result_ended.get().is_none() && result.ended() {
+                self.result_ended.set(Some(Instant::now()));
+            }
+            if self.exited.get().is_none() && result.exit_code().is_some() {
+                self.exited.set(result.exit_code());
+                self.exit_notify.notify_one();
             }
         }
         passed

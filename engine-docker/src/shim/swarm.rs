@@ -9,11 +9,7 @@ use base64::Engine as _;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{
-    EndpointSpec, EndpointSpecModeEnum, Limit, Mount, MountTmpfsOptions, MountType,
-    NetworkAttachmentConfig, ResourceObject, SecretSpec, ServiceSpec, ServiceSpecMode,
-    ServiceSpecModeReplicatedJob, TaskSpec, TaskSpecContainerSpec, TaskSpecContainerSpecFile,
-    TaskSpecContainerSpecSecrets, TaskSpecPlacement, TaskSpecResources, TaskSpecRestartPolicy,
-    TaskSpecRestartPolicyConditionEnum, TaskState,
+    SecretSpec, TaskSpecContainerSpecFile, TaskSpecContainerSpecSecrets, TaskState,
 };
 use bollard::query_parameters::{
     ListSecretsOptionsBuilder, ListTasksOptionsBuilder, LogsOptionsBuilder,
@@ -21,13 +17,17 @@ use bollard::query_parameters::{
 use futures::StreamExt;
 
 use super::Output;
-use crate::egress::{EGRESS_ALIAS, EGRESS_PORT};
 use crate::frame::{ResultCollector, SECRET_CHUNK};
 use crate::init::SECRET_PREFIX;
-use crate::plan::{BOX_DIR, LABEL_BOX, RemotePlan};
+use crate::phases::{AGENT, CREATE, Clock, FIRST_OUTPUT, RESULT, SCHEDULE, START};
+use crate::plan::{LABEL_BOX, RemotePlan};
 
-/// How often the task's state is asked for.
-const POLL: Duration = Duration::from_millis(300);
+/// How often the task's state is asked for while it waits for a node and starts, and once
+/// its result has come (its end is near).
+const POLL_FAST: Duration = Duration::from_millis(150);
+/// How often while the agent works: what ends the turn comes through the log, and a shim
+/// per run asking fast would load the managers (64 runs: 400 requests a second).
+const POLL_SLOW: Duration = Duration::from_millis(1000);
 
 /// Runs the job of `plan` to its end (or adopts it when the service exists already) and
 /// applies its result; the exit code is the agent's.
@@ -38,18 +38,20 @@ pub(super) async fn run(
     stdin: &[u8],
     output: &mut Output,
     stops: &mut super::Stops,
+    clock: &mut Clock,
 ) -> Result<i32, String> {
     let name = plan.name();
     let inputs = super::inputs(plan, env, stdin)?;
     if docker.inspect_service(&name, None).await.is_err() {
         create(docker, plan, &inputs).await?;
+        clock.mark(CREATE);
     }
     let (mut out, mut err) = (0u64, 0u64);
     let mut attempt = 0u64;
     let code = loop {
         let ended = tokio::select! {
             () = stops.recv() => None,
-            ended = follow(docker, &name, output, &mut out, &mut err) => Some(ended),
+            ended = follow(docker, &name, output, &mut out, &mut err, clock) => Some(ended),
         };
         match ended {
             None => {
@@ -75,8 +77,10 @@ pub(super) async fn run(
             }
         }
     };
-    // The log from its start once more, now that the task has ended: a follow may end
-    // before the last lines arrive. What was passed on already is skipped.
+    clock.mark(AGENT);
+    // The log from its start once more, now that the task has ended (or sent its last line):
+    // a follow opened before the task ran may miss its first lines. What was passed on
+    // already is skipped.
     output.replay(out, err);
     read_log(docker, &name, output, false, &mut 0, &mut 0).await;
     let mut collectors = output.take_collectors().into_iter();
@@ -85,11 +89,14 @@ pub(super) async fn run(
     if let Some(home) = collectors.next().and_then(|c| c.finish().ok()) {
         plan.keep_home(&home);
     }
-    remove(docker, plan).await;
     let applied = collector
         .finish()
         .and_then(|tar| super::apply_result(plan, &tar, None));
     output.finish(applied.is_ok());
+    clock.mark(RESULT);
+    if applied.is_err() {
+        remove(docker, plan).await;
+    }
     applied.map_err(|e| format!("the box's result was refused: {e}"))?;
     Ok(code)
 }
@@ -115,23 +122,56 @@ enum End {
     Failed(String),
 }
 
-/// The log as it comes while the task runs; how the task ended.
+/// The log as it comes while the task runs; how the task ended. The phases are marked as the
+/// task's state and the log show them.
 async fn follow(
     docker: &Docker,
     name: &str,
     output: &mut Output,
     out: &mut u64,
     err: &mut u64,
+    clock: &mut Clock,
 ) -> End {
+    let first_output = output.first_output();
+    let result_ended = output.result_ended();
+    let (exited, exit_notice) = output.exit();
     let mut reading = Box::pin(read_log(docker, name, output, true, out, err));
     let mut done = false;
+    let mut wait = POLL_FAST;
     loop {
         tokio::select! {
             () = &mut reading, if !done => done = true,
-            () = tokio::time::sleep(POLL) => {
-                if let Some(end) = task_end(docker, name).await {
+            // The box's last line: the agent has ended. Its stdout may still be on its way
+            // (the engine copies each stream on its own): the task's end is asked for now,
+            // and often, until the engine has it.
+            () = exit_notice.notified(), if wait != POLL_FAST => {
+                clock.mark(AGENT);
+                wait = POLL_FAST;
+            }
+            () = tokio::time::sleep(wait) => {
+                if let Some(at) = first_output.get() {
+                    clock.mark_at(FIRST_OUTPUT, at);
+                }
+                let (state, end) = task_state(docker, name).await;
+                if let Some(end) = end {
                     return end;
                 }
+                if state >= Some(TaskState::ASSIGNED) {
+                    clock.mark(SCHEDULE);
+                }
+                if state >= Some(TaskState::RUNNING) {
+                    clock.mark(START);
+                }
+                wait = if exited.get().is_some() {
+                    POLL_FAST
+                } else if let Some(at) = result_ended.get() {
+                    clock.mark_at(AGENT, at);
+                    POLL_FAST
+                } else if clock.marked(START) {
+                    POLL_SLOW
+                } else {
+                    POLL_FAST
+                };
             }
         }
     }
@@ -164,16 +204,33 @@ async fn read_log(
     }
 }
 
-/// How the service's task ended, once it has.
-async fn task_end(docker: &Docker, name: &str) -> Option<End> {
+/// The state of the service's task, and how it ended once it has.
+async fn task_state(docker: &Docker, name: &str) -> (Option<TaskState>, Option<End>) {
+    let mut state = None;
+    let end = task_end(docker, name, &mut state).await;
+    (state, end)
+}
+
+async fn task_end(docker: &Docker, name: &str, state: &mut Option<TaskState>) -> Option<End> {
     let filters = HashMap::from([("service".to_owned(), vec![name.to_owned()])]);
     let options = ListTasksOptionsBuilder::default().filters(&filters).build();
     let tasks = match docker.list_tasks(Some(options)).await {
         Ok(tasks) => tasks,
         Err(e) => return Some(End::Failed(format!("the swarm lost the job {name}: {e}"))),
     };
+    // No task, and no service: something else removed the job (it will not end by itself).
+    if tasks.is_empty()
+        && let Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) = docker.inspect_service(name, None).await
+    {
+        return Some(End::Failed(format!(
+            "the job {name} is gone from the swarm (removed by another hand)"
+        )));
+    }
     for task in tasks {
         let status = task.status.unwrap_or_default();
+        *state = (*state).max(status.state);
         let code = status.container_status.as_ref().and_then(|c| c.exit_code);
         let why = || {
             format!(
@@ -233,103 +290,15 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
             secret_name: Some(secret_name),
         });
     }
-    // An overlay network of the box's own, internal (no route out) and not attachable: the
-    // swarm has no `none` for services, and the box must reach nothing but its egress proxy
-    // (README.md, "Where runs run").
-    let network = bollard::models::NetworkCreateRequest {
-        name: name.clone(),
-        driver: Some("overlay".to_owned()),
-        internal: Some(true),
-        attachable: Some(false),
-        labels: Some(plan.labels()),
-        ..Default::default()
+    let network = match super::swarm_spec::ensure_network(docker, plan).await {
+        Ok(network) => network,
+        Err(e) => {
+            remove(docker, plan).await;
+            return Err(e);
+        }
     };
-    if let Err(e) = super::create_network(docker, network).await {
-        remove(docker, plan).await;
-        return Err(format!("the swarm refused the box's network: {e}"));
-    }
-    if let Err(e) = create_egress(docker, plan).await {
-        remove(docker, plan).await;
-        return Err(e);
-    }
-    let tmpfs = |target: &str, bytes: i64| Mount {
-        target: Some(target.to_owned()),
-        typ: Some(MountType::TMPFS),
-        tmpfs_options: Some(MountTmpfsOptions {
-            size_bytes: Some(bytes),
-            ..MountTmpfsOptions::default()
-        }),
-        ..Mount::default()
-    };
-    let worktree = plan.worktree.display().to_string();
-    let limits = plan.limits;
-    let mut constraints = vec!["node.platform.os == linux".to_owned()];
-    constraints.extend(plan.constraints.iter().cloned());
-    let spec = ServiceSpec {
-        name: Some(name.clone()),
-        labels: Some(plan.labels()),
-        task_template: Some(TaskSpec {
-            container_spec: Some(TaskSpecContainerSpec {
-                image: Some(plan.image.clone()),
-                labels: Some(plan.labels()),
-                command: Some(plan.command(true)),
-                env: Some(plan.public_env()),
-                dir: Some(worktree.clone()),
-                read_only: Some(true),
-                init: Some(true),
-                capability_drop: Some(vec!["ALL".to_owned()]),
-                mounts: Some(vec![
-                    tmpfs(BOX_DIR, 256 << 20),
-                    tmpfs(&worktree, limits.memory_bytes / 2),
-                    tmpfs("/tmp", 512 << 20),
-                ]),
-                secrets: Some(secrets),
-                hosts: Some(
-                    plan.egress
-                        .hosts
-                        .iter()
-                        .map(|(name, ip)| format!("{ip} {name}"))
-                        .collect(),
-                ),
-                ..TaskSpecContainerSpec::default()
-            }),
-            resources: Some(TaskSpecResources {
-                limits: Some(Limit {
-                    nano_cpus: Some(limits.nano_cpus),
-                    memory_bytes: Some(limits.memory_bytes),
-                    pids: Some(limits.pids),
-                }),
-                reservations: Some(ResourceObject {
-                    nano_cpus: Some(limits.reserve_nano_cpus),
-                    memory_bytes: Some(limits.reserve_memory_bytes),
-                    ..ResourceObject::default()
-                }),
-                ..TaskSpecResources::default()
-            }),
-            // A run is never run twice: a task that fails is the run's failure.
-            restart_policy: Some(TaskSpecRestartPolicy {
-                condition: Some(TaskSpecRestartPolicyConditionEnum::NONE),
-                ..TaskSpecRestartPolicy::default()
-            }),
-            placement: Some(TaskSpecPlacement {
-                constraints: Some(constraints),
-                ..TaskSpecPlacement::default()
-            }),
-            networks: Some(vec![NetworkAttachmentConfig {
-                target: Some(name.clone()),
-                ..NetworkAttachmentConfig::default()
-            }]),
-            ..TaskSpec::default()
-        }),
-        mode: Some(ServiceSpecMode {
-            replicated_job: Some(ServiceSpecModeReplicatedJob {
-                max_concurrent: Some(1),
-                total_completions: Some(1),
-            }),
-            ..ServiceSpecMode::default()
-        }),
-        ..ServiceSpec::default()
-    };
+    let image = super::swarm_spec::pinned_image(docker, &plan.image).await;
+    let spec = super::swarm_spec::job_spec(plan, &image, secrets, &network);
     if let Err(e) = docker.create_service(spec, None).await {
         remove(docker, plan).await;
         return Err(format!("the swarm refused the job {name}: {e}"));
@@ -337,128 +306,72 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
     Ok(())
 }
 
-/// The box's egress proxy, when it has a provider to reach: a service of the same image on
-/// the box's network (as [`EGRESS_ALIAS`]) and on a network of its own with a way out.
-async fn create_egress(docker: &Docker, plan: &RemotePlan) -> Result<(), String> {
-    if plan.egress.forwards.is_empty() {
-        return Ok(());
-    }
-    let outside = bollard::models::NetworkCreateRequest {
-        name: plan.outside_network(),
-        driver: Some("overlay".to_owned()),
-        attachable: Some(false),
-        labels: Some(plan.labels()),
-        ..Default::default()
-    };
-    super::create_network(docker, outside)
-        .await
-        .map_err(|e| format!("the swarm refused the box's egress network: {e}"))?;
-    let name = plan.egress_name();
-    if docker.inspect_service(&name, None).await.is_ok() {
-        return Ok(());
-    }
-    let mut command = vec![
-        "codehands".to_owned(),
-        crate::EGRESS_COMMAND.to_owned(),
-        EGRESS_PORT.to_string(),
-    ];
-    command.extend(plan.egress.allow().iter().map(|t| t.to_string()));
-    let mut constraints = vec!["node.platform.os == linux".to_owned()];
-    constraints.extend(plan.constraints.iter().cloned());
-    let spec = ServiceSpec {
-        name: Some(name.clone()),
-        labels: Some(plan.labels()),
-        task_template: Some(TaskSpec {
-            container_spec: Some(TaskSpecContainerSpec {
-                image: Some(plan.image.clone()),
-                labels: Some(plan.labels()),
-                command: Some(command),
-                env: Some(plan.public_env()),
-                user: Some("65534:65534".to_owned()),
-                read_only: Some(true),
-                init: Some(true),
-                capability_drop: Some(vec!["ALL".to_owned()]),
-                ..TaskSpecContainerSpec::default()
-            }),
-            resources: Some(TaskSpecResources {
-                limits: Some(Limit {
-                    nano_cpus: Some(500_000_000),
-                    memory_bytes: Some(64 << 20),
-                    pids: Some(256),
-                }),
-                ..TaskSpecResources::default()
-            }),
-            placement: Some(TaskSpecPlacement {
-                constraints: Some(constraints),
-                ..TaskSpecPlacement::default()
-            }),
-            networks: Some(vec![
-                NetworkAttachmentConfig {
-                    target: Some(plan.name()),
-                    aliases: Some(vec![EGRESS_ALIAS.to_owned()]),
-                    ..NetworkAttachmentConfig::default()
-                },
-                NetworkAttachmentConfig {
-                    target: Some(plan.outside_network()),
-                    ..NetworkAttachmentConfig::default()
-                },
-            ]),
-            ..TaskSpec::default()
-        }),
-        // The name resolves to the task's own address: a virtual IP on an internal overlay
-        // network is not routed (tried on Docker 20.10).
-        endpoint_spec: Some(EndpointSpec {
-            mode: Some(EndpointSpecModeEnum::DNSRR),
-            ..EndpointSpec::default()
-        }),
-        ..ServiceSpec::default()
-    };
-    docker
-        .create_service(spec, None)
-        .await
-        .map(drop)
-        .map_err(|e| format!("the swarm refused the box's egress proxy {name}: {e}"))
-}
-
-/// Removes the service, its egress proxy, their networks and secrets (found by the box's
-/// label); what is gone already is fine.
+/// Removes the job's service, its container and its secrets (found by the box's label); what
+/// is gone already is fine. What the engine's boxes share stays (`swarm_spec`).
 pub(super) async fn remove(docker: &Docker, plan: &RemotePlan) {
+    // The service's tasks as they are now: a task still being started when its service goes
+    // may get its container after that (Docker 20.10), so the removal lasts until they are
+    // gone from the swarm.
     let name = plan.name();
+    let by_service = HashMap::from([("service".to_owned(), vec![name.clone()])]);
+    let tasks: Vec<String> = docker
+        .list_tasks(Some(
+            ListTasksOptionsBuilder::default()
+                .filters(&by_service)
+                .build(),
+        ))
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| t.id)
+        .collect();
     let _ = docker.delete_service(&name).await;
-    let _ = docker.delete_service(&plan.egress_name()).await;
-    // A network goes once the tasks' containers have left it: try a few times below.
-    let mut networks = vec![name.clone(), plan.outside_network()];
-    let filters = HashMap::from([(
+    let by_box = HashMap::from([(
         "label".to_owned(),
         vec![format!("{LABEL_BOX}={}", plan.box_id)],
     )]);
-    let options = ListSecretsOptionsBuilder::default()
-        .filters(&filters)
+    let by_id = HashMap::from([("id".to_owned(), tasks.clone())]);
+    let containers = bollard::query_parameters::ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&by_box)
         .build();
-    // A secret in use by a task being removed is refused for a moment: try a few times.
-    for _ in 0..40 {
-        let mut left = Vec::new();
-        for network in networks {
-            match docker.remove_network(&network).await {
-                Ok(())
-                | Err(bollard::errors::Error::DockerResponseServerError {
-                    status_code: 404, ..
-                }) => {}
-                Err(_) => left.push(network),
+    let secrets = ListSecretsOptionsBuilder::default()
+        .filters(&by_box)
+        .build();
+    let force = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .build();
+    for attempt in 0..80u64 {
+        let tasks_left = !tasks.is_empty()
+            && docker
+                .list_tasks(Some(
+                    ListTasksOptionsBuilder::default().filters(&by_id).build(),
+                ))
+                .await
+                .is_ok_and(|t| !t.is_empty());
+        // A job's ended task keeps its container after the service is gone (Docker 20.10):
+        // the engine we reach removes it when it ran there (a one-node swarm, the manager).
+        let found = docker
+            .list_containers(Some(containers.clone()))
+            .await
+            .unwrap_or_default();
+        for container in &found {
+            if let Some(id) = &container.id {
+                let _ = docker.remove_container(id, Some(force.clone())).await;
             }
         }
-        networks = left;
-        let Ok(secrets) = docker.list_secrets(Some(options.clone())).await else {
+        // A secret in use by a task being removed is refused for a moment.
+        let Ok(left) = docker.list_secrets(Some(secrets.clone())).await else {
             return;
         };
-        if secrets.is_empty() && networks.is_empty() {
-            return;
-        }
-        for secret in secrets {
-            if let Some(id) = secret.id {
-                let _ = docker.delete_secret(&id).await;
+        for secret in &left {
+            if let Some(id) = &secret.id {
+                let _ = docker.delete_secret(id).await;
             }
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        if !tasks_left && found.is_empty() && left.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50 * (attempt + 1).min(5))).await;
     }
 }

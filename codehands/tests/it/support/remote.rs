@@ -53,7 +53,26 @@ impl TestImage {
 }
 
 impl Drop for TestImage {
+    /// Removes the image, and first the egress proxies a swarm made of it (kept for later
+    /// runs of the same image, which will not come) with their networks, once their
+    /// containers are gone (the networks go with the last of them).
     fn drop(&mut self) {
+        let filter = format!("label=codehands.image={}", self.tag);
+        let services = docker(&["service", "ls", "--quiet", "--filter", &filter]);
+        for id in services.unwrap_or_default().split_whitespace() {
+            let _ = docker(&["service", "rm", id]);
+        }
+        for _ in 0..240 {
+            let networks = docker(&["network", "ls", "--quiet", "--filter", &filter]);
+            let networks = networks.unwrap_or_default();
+            if networks.trim().is_empty() {
+                break;
+            }
+            for id in networks.split_whitespace() {
+                let _ = docker(&["network", "rm", id]);
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
         let _ = docker(&["image", "rm", "--force", &self.tag]);
     }
 }
@@ -326,4 +345,29 @@ pub fn busybox_on_path(world: &World) -> String {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     )
+}
+
+/// Waits while the removal of session `id`'s box runs (a `__remote-cleanup` process of its own
+/// after the turn): bounded by that process's life, not by a guess.
+pub fn wait_while_removing(world: &World, id: &str) {
+    let run_dir = world
+        .home
+        .run_dir(&runner_core::SessionId::parse(id).unwrap())
+        .display()
+        .to_string();
+    let removing = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| {
+                std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+                    let cmdline = String::from_utf8_lossy(&cmdline);
+                    cmdline.contains(engine_docker::CLEANUP_COMMAND) && cmdline.contains(&run_dir)
+                })
+            })
+    };
+    while removing() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -99,6 +99,7 @@ impl LocalRunner {
             start.isolation = options.isolation;
             start.timeout_ms = options.timeout_ms;
             start.task_id = Some(options.task_id);
+            start.engine = options.engine;
             let agent = self.check(&start).await.map_err(|e| {
                 Error::new(
                     e.kind(),
