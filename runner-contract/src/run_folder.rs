@@ -85,32 +85,3 @@ pub const SANDBOX_RESULT_PREFIX: &str = "test-";
 pub fn quarantined(turn: u64) -> String {
     format!("turn-{turn}")
 }
-
-/// Every fixed name above, for the tidy test and for a reader that lists the folder.
-pub const ALL: &[&str] = &[
-    EVENTS,
-    TRANSCRIPT,
-    SUPERVISOR_LOG,
-    SUPERVISOR_LOCK,
-    SESSION_LOCK,
-    TURN,
-    AGENT,
-    EXIT,
-    AGENT_VERSION,
-    SECRETS,
-    RUNNER,
-    STOP_REQUESTED,
-    RESERVE,
-    NOTES,
-    INBOX,
-    WORKFLOW,
-    DRIVER_LOCK,
-    PHASE_BEFORE,
-    VERDICT,
-    BOX_PLAN,
-    REMOTE,
-    REMOTE_PHASES,
-    REMOTE_HOME,
-    RUN_LOG,
-    QUARANTINE,
-];
