@@ -7,7 +7,7 @@ mod scenarios;
 
 use agent_codex::Codex;
 use agent_harness::{Fixtures, Harness, parse_lines};
-use runner_core::EventBody;
+use runner_contract::EventBody;
 
 /// The adapter pointed at the installed Codex, or a skip (a failure under CI=true).
 fn codex() -> Option<Codex> {

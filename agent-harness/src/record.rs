@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use runner_core::Agent;
+use runner_contract::Agent;
 use runner_fake::model_server::ModelServer;
 
 use crate::fixtures::Fixtures;

@@ -19,7 +19,7 @@ fn mistral_vibe_keeps_every_agent_promise() {
 
 #[test]
 fn its_settings_keep_telemetry_off_and_name_the_openai_compatible_server() {
-    use runner_core::Agent;
+    use runner_contract::Agent;
     let dir = tempfile::tempdir().unwrap();
     let vibe = MistralVibe::new("vibe-acp", Some(dir.path().join("vibe-home")));
     let mut request = agent::sample_request(dir.path());

@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use runner_core::SessionId;
+use runner_contract::SessionId;
 use serde_json::{Map, Value, json};
 
 pub use crate::client_lines::Frame;

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use runner_core::{
+use runner_contract::{
     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Invocation, Result,
     VersionProbe,
 };
@@ -86,7 +86,7 @@ pub fn built_in(setup: &Setup) -> Vec<Arc<dyn Agent>> {
 /// logs), private to this codehands home: `agent-homes/mistral-vibe/`. Vibe makes it,
 /// owner-only, at its first run; `agent-homes/` is made here, so that it is private too.
 #[cfg(feature = "vibe")]
-pub fn vibe_home(home: &runner_core::Home) -> PathBuf {
+pub fn vibe_home(home: &runner_contract::Home) -> PathBuf {
     let folder = home.root().join("agent-homes");
     // A home that cannot be written fails the run later, with the store's own error.
     let _ = home.private().ensure_dir(&folder);
@@ -150,7 +150,7 @@ impl Agent for FakeAgent {
             .filter(|(path, _)| path.ends_with(".js"))
             .all(|(path, _)| repo.join(path).is_file());
         if replays_the_demo && !is_the_demo {
-            return Err(runner_core::Error::invalid_input(format!(
+            return Err(runner_contract::Error::invalid_input(format!(
                 "{} is not the demo's repo: the fake agent replays the demo's fix: run \
                  `codehands demo`, or use a real agent (`--agent claude-code`, `codehands agents` \
                  lists them)",
@@ -166,8 +166,8 @@ impl Agent for FakeAgent {
     }
 
     /// In a box: the recording it replays, when it is not the embedded one; no network.
-    fn box_needs(&self) -> runner_core::BoxNeeds {
-        runner_core::BoxNeeds {
+    fn box_needs(&self) -> runner_contract::BoxNeeds {
+        runner_contract::BoxNeeds {
             read_only: self.setup.script.iter().cloned().collect(),
             ..Default::default()
         }
@@ -177,7 +177,7 @@ impl Agent for FakeAgent {
         let mut invocation = self.inner.invocation(request)?;
         invocation.args.insert(0, OsString::from(FAKE_AGENT_ARG));
         // The replay reads its stdin to the end before it plays: no conversation.
-        invocation.close_stdin = runner_core::StdinClose::AfterWrite;
+        invocation.close_stdin = runner_contract::StdinClose::AfterWrite;
         let mut set = |key: &str, value: Option<String>| {
             if let Some(value) = value {
                 invocation.env.push((key.to_owned(), value));

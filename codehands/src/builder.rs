@@ -10,9 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use runner_core::{
-    Agent, AgentName, AgentOrigin, AgentRegistry, Error, ErrorKind, LocalRunner, Result,
-};
+use runner_contract::{Agent, AgentName, Error, ErrorKind, Result};
+use runner_core::{AgentOrigin, AgentRegistry, LocalRunner};
 
 use crate::Setup;
 use crate::agents;

@@ -10,8 +10,8 @@
 
 use std::collections::VecDeque;
 
-pub use runner_core::process::framing::Frame;
-use runner_core::process::framing::JsonlDecoder;
+pub use runner_contract::framing::Frame;
+use runner_contract::framing::JsonlDecoder;
 
 /// How much one read takes.
 const CHUNK: usize = 64 << 10;

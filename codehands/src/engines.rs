@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use runner_core::{ConfineRequest, Confinement, Engine, Invocation, Result};
+use runner_contract::{ConfineRequest, Confinement, Engine, Invocation, Result};
 
 use crate::Setup;
 

@@ -1,15 +1,16 @@
 //! The codehands facade: the crate a daemon depends on.
 //!
-//! It picks adapters by cargo feature (`claude`, `codex`, `git`, `docker`,
-//! `memory-fs`, `fake`, `plugins`, `box`) and builds a ready [`LocalRunner`]; [`RunnerBuilder`]
-//! registers any other `Agent`, profile file or plugin. A build without a
-//! feature answers "… is not in this build of codehands" instead of failing to
-//! compile. The contract is re-exported as [`core`].
+//! It picks adapters by cargo feature (`claude`, `codex`, `acp`, `vibe`, `git`, `docker`,
+//! `memory-fs`, `fake`, `plugins`, `box`, `remote`, and the command line's `cli` and `ui`) and
+//! builds a ready [`LocalRunner`]; [`RunnerBuilder`] registers any other `Agent`, profile file or
+//! plugin. A build without a feature answers "… is not in this build of codehands" instead of
+//! failing to compile. The contract (the `Runner` trait a daemon codes against, the events, the
+//! options) is re-exported as [`contract`], the engine as [`core`].
 //!
 //! ```no_run
-//! # async fn demo() -> codehands::core::Result<()> {
+//! # async fn demo() -> codehands::contract::Result<()> {
 //! use codehands::{Setup, build_runner};
-//! use codehands::core::{AgentName, Runner, SessionId, StartOptions};
+//! use codehands::contract::{AgentName, Runner, SessionId, StartOptions};
 //! let runner = build_runner(Setup::from_env()?)?;
 //! runner.recover().await?; // once, at start-up
 //! let id = SessionId::new_random();
@@ -50,12 +51,14 @@ pub mod settings;
 pub mod timing;
 pub mod workflow;
 
+pub use runner_contract as contract;
 pub use runner_core as core;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use runner_core::{AgentRegistry, Error, Home, LocalRunner, Result, Runner, RunnerSettings};
+use runner_contract::{Error, Home, Result, Runner};
+use runner_core::{AgentRegistry, LocalRunner, RunnerSettings};
 
 pub use agents::{FAKE_AGENT, FAKE_AGENT_ARG, FakeAgentSetup};
 pub use builder::{LoadProblem, RunnerBuilder, unknown_agent};
@@ -132,7 +135,7 @@ impl Setup {
             home,
             settings: RunnerSettings {
                 caller_env,
-                allowances: Some(runner_core::AllowancesSource(std::sync::Arc::new(
+                allowances: Some(runner_contract::AllowancesSource(std::sync::Arc::new(
                     move |repo| settings_files.load(repo),
                 ))),
                 ..RunnerSettings::default()
@@ -297,7 +300,7 @@ pub async fn sandbox_repo(
     setup: &Setup,
     repo: &std::path::Path,
     timezone: Option<String>,
-) -> Result<(runner_core::SessionId, runner_core::SandboxResult)> {
+) -> Result<(runner_contract::SessionId, runner_contract::SandboxResult)> {
     #[cfg(feature = "docker")]
     {
         let profile = memory::store(&setup.home).detect_profile(repo);

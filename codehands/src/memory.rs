@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use runner_core::{Home, MemoryStore};
+use runner_contract::{Home, MemoryStore};
 
 /// Files under `$CODEHANDS_HOME/memory` with feature `memory-fs`.
 #[cfg(feature = "memory-fs")]
@@ -22,25 +22,36 @@ struct NoMemory;
 #[cfg(not(feature = "memory-fs"))]
 #[async_trait::async_trait]
 impl MemoryStore for NoMemory {
-    async fn notes(&self, _: &str) -> runner_core::Result<String> {
+    async fn notes(&self, _: &str) -> runner_contract::Result<String> {
         Ok(String::new())
     }
-    async fn add_note(&self, _: &str, _: &str) -> runner_core::Result<()> {
+    async fn add_note(&self, _: &str, _: &str) -> runner_contract::Result<()> {
         Ok(())
     }
-    async fn notes_for_prompt(&self, _: &str) -> runner_core::Result<String> {
+    async fn notes_for_prompt(&self, _: &str) -> runner_contract::Result<String> {
         Ok(String::new())
     }
-    async fn record_run(&self, _: &str, _: &runner_core::RunSummary) -> runner_core::Result<()> {
+    async fn record_run(
+        &self,
+        _: &str,
+        _: &runner_contract::RunSummary,
+    ) -> runner_contract::Result<()> {
         Ok(())
     }
-    async fn profile(&self, _: &str) -> runner_core::Result<Option<runner_core::RepoProfile>> {
+    async fn profile(
+        &self,
+        _: &str,
+    ) -> runner_contract::Result<Option<runner_contract::RepoProfile>> {
         Ok(None)
     }
-    async fn save_profile(&self, _: &str, _: &runner_core::RepoProfile) -> runner_core::Result<()> {
+    async fn save_profile(
+        &self,
+        _: &str,
+        _: &runner_contract::RepoProfile,
+    ) -> runner_contract::Result<()> {
         Ok(())
     }
-    fn detect_profile(&self, _: &std::path::Path) -> runner_core::RepoProfile {
-        runner_core::RepoProfile::default()
+    fn detect_profile(&self, _: &std::path::Path) -> runner_contract::RepoProfile {
+        runner_contract::RepoProfile::default()
     }
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use runner_core::{Agent, Result};
+use runner_contract::{Agent, Result};
 
 /// Loads the agents of the plugin library at `path`.
 #[cfg(feature = "plugins")]
@@ -16,7 +16,7 @@ pub fn load(path: &Path) -> Result<Vec<Arc<dyn Agent>>> {
 #[cfg(not(feature = "plugins"))]
 pub fn load(path: &Path) -> Result<Vec<Arc<dyn Agent>>> {
     let _ = path;
-    Err(runner_core::Error::not_in_build("plugins", "plugins"))
+    Err(runner_contract::Error::not_in_build("plugins", "plugins"))
 }
 
 #[cfg(all(test, not(feature = "plugins")))]

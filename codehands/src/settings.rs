@@ -21,7 +21,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use runner_core::{Allowances, Error, Result};
+use runner_contract::{Allowances, Error, Result};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -173,7 +173,7 @@ impl SettingsFiles {
                     "{entry:?} holds your whole home: name the folder the work needs"
                 ));
             }
-            if let Some(secret) = runner_core::secret_places::secret_in(home, &path) {
+            if let Some(secret) = runner_contract::secret_places::secret_in(home, &path) {
                 return Err(format!(
                     "{entry:?} would bring {} into the box, where secrets live: never",
                     secret.display()
@@ -232,7 +232,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 /// A file of at most [`MAX_BYTES`], never through a link.
 fn read_capped(path: &Path) -> Result<Vec<u8>> {
-    let bytes = runner_core::private::read_no_follow(path)?.ok_or_else(|| {
+    let bytes = runner_contract::private::read_no_follow(path)?.ok_or_else(|| {
         Error::invalid_input(format!(
             "{} is gone: it was there a moment ago",
             path.display()

@@ -17,9 +17,9 @@
 
 use std::path::Path;
 
-use runner_core::{Error, Home, Result};
+use runner_contract::{Error, Home, Result};
 
-pub use runner_core::workflow::Workflow;
+pub use runner_contract::workflow::Workflow;
 
 /// The largest workflow file read, in bytes.
 const MAX_WORKFLOW_BYTES: u64 = 64 * 1024;
@@ -131,7 +131,7 @@ fn refuse(path: &Path, why: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runner_core::workflow::PhaseKind;
+    use runner_contract::workflow::PhaseKind;
 
     fn parse_here(text: &str) -> Result<Workflow> {
         parse(text, "w.toml")

@@ -13,9 +13,10 @@ mod seeds;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use runner_core::process::framing::{Frame, JsonlDecoder};
-use runner_core::text_lines::TextLinesParser;
-use runner_core::{Agent, AgentParser, RepoProfile, SessionId, SessionRecord, SessionStore};
+use runner_contract::framing::{Frame, JsonlDecoder};
+use runner_contract::text_lines::TextLinesParser;
+use runner_contract::{Agent, AgentParser, RepoProfile, SessionId, SessionRecord};
+use runner_core::SessionStore;
 
 pub use acp_server::acp_server;
 pub use patch::patch;
@@ -45,7 +46,7 @@ pub fn run(name: &str, data: &[u8]) -> bool {
 }
 
 /// The JSON-lines parser of a profile with every kind of line mapped, some by dotted paths.
-fn json_lines_parser() -> runner_core::json_lines::JsonLinesParser {
+fn json_lines_parser() -> runner_contract::json_lines::JsonLinesParser {
     let map = serde_json::from_value(serde_json::json!({
         "kind": "type",
         "message": {"when": "message", "text": "text"},
@@ -57,7 +58,7 @@ fn json_lines_parser() -> runner_core::json_lines::JsonLinesParser {
         "error": {"when": "error", "message": "message"},
     }))
     .expect("a valid map");
-    runner_core::json_lines::JsonLinesParser::new(map)
+    runner_contract::json_lines::JsonLinesParser::new(map)
 }
 
 /// An agent's output as it streams in: the first byte picks the chunk sizes and the line
@@ -72,7 +73,7 @@ pub fn agent_output(data: &[u8]) {
     let max_line = if knob & 0x80 != 0 {
         64
     } else {
-        runner_core::process::framing::DEFAULT_MAX_LINE
+        runner_contract::framing::DEFAULT_MAX_LINE
     };
     let chunked = frames_in_chunks(output, max_line, knob);
     let whole = frames_in_chunks(output, max_line, 0);
@@ -104,10 +105,10 @@ pub fn agent_output(data: &[u8]) {
 /// The ACP client's parser as the runner makes it: driving a turn (it owes the handshake).
 fn acp_parser() -> Box<dyn AgentParser> {
     let agent = agent_acp::AcpAgent::new(
-        runner_core::AgentName::parse("acp").expect("a valid name"),
+        runner_contract::AgentName::parse("acp").expect("a valid name"),
         "acp-agent",
     );
-    let request = runner_core::AgentRequest {
+    let request = runner_contract::AgentRequest {
         session_id: SessionId::new_random(),
         worktree: "/w".into(),
         prompt: "Fix it.".into(),

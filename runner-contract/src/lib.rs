@@ -55,16 +55,17 @@ pub use event::{Event, EventBody};
 pub use home::Home;
 pub use ids::SessionId;
 pub use options::{
-    ApproveOptions, ApproveResult, DiffResult, DiffStat, Engine, FileStat, Isolation,
-    PermissionAnswer, PermissionMode, Permissions, RecoveryReport, RejectResult, StartOptions,
+    ApproveOptions, ApproveResult, DiffResult, DiffStat, Engine, FileStat, GcOptions, GcReport,
+    Isolation, PermissionAnswer, PermissionMode, Permissions, RecoveryReport, RejectResult,
+    RepoDisk, StartOptions,
 };
 pub use repo_key::RepoKey;
 pub use report::{RunEnding, RunReport};
 pub use sequence::EventSequence;
 pub use session::{SessionRecord, SessionState, TokenCounts};
 pub use task::{
-    AttemptReport, AttemptSpec, AttemptVerdict, PickResult, TaskAttempt, TaskId, TaskOptions,
-    TaskRecord, TaskReport, TaskState, VerifyVerdict,
+    AttemptReport, AttemptSpec, AttemptVerdict, PickOptions, PickResult, StartedTask, TaskAttempt,
+    TaskId, TaskOptions, TaskRecord, TaskReport, TaskState, VerifyVerdict,
 };
 pub use traits::agent::{
     Agent, AgentCapabilities, AgentInput, AgentParser, AgentRequest, DEFAULT_RESUME_PROMPT,

@@ -1,6 +1,7 @@
 //! What callers pass in (start options) and get back (diffs, approvals, recovery reports).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -407,4 +408,48 @@ mod tests {
             );
         }
     }
+}
+
+/// What [`Runner::gc`](crate::traits::runner::Runner::gc) removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcOptions {
+    /// Sessions whose record last changed longer ago than this go.
+    pub older_than: Duration,
+    /// Only say what would go; change nothing.
+    pub dry_run: bool,
+}
+
+impl Default for GcOptions {
+    fn default() -> Self {
+        Self {
+            older_than: Duration::from_secs(14 * 86_400),
+            dry_run: false,
+        }
+    }
+}
+
+/// What [`Runner::gc`](crate::traits::runner::Runner::gc) did (or, with `dry_run`, would do).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GcReport {
+    /// The sessions rejected (or that would be).
+    pub removed: Vec<SessionId>,
+    /// Branches kept because the agent committed to them.
+    pub kept_branches: Vec<String>,
+    /// Sessions that could not be removed, with why.
+    pub errors: Vec<(SessionId, String)>,
+    /// Disk use of each repo's worktrees (by repo path), before and after.
+    pub disk: Vec<RepoDisk>,
+}
+
+/// The disk one repo's worktrees use under the home.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepoDisk {
+    /// The repository.
+    pub repo: String,
+    /// Bytes in its worktrees before.
+    pub bytes_before: u64,
+    /// Bytes in its worktrees after (the same as before with `dry_run`).
+    pub bytes_after: u64,
 }

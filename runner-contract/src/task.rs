@@ -15,6 +15,7 @@ use crate::ids::SessionId;
 use crate::options::{DiffStat, Isolation, Permissions};
 use crate::report::TestOutcome;
 use crate::session::{SessionState, TokenCounts};
+use crate::traits::runner::EventStream;
 
 pub use crate::ids::TaskId;
 
@@ -432,4 +433,23 @@ mod tests {
         assert!(!Picked.can_move_to(Open));
         assert!(!Rejected.can_move_to(Open));
     }
+}
+
+/// How a pick goes beyond choosing the attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PickOptions {
+    /// The commit message (the prompt's first line when empty).
+    pub message: String,
+    /// Approve even when the attempt's verify did not pass.
+    pub force: bool,
+    /// Keep the other attempts as they are instead of rejecting them.
+    pub keep_others: bool,
+}
+
+/// A task whose attempts have all started.
+pub struct StartedTask {
+    /// The task's id.
+    pub task_id: TaskId,
+    /// Each attempt's session and its events, in the order asked for.
+    pub attempts: Vec<(SessionId, EventStream)>,
 }

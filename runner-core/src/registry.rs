@@ -11,9 +11,9 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::agent_name::AgentName;
-use crate::error::{Error, ErrorKind, Result};
-use crate::traits::agent::Agent;
+use runner_contract::agent_name::AgentName;
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::traits::agent::Agent;
 
 /// Where an agent came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -157,7 +157,9 @@ fn describe(origin: &AgentOrigin) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traits::agent::{AgentCapabilities, AgentParser, AgentRequest, Invocation};
+    use runner_contract::traits::agent::{
+        AgentCapabilities, AgentParser, AgentRequest, Invocation,
+    };
 
     struct Named(&'static str);
 
@@ -172,7 +174,7 @@ mod tests {
             Err(Error::invalid_input("not run in these tests"))
         }
         fn parser(&self) -> Box<dyn AgentParser> {
-            Box::new(crate::text_lines::TextLinesParser::default())
+            Box::new(runner_contract::text_lines::TextLinesParser::default())
         }
     }
 

@@ -5,11 +5,11 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::event::{Event, EventBody, FileChangeKind, MessageRole, PermissionOutcome};
-use crate::present::{self, stat_line};
-use crate::session::{SessionRecord, SessionState, TokenCounts};
+use runner_contract::event::{Event, EventBody, FileChangeKind, MessageRole, PermissionOutcome};
+use runner_contract::present::{self, stat_line};
+use runner_contract::session::{SessionRecord, SessionState, TokenCounts};
 
-pub use runner_contract::report::{
+use runner_contract::report::{
     COMMAND_TOOL, ChangedFile, CommandRun, DeniedTool, RunEnding, RunReport, TestOutcome,
 };
 
@@ -555,11 +555,11 @@ fn shown(text: &str, limit: usize) -> String {
 mod tests {
     use serde_json::json;
 
-    use crate::event::FailureKind;
-    use crate::ids::SessionId;
+    use runner_contract::event::FailureKind;
+    use runner_contract::ids::SessionId;
 
     use super::*;
-    use crate::event::{
+    use runner_contract::event::{
         CommandFinished, CommandStarted, FileChanged, FileRead, Message, TaskFailed, TaskFinished,
         TaskStarted,
     };

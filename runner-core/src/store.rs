@@ -11,11 +11,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::home::Home;
-use crate::ids::SessionId;
-use crate::private::{PrivateRoot, read_no_follow};
-use crate::session::{SessionRecord, SessionState};
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::home::Home;
+use runner_contract::ids::SessionId;
+use runner_contract::private::{PrivateRoot, read_no_follow};
+use runner_contract::session::{SessionRecord, SessionState};
 
 /// Where session records live.
 #[derive(Debug)]
@@ -125,7 +125,7 @@ impl SessionStore {
                 "change the session",
             ));
         }
-        after.updated_at = crate::now_rfc3339();
+        after.updated_at = runner_contract::now_rfc3339();
         self.write(&after)?;
         Ok((out, after))
     }

@@ -5,12 +5,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use runner_core::event::{ApprovalRequested, TaskStopped};
-use runner_core::{
+use runner_contract::event::{ApprovalRequested, TaskStopped};
+use runner_contract::{
     AgentName, ApproveResult, DiffResult, Error, Event, EventBody, EventSequence, EventStream,
-    RecoveryReport, Result, Runner, SessionId, SessionRecord, SessionState, SessionStore,
-    StartOptions, WorktreeSpec,
+    RecoveryReport, Result, Runner, SessionId, SessionRecord, SessionState, StartOptions,
+    WorktreeSpec,
 };
+use runner_core::SessionStore;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::script;
@@ -310,7 +311,7 @@ impl Runner for FakeRunner {
         Ok(self.store.list()?.records)
     }
 
-    async fn report(&self, session_id: &SessionId) -> Result<runner_core::RunReport> {
+    async fn report(&self, session_id: &SessionId) -> Result<runner_contract::RunReport> {
         let record = self.store.get(session_id)?;
         let events = self
             .played
@@ -327,11 +328,11 @@ impl Runner for FakeRunner {
         }))
     }
 
-    async fn send(&self, session_id: &SessionId, text: String) -> Result<runner_core::Sent> {
+    async fn send(&self, session_id: &SessionId, text: String) -> Result<runner_contract::Sent> {
         let record = self.store.get(session_id)?;
         if record.state == SessionState::Running {
             return Err(Error::new(
-                runner_core::ErrorKind::Unsupported,
+                runner_contract::ErrorKind::Unsupported,
                 "the fake runner's scripted runs take no input while they run: send it once the session awaits approval",
             ));
         }
@@ -344,7 +345,7 @@ impl Runner for FakeRunner {
         let record = self
             .store
             .move_to(session_id, SessionState::Running, "send a follow-up")?;
-        Ok(runner_core::Sent::FollowUp(
+        Ok(runner_contract::Sent::FollowUp(
             self.play(&record, script::resumed_run(Some(&text))),
         ))
     }
@@ -353,7 +354,7 @@ impl Runner for FakeRunner {
         &self,
         session_id: &SessionId,
         request_id: &str,
-        _answer: runner_core::PermissionAnswer,
+        _answer: runner_contract::PermissionAnswer,
     ) -> Result<()> {
         self.store.get(session_id)?;
         Err(Error::not_found(format!(
@@ -364,7 +365,7 @@ impl Runner for FakeRunner {
     async fn interrupt(&self, session_id: &SessionId) -> Result<()> {
         self.store.get(session_id)?;
         Err(Error::new(
-            runner_core::ErrorKind::Unsupported,
+            runner_contract::ErrorKind::Unsupported,
             "the fake runner's scripted runs cannot be interrupted: stop the session instead",
         ))
     }

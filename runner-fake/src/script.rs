@@ -1,10 +1,10 @@
 //! The fake runner's script: what a small "fix the failing test" run looks like.
 
-use runner_core::event::{
+use runner_contract::event::{
     CommandFinished, CommandStarted, FileChangeKind, FileChanged, FileRead, Message, MessageRole,
     TaskFinished, TaskStarted, TestResult,
 };
-use runner_core::{DiffStat, EventBody, FileStat};
+use runner_contract::{DiffStat, EventBody, FileStat};
 
 /// The patch the fake runner reports for every session.
 pub const FAKE_PATCH: &str = "\

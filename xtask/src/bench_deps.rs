@@ -78,7 +78,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
 /// One boxed fake run to its end (kept, then rejected outside the timing).
 fn time_run(codehands: &Path, repo: &Path, home: &Path) -> Result<Duration, String> {
-    let id = runner_core::SessionId::new_random().to_string();
+    let id = runner_contract::SessionId::new_random().to_string();
     let command = |args: &[&str]| {
         let mut cmd = Command::new(codehands);
         cmd.env_clear()

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use runner_core::{SessionId, Vcs, WorktreeSpec};
+use runner_contract::{SessionId, Vcs, WorktreeSpec};
 use vcs_git::GitVcs;
 
 const FILES: usize = 20_000;
@@ -132,16 +132,17 @@ fn journal_cost(home: &Path) -> Result<Duration, String> {
     let _ = std::fs::remove_dir_all(home);
     let store = runner_core::SessionStore::on_disk(home.join("sessions"));
     let id = SessionId::new_random();
-    let agent = runner_core::AgentName::parse("fake").map_err(|e| e.to_string())?;
-    let options = runner_core::StartOptions::new(id, home.join("repo"), "bench", agent);
-    let worktree = runner_core::WorktreeSpec {
+    let agent = runner_contract::AgentName::parse("fake").map_err(|e| e.to_string())?;
+    let options = runner_contract::StartOptions::new(id, home.join("repo"), "bench", agent);
+    let worktree = runner_contract::WorktreeSpec {
         repo: home.join("repo"),
         base: "0".repeat(40),
         branch: format!("codehands/bench-{}", id.short()),
         path: home.join("worktrees/0123456789ab").join(id.short()),
     };
-    let mut record = runner_core::SessionRecord::queued(&options, "0123456789ab".into(), worktree);
-    record.state = runner_core::SessionState::AwaitingApproval;
+    let mut record =
+        runner_contract::SessionRecord::queued(&options, "0123456789ab".into(), worktree);
+    record.state = runner_contract::SessionState::AwaitingApproval;
     record.last_seq = 12;
     let lock_path = home.join("runs").join(id.to_string()).join("session.lock");
     let mut samples = Vec::new();
@@ -160,13 +161,13 @@ fn journal_cost(home: &Path) -> Result<Duration, String> {
         lock.lock().map_err(|e| e.to_string())?;
         store
             .update(&id, |r| {
-                r.move_to(runner_core::SessionState::Approving, "approve")?;
+                r.move_to(runner_contract::SessionState::Approving, "approve")?;
                 r.commit = Some("1".repeat(40));
                 Ok(())
             })
             .map_err(|e| e.to_string())?;
         store
-            .move_to(&id, runner_core::SessionState::Approved, "approve")
+            .move_to(&id, runner_contract::SessionState::Approved, "approve")
             .map_err(|e| e.to_string())?;
         drop(lock);
         samples.push(started.elapsed());
@@ -186,7 +187,7 @@ async fn paired_round(
     home: &Path,
     round: usize,
 ) -> Result<(Round, Round), String> {
-    let err = |e: runner_core::Error| e.to_string();
+    let err = |e: runner_contract::Error| e.to_string();
     let ours_first = round.is_multiple_of(2);
     let base = vcs.base_commit(repo).await.map_err(err)?;
     let key = vcs.repo_key(repo).await.map_err(err)?;

@@ -83,7 +83,7 @@ fn measure(
     if together {
         let mut children: Vec<Child> = Vec::new();
         for _ in 0..RUNS {
-            let id = runner_core::SessionId::new_random().to_string();
+            let id = runner_contract::SessionId::new_random().to_string();
             children.push(spawn_run(codehands, repo, home, &id)?);
             ids.push(id);
         }
@@ -106,7 +106,7 @@ fn measure(
         }
     } else {
         for _ in 0..RUNS {
-            let id = runner_core::SessionId::new_random().to_string();
+            let id = runner_contract::SessionId::new_random().to_string();
             let mut child = spawn_run(codehands, repo, home, &id)?;
             ids.push(id);
             loop {

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use runner_core::{Agent, AgentRequest, SessionId, StdinClose};
+use runner_contract::{Agent, AgentRequest, SessionId, StdinClose};
 use runner_fake::model_server::{ModelServer, Script, Turn};
 
 const ROUNDS: usize = 41;

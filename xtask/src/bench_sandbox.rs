@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use runner_core::{BoxLimits, Language, RepoProfile, Sandbox, SandboxRequest, SessionId};
+use runner_contract::{BoxLimits, Language, RepoProfile, Sandbox, SandboxRequest, SessionId};
 use sandbox_docker::flags::{BoxSpec, docker_run_args, test_box};
 use sandbox_docker::{DockerSandbox, LOCAL_BUSYBOX_IMAGE, host_timezone};
 

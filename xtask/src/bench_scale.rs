@@ -173,7 +173,7 @@ fn measure(
     let started = Instant::now();
     let mut children: Vec<(String, Child, Option<Duration>)> = Vec::new();
     for _ in 0..RUNS {
-        let id = runner_core::SessionId::new_random().to_string();
+        let id = runner_contract::SessionId::new_random().to_string();
         let child = command(codehands, image, repo, home)
             .args([
                 "run",

@@ -12,9 +12,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let dir = crate::workspace_root().join("schemas");
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut drifted = Vec::new();
-    for (name, schema) in runner_core::schema::all() {
+    for (name, schema) in runner_contract::schema::all() {
         let path = dir.join(name);
-        let text = runner_core::schema::render(&schema);
+        let text = runner_contract::schema::render(&schema);
         let current = fs::read_to_string(&path).unwrap_or_default();
         if current == text {
             continue;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use futures::StreamExt;
-use runner_core::{AgentName, EventBody, Home, Runner, SessionId, StartOptions, Vcs};
+use runner_contract::{AgentName, EventBody, Home, Runner, SessionId, StartOptions, Vcs};
 use runner_fake::model_server::ModelServer;
 
 /// Records; `args` is empty.

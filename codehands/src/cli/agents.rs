@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use runner_core::{AgentCapabilities, AgentOrigin, Result};
+use runner_contract::{AgentCapabilities, Result};
+use runner_core::AgentOrigin;
 use serde::Serialize;
 
 use super::output;
@@ -92,7 +93,7 @@ pub async fn run(args: AgentsArgs) -> Result<ExitCode> {
             output::line(&format!(
                 "{:<14} {}",
                 "",
-                runner_core::present::visible(description, false)
+                runner_contract::present::visible(description, false)
             ))?;
         }
         // An ACP agent says whether it can continue a conversation in its answer to

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use runner_core::{Error, Result};
+use runner_contract::{Error, Result};
 
 /// The shells we write completions for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

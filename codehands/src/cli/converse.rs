@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use runner_core::{PermissionAnswer, Result, Runner, Sent};
+use runner_contract::{PermissionAnswer, Result, Runner, Sent};
 
 use super::decide::DecideArgs;
 use super::output;
@@ -22,7 +22,7 @@ pub struct SendArgs {
     /// The session's isolation (`box` or `none`): refused unless it is the one the session
     /// runs with, since every turn of a session runs alike.
     #[arg(long, value_name = "box|none", value_parser = super::isolation)]
-    isolation: Option<runner_core::Isolation>,
+    isolation: Option<runner_contract::Isolation>,
     #[command(flatten)]
     decide: DecideArgs,
 }
@@ -31,7 +31,7 @@ pub struct SendArgs {
 /// worktree, watched and decided on like `run`; a running one gets the text mid-turn.
 pub async fn send(args: SendArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
-    let id = runner.resolve_session(&args.id)?;
+    let id = runner.resolve_session(&args.id).await?;
     super::check_isolation(&runner, &id, args.isolation).await?;
     match runner.send(&id, args.text).await? {
         Sent::FollowUp(events) => {
@@ -156,7 +156,7 @@ pub async fn answer(args: AnswerArgs) -> Result<ExitCode> {
         Err(message) => return Ok(usage_error(message)),
     };
     let runner = super::runner()?;
-    let id = runner.resolve_session(&args.id)?;
+    let id = runner.resolve_session(&args.id).await?;
     runner.answer(&id, &args.request, answer).await?;
     let outcome = match args.decision {
         Decision::Allow => "allowed",
@@ -172,7 +172,7 @@ pub async fn answer(args: AnswerArgs) -> Result<ExitCode> {
     } else {
         output::line(&format!(
             "{outcome}: request {} of session {}",
-            runner_core::present::visible(&args.request, false),
+            runner_contract::present::visible(&args.request, false),
             id.short()
         ))?;
     }
@@ -194,7 +194,7 @@ pub struct InterruptArgs {
 /// approval with the change so far, and a follow-up (`send`) can redirect the agent.
 pub async fn interrupt(args: InterruptArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
-    let id = runner.resolve_session(&args.id)?;
+    let id = runner.resolve_session(&args.id).await?;
     runner.interrupt(&id).await?;
     tracing::info!(session = %id, "interrupted");
     if args.json {

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use runner_core::{ApproveOptions, LocalRunner, Result, Runner, SessionId};
+use runner_contract::{ApproveOptions, Result, Runner, SessionId};
+use runner_core::LocalRunner;
 
 use super::last_test::LastTest;
 use super::output;
@@ -82,7 +83,7 @@ pub async fn after_approval(
     match then {
         Then::Approve => {
             if last_test.failed() && !args.force {
-                return Err(runner_core::Error::invalid_input(format!(
+                return Err(runner_contract::Error::invalid_input(format!(
                     "not approved: the agent's {}; the change is kept. Approve anyway with \
                      --force (`codehands approve {} --force`), or send the agent a follow-up",
                     last_test.line(),
@@ -160,7 +161,7 @@ async fn ask() -> Option<Answer> {
 }
 
 /// What a person reads after a reject.
-pub fn rejected_line(rejected: &runner_core::RejectResult) -> String {
+pub fn rejected_line(rejected: &runner_contract::RejectResult) -> String {
     match &rejected.kept_branch {
         Some(branch) => format!(
             "rejected: the worktree is gone; branch {branch} is kept (the agent committed to it): \

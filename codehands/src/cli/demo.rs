@@ -6,7 +6,9 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 
 use clap::Args;
-use runner_core::{AgentName, Error, ErrorKind, Home, Isolation, Result, SessionId, StartOptions};
+use runner_contract::{
+    AgentName, Error, ErrorKind, Home, Isolation, Result, SessionId, StartOptions,
+};
 
 use super::decide::DecideArgs;
 use super::decide::Then;
@@ -75,7 +77,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     let id = SessionId::new_random();
     let mut options = StartOptions::new(id, &repo, prompt, agent);
     options.isolation = isolation;
-    let events = runner_core::Runner::start(&runner, options).await?;
+    let events = runner_contract::Runner::start(&runner, options).await?;
     let decide = DecideArgs {
         then: Some(Then::Approve),
         message: Some("Fix the off-by-one month in formatDate".into()),

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use runner_core::{
-    AgentName, AttemptSpec, Isolation, LocalRunner, PickOptions, Result, SessionState, TaskId,
+use runner_contract::{
+    AgentName, AttemptSpec, Isolation, PickOptions, Result, Runner, SessionState, TaskId,
     TaskOptions,
 };
 
@@ -14,7 +14,7 @@ use super::{output, task, task_view};
 
 /// Runs the task, shows it, picks one.
 pub async fn run(
-    runner: &LocalRunner,
+    runner: &dyn Runner,
     repo: &Path,
     prompt: &str,
     agent: AgentName,
@@ -22,7 +22,7 @@ pub async fn run(
     n: usize,
     json: bool,
 ) -> Result<ExitCode> {
-    runner_core::task::check_count(n)?;
+    runner_contract::task::check_count(n)?;
     let started = runner
         .start_task(TaskOptions {
             task_id: TaskId::new_random(),

@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::process::ExitCode;
 
 use clap::Args;
-use runner_core::Result;
+use runner_contract::Result;
 
 use super::output;
 use super::probe::{self, Finding};

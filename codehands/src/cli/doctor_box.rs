@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use runner_core::{AgentRegistry, Confinement};
+use runner_contract::Confinement;
+use runner_core::AgentRegistry;
 
 use super::probe::{Finding, Probe, Site};
 
@@ -106,7 +107,7 @@ fn codex_sandbox(
     site: &Site,
 ) -> Option<Finding> {
     let codex = registry
-        .get(&runner_core::AgentName::parse("codex").ok()?)
+        .get(&runner_contract::AgentName::parse("codex").ok()?)
         .ok()?;
     let version = codex.version_probe()?;
     let program = version.program.clone();

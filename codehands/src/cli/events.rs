@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use futures::StreamExt;
-use runner_core::{Result, Runner, SessionId};
+use runner_contract::{Result, Runner, SessionId};
 
 use super::output;
 use super::view::HumanView;
@@ -31,9 +31,9 @@ pub struct EventsArgs {
 /// `codehands events ID [--after N] [--follow] [--json]`.
 pub async fn run(args: EventsArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
-    let id = runner.resolve_session(&args.id)?;
+    let id = runner.resolve_session(&args.id).await?;
     let mut view = HumanView::new(false);
-    let mut print = |event: &runner_core::Event| -> std::io::Result<()> {
+    let mut print = |event: &runner_contract::Event| -> std::io::Result<()> {
         if args.json {
             output::write_json_line(event)
         } else {
@@ -44,7 +44,7 @@ pub async fn run(args: EventsArgs) -> Result<ExitCode> {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             Ok(ExitCode::SUCCESS)
         } else {
-            Err(runner_core::Error::io("cannot write to stdout", &e))
+            Err(runner_contract::Error::io("cannot write to stdout", &e))
         }
     };
     if !args.follow {
@@ -107,7 +107,7 @@ pub struct ReportArgs {
 /// `codehands report ID [--json]`: the session's final report, from its event log.
 pub async fn report(args: ReportArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
-    if let Some(task) = runner.find_task(&args.id)? {
+    if let Some(task) = runner.find_task(&args.id).await? {
         let report = runner.task_report(&task).await?;
         if args.json {
             output::json_line(&report)?;
@@ -116,7 +116,7 @@ pub async fn report(args: ReportArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let id = runner.resolve_session(&args.id)?;
+    let id = runner.resolve_session(&args.id).await?;
     let report = runner.report(&id).await?;
     if args.json {
         output::json_line(&report)?;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use futures::StreamExt;
-use runner_core::{AgentName, Result, SessionId, StartOptions};
+use runner_contract::{AgentName, Result, SessionId, StartOptions};
 
 use super::output;
 

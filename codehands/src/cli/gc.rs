@@ -4,7 +4,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use runner_core::{GcOptions, Result};
+use runner_contract::GcOptions;
+use runner_contract::{Result, Runner};
 
 use super::output;
 

@@ -2,7 +2,7 @@
 //! failed, or never ran, never reads like a green one (README.md, "Your own repo, a real
 //! agent").
 
-use runner_core::{Event, EventBody};
+use runner_contract::{Event, EventBody};
 
 /// How a session's last test run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +63,7 @@ impl LastTest {
     /// One line for a person.
     pub fn line(&self) -> String {
         let flat = |text: &str| {
-            runner_core::present::visible(&text.replace(['\n', '\r'], " "), false).into_owned()
+            runner_contract::present::visible(&text.replace(['\n', '\r'], " "), false).into_owned()
         };
         match self {
             Self::Passed { command } => format!("last test: passed ({})", flat(command)),
@@ -117,7 +117,7 @@ fn refused_test(events: &[Event]) -> Option<String> {
             EventBody::Message(m) if m.denied => {
                 if let Some(command) = open
                     .last()
-                    .filter(|c| runner_core::testrun::is_test_command(c))
+                    .filter(|c| runner_contract::testrun::is_test_command(c))
                 {
                     refused = Some((*command).to_owned());
                 }
@@ -131,8 +131,8 @@ fn refused_test(events: &[Event]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runner_core::event::{BoxHidden, TestResult};
-    use runner_core::{EventSequence, SessionId};
+    use runner_contract::event::{BoxHidden, TestResult};
+    use runner_contract::{EventSequence, SessionId};
 
     fn events(bodies: Vec<EventBody>) -> Vec<Event> {
         let mut seq = EventSequence::new(SessionId::new_random());
@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn a_refused_test_command_is_why_no_test_ran() {
-        use runner_core::event::{CommandFinished, CommandStarted, Message};
+        use runner_contract::event::{CommandFinished, CommandStarted, Message};
         let started = |command: &str| {
             EventBody::CommandStarted(CommandStarted {
                 command: command.into(),

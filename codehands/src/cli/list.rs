@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::Args;
-use runner_core::{Result, SessionRecord, SessionState};
+use runner_contract::{Result, Runner, SessionRecord, SessionState};
 
 use super::output;
 
@@ -99,7 +99,7 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
             output::line(&cut(&line, output::width()))?;
         }
         // A task whose record cannot be read is said by `codehands task` and `recover`.
-        let tasks = runner.task_records().unwrap_or_default();
+        let tasks = runner.tasks().await.unwrap_or_default();
         for line in super::task_view::task_totals(&tasks, &records) {
             output::line(&cut(&line, output::width()))?;
         }
@@ -108,7 +108,7 @@ pub async fn run(args: ListArgs) -> Result<ExitCode> {
         let name = unreadable_name(path);
         let line = format!(
             "unreadable: {name}: {}",
-            runner_core::present::visible(e.message(), false)
+            runner_contract::present::visible(e.message(), false)
         );
         output::line(&cut(&line, output::width()))?;
     }
@@ -133,7 +133,7 @@ fn unreadable_name(path: &std::path::Path) -> String {
 /// One line per repository of the listed sessions that reported a cost: what they cost
 /// together, and the tokens they used.
 fn totals(records: &[&SessionRecord]) -> Vec<String> {
-    let mut repos: std::collections::BTreeMap<String, (usize, f64, runner_core::TokenCounts)> =
+    let mut repos: std::collections::BTreeMap<String, (usize, f64, runner_contract::TokenCounts)> =
         std::collections::BTreeMap::new();
     for r in records {
         if r.cost_usd.is_none() && r.tokens.is_none() {
@@ -222,7 +222,7 @@ fn row(r: &SessionRecord, repo: String, state: &str, now: SystemTime) -> [String
     let cost = r.cost_usd.map_or("–".to_owned(), usd);
     [
         r.session_id.short(),
-        runner_core::present::visible(&repo, false).into_owned(),
+        runner_contract::present::visible(&repo, false).into_owned(),
         r.agent.to_string(),
         state.to_owned(),
         age,
@@ -331,13 +331,13 @@ mod tests {
     #[test]
     fn totals_sum_cost_and_tokens_per_repo() {
         let record = |repo: &str, cost: Option<f64>, input: u64| {
-            let options = runner_core::StartOptions::new(
-                runner_core::SessionId::new_random(),
+            let options = runner_contract::StartOptions::new(
+                runner_contract::SessionId::new_random(),
                 repo,
                 "p",
-                runner_core::AgentName::parse("fake").unwrap(),
+                runner_contract::AgentName::parse("fake").unwrap(),
             );
-            let worktree = runner_core::WorktreeSpec {
+            let worktree = runner_contract::WorktreeSpec {
                 repo: repo.into(),
                 base: "0".repeat(40),
                 branch: "codehands/x".into(),
@@ -346,7 +346,7 @@ mod tests {
             let mut record = SessionRecord::queued(&options, "0123456789ab".into(), worktree);
             record.state = SessionState::Approved;
             record.cost_usd = cost;
-            record.tokens = cost.map(|_| runner_core::TokenCounts { input, output: 1 });
+            record.tokens = cost.map(|_| runner_contract::TokenCounts { input, output: 1 });
             record
         };
         let records = [

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
-use runner_core::{Home, SessionId};
+use runner_contract::{Home, SessionId};
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;

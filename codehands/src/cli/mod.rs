@@ -35,7 +35,7 @@ pub use output::stdout_closed;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use runner_core::{Result, SessionId};
+use runner_contract::{Result, SessionId};
 
 /// Run headless coding agents on a private git worktree, then approve or reject the change.
 ///
@@ -218,7 +218,7 @@ fn builder_for(mut setup: codehands::Setup) -> Result<codehands::RunnerBuilder> 
 /// `codehands [--agent-file …] [--plugin …] __supervise`, the session id follows.
 fn supervisor_command() -> Result<runner_core::SupervisorCommand> {
     let program = std::env::current_exe().map_err(|e| {
-        runner_core::Error::io("cannot find the codehands program to supervise the run", &e)
+        runner_contract::Error::io("cannot find the codehands program to supervise the run", &e)
     })?;
     let sources = SOURCES.get().cloned().unwrap_or_default();
     let mut args: Vec<std::ffi::OsString> = Vec::new();
@@ -261,7 +261,7 @@ fn runner() -> Result<runner_core::LocalRunner> {
 
 /// The runner, once `agent` is known to it; the error says why not (a broken profile of
 /// that name, a built-in left out of this build, or the names that are known).
-fn runner_for(agent: &runner_core::AgentName) -> Result<runner_core::LocalRunner> {
+fn runner_for(agent: &runner_contract::AgentName) -> Result<runner_core::LocalRunner> {
     let mut setup = codehands::Setup::from_env()?;
     setup.settings.supervisor = Some(supervisor_command()?);
     let (registry, problems) = builder_with_sources(setup.clone())?.agents()?;
@@ -272,7 +272,7 @@ fn runner_for(agent: &runner_core::AgentName) -> Result<runner_core::LocalRunner
 }
 
 /// The runner, once every agent in `agents` is known to it (a workflow's phases).
-fn runner_for_all(agents: &[runner_core::AgentName]) -> Result<runner_core::LocalRunner> {
+fn runner_for_all(agents: &[runner_contract::AgentName]) -> Result<runner_core::LocalRunner> {
     let mut setup = codehands::Setup::from_env()?;
     setup.settings.supervisor = Some(supervisor_command()?);
     let (registry, problems) = builder_with_sources(setup.clone())?.agents()?;
@@ -283,10 +283,10 @@ fn runner_for_all(agents: &[runner_core::AgentName]) -> Result<runner_core::Loca
 }
 
 /// Parses `--isolation box|none` (clap value parser).
-fn isolation(text: &str) -> std::result::Result<runner_core::Isolation, String> {
+fn isolation(text: &str) -> std::result::Result<runner_contract::Isolation, String> {
     match text {
-        "box" => Ok(runner_core::Isolation::Box),
-        "none" => Ok(runner_core::Isolation::None),
+        "box" => Ok(runner_contract::Isolation::Box),
+        "none" => Ok(runner_contract::Isolation::None),
         other => Err(format!(
             "{other:?} is not an isolation: `box` (the agent confined, the default) or `none` \
              (the agent with your rights)"
@@ -294,11 +294,11 @@ fn isolation(text: &str) -> std::result::Result<runner_core::Isolation, String> 
     }
 }
 
-fn engine(text: &str) -> std::result::Result<runner_core::Engine, String> {
+fn engine(text: &str) -> std::result::Result<runner_contract::Engine, String> {
     match text {
-        "local" => Ok(runner_core::Engine::Local),
-        "docker" => Ok(runner_core::Engine::Docker),
-        "swarm" => Ok(runner_core::Engine::Swarm),
+        "local" => Ok(runner_contract::Engine::Local),
+        "docker" => Ok(runner_contract::Engine::Docker),
+        "swarm" => Ok(runner_contract::Engine::Swarm),
         other => Err(format!(
             "{other:?} is not an engine: `local` (this machine), `docker` (the engine DOCKER_HOST \
              names) or `swarm` (the Docker Swarm DOCKER_HOST manages)"
@@ -310,10 +310,10 @@ fn engine(text: &str) -> std::result::Result<runner_core::Engine, String> {
 /// every turn of a session runs alike.
 async fn check_isolation(
     runner: &runner_core::LocalRunner,
-    id: &runner_core::SessionId,
-    wanted: Option<runner_core::Isolation>,
+    id: &runner_contract::SessionId,
+    wanted: Option<runner_contract::Isolation>,
 ) -> Result<()> {
-    use runner_core::Runner;
+    use runner_contract::Runner;
     let Some(wanted) = wanted else {
         return Ok(());
     };
@@ -321,7 +321,7 @@ async fn check_isolation(
     if record.isolation == wanted {
         return Ok(());
     }
-    Err(runner_core::Error::invalid_input(format!(
+    Err(runner_contract::Error::invalid_input(format!(
         "session {id} runs with --isolation {}, and every turn of a session runs alike: drop \
          --isolation {wanted}, or start a new session with it",
         record.isolation
@@ -329,6 +329,6 @@ async fn check_isolation(
 }
 
 /// Parses an agent name argument (clap value parser).
-fn agent_name(text: &str) -> std::result::Result<runner_core::AgentName, String> {
-    runner_core::AgentName::parse(text).map_err(|e| e.to_string())
+fn agent_name(text: &str) -> std::result::Result<runner_contract::AgentName, String> {
+    runner_contract::AgentName::parse(text).map_err(|e| e.to_string())
 }

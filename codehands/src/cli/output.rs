@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use runner_core::{Error, Result};
+use runner_contract::{Error, Result};
 use serde::Serialize;
 
 /// Set once stdout's reader has gone (`codehands sessions | head -1`).

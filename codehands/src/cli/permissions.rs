@@ -5,8 +5,9 @@
 use std::collections::VecDeque;
 use std::io::Write;
 
-use runner_core::event::{EventBody, PermissionRequested};
-use runner_core::{LocalRunner, PermissionAnswer, PermissionMode, Result, Runner, SessionId};
+use runner_contract::event::{EventBody, PermissionRequested};
+use runner_contract::{PermissionAnswer, PermissionMode, Result, Runner, SessionId};
+use runner_core::LocalRunner;
 
 use super::output;
 use super::view;
@@ -157,11 +158,11 @@ fn deny() -> PermissionAnswer {
 /// `allow Bash: python3 -c "print(42)"? [y/N] `: the tool and its input on one line, with
 /// the agent's control characters shown, never sent to the terminal.
 pub fn question(request: &PermissionRequested) -> String {
-    let tool = runner_core::present::visible(&request.tool, false);
+    let tool = runner_contract::present::visible(&request.tool, false);
     let input = view::tool_input(&request.input);
     format!(
         "allow {tool}: {}? [y/N] ",
-        runner_core::present::visible(&input, false)
+        runner_contract::present::visible(&input, false)
     )
 }
 
@@ -212,9 +213,9 @@ mod tests {
             }
         );
         questions.note(&EventBody::PermissionResolved(
-            runner_core::event::PermissionResolved {
+            runner_contract::event::PermissionResolved {
                 request_id: "r2".into(),
-                outcome: runner_core::event::PermissionOutcome::TimedOut,
+                outcome: runner_contract::event::PermissionOutcome::TimedOut,
                 message: None,
                 updated_input: None,
             },

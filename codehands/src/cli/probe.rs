@@ -3,8 +3,8 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
+use runner_contract::{Result, VersionProbe};
 use runner_core::process::probe::{NeutralDir, command, probe_env};
-use runner_core::{Result, VersionProbe};
 use serde::Serialize;
 
 use super::output;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use futures::StreamExt;
-use runner_core::{
+use runner_contract::{
     AgentName, Event, EventBody, EventStream, PermissionMode, Permissions, Result, Runner, Sent,
     SessionId, StartOptions,
 };
@@ -62,12 +62,12 @@ pub struct RunArgs {
     /// read nothing of your home but its login, reach only its provider and see none of
     /// your processes. `none`: the agent runs with your rights (where no box can be made).
     #[arg(long, value_name = "box|none", value_parser = super::isolation, default_value = "box")]
-    pub isolation: runner_core::Isolation,
+    pub isolation: runner_contract::Isolation,
     /// Where the box runs: `local` (this machine, the default), `docker` (a container on the
     /// engine DOCKER_HOST names) or `swarm` (a job on the Docker Swarm DOCKER_HOST manages).
     /// See README.md, "Where runs run".
     #[arg(long, value_name = "local|docker|swarm", value_parser = super::engine, default_value = "local")]
-    pub engine: runner_core::Engine,
+    pub engine: runner_contract::Engine,
     /// Print the session id (with `--json`, `{"sessionId": …}`) once the agent runs, and
     /// return; the run goes on (`codehands events ID --follow` watches it).
     #[arg(long)]
@@ -115,7 +115,7 @@ pub struct ResumeArgs {
     /// The session's isolation (`box` or `none`): refused unless it is the one the session
     /// runs with, since every turn of a session runs alike.
     #[arg(long, value_name = "box|none", value_parser = super::isolation)]
-    pub isolation: Option<runner_core::Isolation>,
+    pub isolation: Option<runner_contract::Isolation>,
     #[command(flatten)]
     pub decide: DecideArgs,
 }
@@ -200,9 +200,9 @@ async fn stop_soon(runner: &dyn Runner, id: SessionId, last: Option<&Event>) {
     for _ in 0..100 {
         match runner.stop(&id).await {
             Ok(()) => return,
-            Err(e) if e.kind() == runner_core::ErrorKind::IllegalMove && !closed => {
+            Err(e) if e.kind() == runner_contract::ErrorKind::IllegalMove && !closed => {
                 let state = runner.session(&id).await.map(|r| r.state);
-                if state.ok() != Some(runner_core::SessionState::AwaitingApproval) {
+                if state.ok() != Some(runner_contract::SessionState::AwaitingApproval) {
                     eprintln!("codehands: {e}");
                     return;
                 }
@@ -226,7 +226,7 @@ async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
     let runner = super::runner_for_all(&agents)?;
     let id = args.session_id.unwrap_or_else(SessionId::new_random);
     let prompt = args.prompt_or_default();
-    let options = runner_core::WorkflowOptions {
+    let options = runner_contract::WorkflowOptions {
         session_id: id,
         repo_path: args.repo,
         prompt,
@@ -247,21 +247,24 @@ async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
 
 /// `--timeout`: a duration as people write it, in milliseconds.
 fn timeout_ms(text: &str) -> std::result::Result<u64, String> {
-    runner_core::options::parse_timeout(text).map_err(|e| e.message().to_owned())
+    runner_contract::options::parse_timeout(text).map_err(|e| e.message().to_owned())
 }
 
 /// Whether the agent runs in its box, said as `demo` says it (on stderr: stdout may be
 /// contract JSON).
-fn isolation_line(isolation: runner_core::Isolation, engine: runner_core::Engine) -> String {
+fn isolation_line(
+    isolation: runner_contract::Isolation,
+    engine: runner_contract::Engine,
+) -> String {
     match (isolation, engine) {
-        (runner_core::Isolation::None, _) => {
+        (runner_contract::Isolation::None, _) => {
             "isolation: none (the agent runs with your rights)".to_owned()
         }
-        (runner_core::Isolation::Box, runner_core::Engine::Local) => {
+        (runner_contract::Isolation::Box, runner_contract::Engine::Local) => {
             "isolation: box (the agent writes only its worktree and reaches only its provider)"
                 .to_owned()
         }
-        (runner_core::Isolation::Box, engine) => format!(
+        (runner_contract::Isolation::Box, engine) => format!(
             "isolation: box on the {} engine (the agent gets a copy of the worktree and reaches only its provider)",
             engine.as_str()
         ),
@@ -296,10 +299,10 @@ async fn detached(
     let record = runner
         .wait_for_agent(&id, std::time::Duration::from_secs(60))
         .await?;
-    if record.state == runner_core::SessionState::Failed {
+    if record.state == runner_contract::SessionState::Failed {
         let why = record.failure.unwrap_or_default();
-        return Err(runner_core::Error::new(
-            runner_core::ErrorKind::AgentUnavailable,
+        return Err(runner_contract::Error::new(
+            runner_contract::ErrorKind::AgentUnavailable,
             format!("session {id} failed before its agent ran: {why}"),
         ));
     }
@@ -329,7 +332,7 @@ pub(super) fn dirty_note(repo: &std::path::Path) -> Option<String> {
 /// `codehands resume`.
 pub async fn resume(args: ResumeArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
-    let id = runner.resolve_session(&args.id)?;
+    let id = runner.resolve_session(&args.id).await?;
     super::check_isolation(&runner, &id, args.isolation).await?;
     let events = runner.resume(&id, args.prompt).await?;
     super::logging::log_run_to(runner.home(), &id);
@@ -445,7 +448,7 @@ async fn watch(
                         view.clear_spinner();
                         return Ok(None);
                     }
-                    Err(e) => return Err(runner_core::Error::io("cannot write to stdout", &e)),
+                    Err(e) => return Err(runner_contract::Error::io("cannot write to stdout", &e)),
                 }
                 questions.note(&event.body);
                 questions.show();

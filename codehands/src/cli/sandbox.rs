@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use runner_core::{Error, Home, Result};
+use runner_contract::{Error, Home, Result};
 
 use super::output;
 
@@ -37,7 +37,7 @@ pub async fn run(args: SandboxArgs) -> Result<ExitCode> {
         output::json_line(&result)?;
     } else {
         // The repo's tests print what the agent's code makes them print: shown, never obeyed.
-        output::line(&runner_core::present::visible(&result.output, true))?;
+        output::line(&runner_contract::present::visible(&result.output, true))?;
         let verdict = match (&result.error, result.passed) {
             (Some(e), _) => format!("could not test ({}): {}", e.kind.as_str(), e.message),
             (None, true) => "passed".to_owned(),

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use runner_core::{Error, Result};
+use runner_contract::{Error, Result};
 
 /// Arguments of `codehands schema`.
 #[derive(Debug, Args)]
@@ -14,7 +14,7 @@ pub struct SchemaArgs {
 
 /// Prints one schema, or all of them as a JSON object keyed by file name.
 pub fn run(args: SchemaArgs) -> Result<ExitCode> {
-    let all = runner_core::schema::all();
+    let all = runner_contract::schema::all();
     match args.name {
         Some(wanted) => {
             let file = if wanted.ends_with(".schema.json") {
@@ -32,7 +32,7 @@ pub fn run(args: SchemaArgs) -> Result<ExitCode> {
                     names.join(", ")
                 ))
             })?;
-            print!("{}", runner_core::schema::render(schema));
+            print!("{}", runner_contract::schema::render(schema));
         }
         None => {
             let map: serde_json::Map<String, serde_json::Value> = all

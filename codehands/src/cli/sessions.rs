@@ -6,9 +6,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Args;
-use runner_core::{
-    ApproveOptions, ErrorKind, LocalRunner, Result, Runner, SessionId, SessionState,
-};
+use runner_contract::{ApproveOptions, ErrorKind, Result, Runner, SessionId, SessionState};
+use runner_core::LocalRunner;
 
 use super::output;
 use super::view;
@@ -72,9 +71,9 @@ pub struct JsonArgs {
 }
 
 /// The runner and the session `text` names.
-fn runner_and(text: &str) -> Result<(LocalRunner, SessionId)> {
+async fn runner_and(text: &str) -> Result<(LocalRunner, SessionId)> {
     let runner = super::runner()?;
-    let id = runner.resolve_session(text)?;
+    let id = runner.resolve_session(text).await?;
     Ok((runner, id))
 }
 
@@ -82,13 +81,13 @@ fn runner_and(text: &str) -> Result<(LocalRunner, SessionId)> {
 pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
     let runner = super::runner()?;
     if args.against.is_none()
-        && let Some(task) = runner.find_task(&args.id)?
+        && let Some(task) = runner.find_task(&args.id).await?
     {
         return super::task_diff::each_attempt(&runner, &task, args.stat, args.json).await;
     }
-    let id = runner.resolve_session(&args.id)?;
+    let id = runner.resolve_session(&args.id).await?;
     if let Some(other) = &args.against {
-        let other = runner.resolve_session(other)?;
+        let other = runner.resolve_session(other).await?;
         return super::task_diff::run(&runner, &id, &other, args.stat, args.json).await;
     }
     let diff = match runner.diff(&id).await {
@@ -105,7 +104,7 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
             // Piped, the patch stays exact (`git apply` takes it); on a terminal, the
             // agent's file contents are shown, never obeyed.
             if std::io::stdout().is_terminal() {
-                output::text(&runner_core::present::visible(&diff.patch, true))?;
+                output::text(&runner_contract::present::visible(&diff.patch, true))?;
             } else {
                 output::text(&diff.patch)?;
             }
@@ -120,10 +119,10 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
 pub(super) async fn after_the_fact(
     runner: &LocalRunner,
     id: &SessionId,
-    error: runner_core::Error,
-) -> runner_core::Error {
+    error: runner_contract::Error,
+) -> runner_contract::Error {
     match runner.session(id).await {
-        Ok(record) if record.state == SessionState::Approved => runner_core::Error::new(
+        Ok(record) if record.state == SessionState::Approved => runner_contract::Error::new(
             ErrorKind::NotFound,
             format!(
                 "session {id} is approved: its change is the commit {} on branch {}; see it with \
@@ -140,8 +139,8 @@ pub(super) async fn after_the_fact(
 
 /// `codehands approve ID -m MSG`.
 pub async fn approve(args: ApproveArgs) -> Result<ExitCode> {
-    let (runner, id) = runner_and(&args.id)?;
-    let pick = runner_core::PickOptions {
+    let (runner, id) = runner_and(&args.id).await?;
+    let pick = runner_contract::PickOptions {
         message: args.message.clone().unwrap_or_default(),
         force: args.force,
         keep_others: args.keep_others,
@@ -150,7 +149,7 @@ pub async fn approve(args: ApproveArgs) -> Result<ExitCode> {
         return Ok(code);
     }
     if args.keep_others {
-        return Err(runner_core::Error::invalid_input(format!(
+        return Err(runner_contract::Error::invalid_input(format!(
             "session {id} is no attempt of a task: --keep-others has nothing to keep; drop it"
         )));
     }
@@ -179,7 +178,7 @@ pub async fn reject(args: IdArgs) -> Result<ExitCode> {
     if let Some(code) = super::task::reject_if_task(&runner, &args.id, args.json).await? {
         return Ok(code);
     }
-    let id = runner.resolve_session(&args.id)?;
+    let id = runner.resolve_session(&args.id).await?;
     let rejected = runner.reject_session(&id).await?;
     if args.json {
         output::json_line(&serde_json::json!({
@@ -195,7 +194,7 @@ pub async fn reject(args: IdArgs) -> Result<ExitCode> {
 
 /// `codehands stop ID`; a session already stopped is not an error (the stop happened).
 pub async fn stop(args: IdArgs) -> Result<ExitCode> {
-    let (runner, id) = runner_and(&args.id)?;
+    let (runner, id) = runner_and(&args.id).await?;
     let already = runner.session(&id).await?.state == SessionState::Stopped;
     if !already {
         runner.stop(&id).await?;

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use clap::Args;
 use futures::StreamExt;
-use runner_core::{
-    AgentName, AttemptSpec, LocalRunner, PickOptions, Result, Runner, SessionId, SessionState,
-    TaskId, TaskOptions,
+use runner_contract::PickOptions;
+use runner_contract::{
+    AgentName, AttemptSpec, Result, Runner, SessionId, SessionState, TaskId, TaskOptions,
 };
+use runner_core::LocalRunner;
 use serde::Serialize;
 
 use super::output;
@@ -46,7 +47,7 @@ pub async fn start(args: RunArgs, attempts: &str) -> Result<ExitCode> {
         attempts,
         budget_usd: args.budget_usd,
         verify: args.verify,
-        permissions: runner_core::Permissions::default(),
+        permissions: runner_contract::Permissions::default(),
         isolation: args.isolation,
         timeout_ms: args.timeout,
         engine: args.engine,
@@ -67,7 +68,7 @@ pub async fn start(args: RunArgs, attempts: &str) -> Result<ExitCode> {
         struct Started<'a> {
             task_id: TaskId,
             base_commit: &'a str,
-            attempts: &'a [runner_core::TaskAttempt],
+            attempts: &'a [runner_contract::TaskAttempt],
         }
         output::json_line(&Started {
             task_id: task.task_id,
@@ -104,7 +105,7 @@ pub async fn start(args: RunArgs, attempts: &str) -> Result<ExitCode> {
 /// (an entry without a model takes `--model`).
 fn attempts_of(text: &str, agent: &AgentName, model: Option<&str>) -> Result<Vec<AttemptSpec>> {
     if let Ok(n) = text.trim().parse::<usize>() {
-        runner_core::task::check_count(n)?;
+        runner_contract::task::check_count(n)?;
         return Ok(vec![
             AttemptSpec {
                 model: model.map(str::to_owned),
@@ -137,10 +138,10 @@ fn runner_for_all(agents: &[AgentName]) -> Result<LocalRunner> {
 }
 
 /// The runner and the task `text` names.
-fn runner_and_task(text: &str) -> Result<(LocalRunner, TaskId)> {
+async fn runner_and_task(text: &str) -> Result<(LocalRunner, TaskId)> {
     let runner = super::runner()?;
-    let id = runner.find_task(text)?.ok_or_else(|| {
-        runner_core::Error::not_found(format!(
+    let id = runner.find_task(text).await?.ok_or_else(|| {
+        runner_contract::Error::not_found(format!(
             "no task id starts with {text}: `codehands run --attempts` starts one and prints its id"
         ))
     })?;
@@ -149,7 +150,7 @@ fn runner_and_task(text: &str) -> Result<(LocalRunner, TaskId)> {
 
 /// `codehands task ID [--follow] [--json]`.
 pub async fn run(args: TaskArgs) -> Result<ExitCode> {
-    let (runner, id) = runner_and_task(&args.id)?;
+    let (runner, id) = runner_and_task(&args.id).await?;
     if args.follow && args.json {
         follow_json(&runner, &id).await?;
     } else if args.follow {
@@ -172,17 +173,17 @@ struct Tagged<'a> {
     session_id: SessionId,
     agent: &'a AgentName,
     model: Option<&'a str>,
-    event: runner_core::Event,
+    event: runner_contract::Event,
 }
 
 /// Every attempt's events, merged as they come, until every attempt's run has ended.
-pub(super) async fn follow_json(runner: &LocalRunner, id: &TaskId) -> Result<()> {
+pub(super) async fn follow_json(runner: &dyn Runner, id: &TaskId) -> Result<()> {
     let task = runner.task(id).await?;
     let mut streams = Vec::new();
     for (i, attempt) in task.attempts.iter().enumerate() {
         let events = match runner.events(&attempt.session_id, 0).await {
             Ok(events) => events,
-            Err(e) if e.kind() == runner_core::ErrorKind::NotFound => continue,
+            Err(e) if e.kind() == runner_contract::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
         streams.push(events.map(move |event| (i, event)).boxed());
@@ -203,7 +204,7 @@ pub(super) async fn follow_json(runner: &LocalRunner, id: &TaskId) -> Result<()>
 
 /// One line per attempt, updated in place on a terminal (printed again when it changes
 /// elsewhere), until every attempt's run has ended.
-pub(super) async fn follow_lines(runner: &LocalRunner, id: &TaskId) -> Result<()> {
+pub(super) async fn follow_lines(runner: &dyn Runner, id: &TaskId) -> Result<()> {
     let live = output::colour();
     let mut shown: Vec<String> = Vec::new();
     loop {
@@ -235,12 +236,12 @@ pub(super) async fn follow_lines(runner: &LocalRunner, id: &TaskId) -> Result<()
 /// `codehands approve ID` of a task's attempt: says what the pick does, then picks. `None`
 /// when the session is no attempt of an open task (a plain approve then).
 pub async fn approve_attempt(
-    runner: &LocalRunner,
+    runner: &dyn Runner,
     id: &SessionId,
     options: PickOptions,
     json: bool,
 ) -> Result<Option<ExitCode>> {
-    let Some(task) = runner.task_of(id)? else {
+    let Some(task) = runner.task_of(id).await? else {
         return Ok(None);
     };
     let task = runner.task(&task.task_id).await?;
@@ -258,7 +259,7 @@ pub async fn approve_attempt(
             others.push(attempt.session_id.short());
         }
     }
-    if !others.is_empty() && task.state == runner_core::TaskState::Open {
+    if !others.is_empty() && task.state == runner_contract::TaskState::Open {
         let what = if options.keep_others {
             "keeps"
         } else {
@@ -296,11 +297,11 @@ pub async fn approve_attempt(
 /// `codehands reject ID` when ID names a task: every attempt not decided is rejected.
 /// `None` when no task's id starts with it (a session's then).
 pub async fn reject_if_task(
-    runner: &LocalRunner,
+    runner: &dyn Runner,
     text: &str,
     json: bool,
 ) -> Result<Option<ExitCode>> {
-    let Some(id) = runner.find_task(text)? else {
+    let Some(id) = runner.find_task(text).await? else {
         return Ok(None);
     };
     let rejected = runner.reject_task(&id).await?;

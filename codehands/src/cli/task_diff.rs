@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use std::io::IsTerminal;
 
-use runner_core::{DiffResult, Error, LocalRunner, Result, Runner, SessionId, TaskId};
+use runner_contract::{DiffResult, Error, Result, Runner, SessionId, TaskId};
+use runner_core::LocalRunner;
 use serde::Serialize;
 
 use super::output;
@@ -54,7 +55,7 @@ struct AttemptDiff {
     attempt: usize,
     session_id: SessionId,
     agent: String,
-    state: runner_core::SessionState,
+    state: runner_contract::SessionState,
     /// The change against the base commit, when its worktree is there.
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<DiffResult>,
@@ -76,7 +77,7 @@ pub async fn each_attempt(
         let id = attempt.session_id;
         let state = match runner.session(&id).await {
             Ok(session) => session.state,
-            Err(_) => runner_core::SessionState::Failed,
+            Err(_) => runner_contract::SessionState::Failed,
         };
         let (diff, unavailable) = match runner.diff(&id).await {
             Ok(diff) => (Some(diff), None),
@@ -104,7 +105,7 @@ pub async fn each_attempt(
                 if !stat_only {
                     // As `diff ID`: exact when piped, shown never obeyed on a terminal.
                     if terminal {
-                        output::text(&runner_core::present::visible(&diff.patch, true))?;
+                        output::text(&runner_contract::present::visible(&diff.patch, true))?;
                     } else {
                         output::text(&diff.patch)?;
                     }
@@ -113,7 +114,7 @@ pub async fn each_attempt(
             }
             None => output::line(&format!(
                 "  (no change to show: {})",
-                runner_core::present::visible(&unavailable.unwrap_or_default(), false)
+                runner_contract::present::visible(&unavailable.unwrap_or_default(), false)
             ))?,
         }
     }
@@ -139,7 +140,7 @@ pub async fn run(
         return Ok(ExitCode::SUCCESS);
     }
     if !stat_only {
-        output::text(&runner_core::present::visible(&patch, true))?;
+        output::text(&runner_contract::present::visible(&patch, true))?;
     }
     for file in &files {
         let how = match file.compared {
@@ -150,7 +151,7 @@ pub async fn run(
         };
         output::line(&format!(
             " {} | {how}",
-            runner_core::present::visible(&file.path, false)
+            runner_contract::present::visible(&file.path, false)
         ))?;
     }
     Ok(ExitCode::SUCCESS)

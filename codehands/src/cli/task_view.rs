@@ -3,10 +3,10 @@
 //! failure messages) goes through `view::visible`, so no control character of theirs
 //! reaches the terminal.
 
-use runner_core::{AttemptReport, SessionRecord, TaskRecord, TaskReport, VerifyVerdict};
+use runner_contract::{AttemptReport, SessionRecord, TaskRecord, TaskReport, VerifyVerdict};
 
 use super::output::paint;
-use runner_core::present::visible;
+use runner_contract::present::visible;
 
 /// The attempts side by side: one row each (agent, model, state, time, cost, tokens, diff,
 /// files, tests, verdict), the best one marked `*`; then the files × attempts view (which
@@ -268,7 +268,7 @@ pub fn task_totals(tasks: &[TaskRecord], listed: &[&SessionRecord]) -> Vec<Strin
             let tokens = mine
                 .iter()
                 .filter_map(|r| r.tokens)
-                .fold(runner_core::TokenCounts::default(), |a, b| a + b);
+                .fold(runner_contract::TokenCounts::default(), |a, b| a + b);
             Some(format!(
                 "task {} ({}): {} attempts, ${cost:.4}, {} in / {} out tokens",
                 task.task_id.short(),
@@ -284,7 +284,7 @@ pub fn task_totals(tasks: &[TaskRecord], listed: &[&SessionRecord]) -> Vec<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runner_core::{AgentName, SessionId, SessionState, TaskId, TaskState};
+    use runner_contract::{AgentName, SessionId, SessionState, TaskId, TaskState};
 
     fn attempt(n: usize, refused: usize) -> AttemptReport {
         AttemptReport {
@@ -339,13 +339,13 @@ mod tests {
 
     #[test]
     fn the_files_view_says_which_attempt_changed_what() {
-        let stat = |files: &[(&str, u64)]| runner_core::DiffStat {
+        let stat = |files: &[(&str, u64)]| runner_contract::DiffStat {
             files_changed: files.len() as u64,
             insertions: files.iter().map(|f| f.1).sum(),
             deletions: 0,
             files: files
                 .iter()
-                .map(|(path, n)| runner_core::FileStat {
+                .map(|(path, n)| runner_contract::FileStat {
                     path: (*path).into(),
                     old_path: None,
                     insertions: *n,

@@ -16,7 +16,7 @@ mod stream;
 use std::process::ExitCode;
 
 use clap::Args;
-use runner_core::Result;
+use runner_contract::Result;
 
 /// Arguments of `codehands ui`.
 #[derive(Debug, Args)]
@@ -38,7 +38,7 @@ pub async fn run(args: UiArgs) -> Result<ExitCode> {
 #[cfg(not(feature = "ui"))]
 pub async fn run(args: UiArgs) -> Result<ExitCode> {
     let _ = args.port;
-    Err(runner_core::Error::not_in_build(
+    Err(runner_contract::Error::not_in_build(
         "the review page (`codehands ui`)",
         "ui",
     ))

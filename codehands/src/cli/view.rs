@@ -4,9 +4,9 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use runner_core::event::{EventBody, ProviderState};
-use runner_core::present::{self, stat_line, visible};
-use runner_core::{DiffStat, Event};
+use runner_contract::event::{EventBody, ProviderState};
+use runner_contract::present::{self, stat_line, visible};
+use runner_contract::{DiffStat, Event};
 
 use super::output::paint;
 
@@ -159,7 +159,7 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
             }
         }
         // The person's own text as the agent took it in (the prompt, a follow-up, a steer).
-        EventBody::Message(m) if m.role == runner_core::event::MessageRole::User => {
+        EventBody::Message(m) if m.role == runner_contract::event::MessageRole::User => {
             format!("you: {}", flat(&m.text))
         }
         EventBody::Message(m) => flat(&m.text),
@@ -228,9 +228,9 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
         }
         EventBody::PermissionResolved(p) => {
             let how = match p.outcome {
-                runner_core::event::PermissionOutcome::Allowed => "allowed",
-                runner_core::event::PermissionOutcome::Denied => "denied",
-                runner_core::event::PermissionOutcome::TimedOut => "denied (no answer in time)",
+                runner_contract::event::PermissionOutcome::Allowed => "allowed",
+                runner_contract::event::PermissionOutcome::Denied => "denied",
+                runner_contract::event::PermissionOutcome::TimedOut => "denied (no answer in time)",
             };
             format!("request {} {how}", p.request_id)
         }
@@ -285,7 +285,7 @@ pub fn describe(body: &EventBody) -> (&'static str, String) {
 /// The per-file stat, as `git diff --stat` shows it.
 pub fn stat_table(stat: &DiffStat) -> String {
     // A rename shows both names, as `git diff --stat` does: `old => new`.
-    let name = |f: &runner_core::FileStat| match &f.old_path {
+    let name = |f: &runner_contract::FileStat| match &f.old_path {
         Some(old) if *old != f.path => {
             format!("{} => {}", visible(old, false), visible(&f.path, false))
         }
@@ -321,11 +321,11 @@ fn flat(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runner_core::event::Message;
+    use runner_contract::event::Message;
 
     #[test]
     fn a_rename_shows_the_old_name() {
-        let stat = DiffStat::from_files(vec![runner_core::FileStat {
+        let stat = DiffStat::from_files(vec![runner_contract::FileStat {
             path: "README2.md".into(),
             old_path: Some("README.md".into()),
             insertions: 0,
@@ -344,16 +344,17 @@ mod tests {
     fn a_failure_shows_the_last_lines_of_stderr() {
         let mut view = HumanView::new(false);
         let stderr: String = (1..=20).map(|i| format!("line {i}\n")).collect();
-        let event = runner_core::EventSequence::new(runner_core::SessionId::new_random()).next(
-            EventBody::TaskFailed(runner_core::event::TaskFailed {
-                reason: runner_core::event::FailureKind::NoResult,
-                message: "the agent exited without a result".into(),
-                stderr: Some(format!("{stderr}\u{1b}[2Jnot logged in")),
-                exit_code: Some(1),
-                cost_usd: None,
-            }),
-            None,
-        );
+        let event = runner_contract::EventSequence::new(runner_contract::SessionId::new_random())
+            .next(
+                EventBody::TaskFailed(runner_contract::event::TaskFailed {
+                    reason: runner_contract::event::FailureKind::NoResult,
+                    message: "the agent exited without a result".into(),
+                    stderr: Some(format!("{stderr}\u{1b}[2Jnot logged in")),
+                    exit_code: Some(1),
+                    cost_usd: None,
+                }),
+                None,
+            );
         let text = view.line(&event);
         assert!(text.contains("stderr (last lines):"), "{text}");
         assert!(

@@ -2,7 +2,7 @@
 
 use std::ffi::OsString;
 
-use runner_core::{
+use runner_contract::{
     Agent, AgentCapabilities, AgentName, AgentParser, AgentRequest, Error, Invocation, Result,
     StdinClose, VersionProbe,
 };
@@ -118,8 +118,8 @@ impl Agent for ProfileAgent {
     /// In a box: its base URL when it names one, else the hosts of `[network] allow`; the
     /// script files its arguments name, read-only (the program and its interpreter the box
     /// finds itself).
-    fn box_needs(&self) -> runner_core::BoxNeeds {
-        runner_core::BoxNeeds {
+    fn box_needs(&self) -> runner_contract::BoxNeeds {
+        runner_contract::BoxNeeds {
             read_only: self.script_files(),
             base_url_envs: self.profile.provider.base_url_env.iter().cloned().collect(),
             hosts: self.profile.network.allow.clone(),
@@ -147,7 +147,7 @@ impl Agent for ProfileAgent {
         request.check()?;
         if request.resume.is_some() {
             return Err(Error::new(
-                runner_core::ErrorKind::Unsupported,
+                runner_contract::ErrorKind::Unsupported,
                 format!(
                     "the {} agent (a profile) cannot resume a session: start a new one",
                     self.profile.name
@@ -182,12 +182,14 @@ impl Agent for ProfileAgent {
             #[cfg(feature = "codex")]
             ParserKind::CodexJsonl => agent_codex::jsonl_parser(),
             ParserKind::JsonLines => match &self.profile.json_lines {
-                Some(map) => Box::new(runner_core::json_lines::JsonLinesParser::new(map.clone())),
+                Some(map) => Box::new(runner_contract::json_lines::JsonLinesParser::new(
+                    map.clone(),
+                )),
                 // Never reached: the check refused a json-lines parser without its table.
-                None => Box::new(runner_core::text_lines::TextLinesParser::default()),
+                None => Box::new(runner_contract::text_lines::TextLinesParser::default()),
             },
             // Text, and (never reached: `new` refused them) parsers not in this build.
-            _ => Box::new(runner_core::text_lines::TextLinesParser::default()),
+            _ => Box::new(runner_contract::text_lines::TextLinesParser::default()),
         }
     }
 
@@ -199,14 +201,14 @@ impl Agent for ProfileAgent {
         self.parser()
     }
 
-    fn input_line(&self, input: &runner_core::AgentInput) -> Result<String> {
+    fn input_line(&self, input: &runner_contract::AgentInput) -> Result<String> {
         #[cfg(feature = "acp")]
         if let Some(acp) = &self.acp {
             return acp.input_line(input);
         }
         let _ = input;
         Err(Error::new(
-            runner_core::ErrorKind::Unsupported,
+            runner_contract::ErrorKind::Unsupported,
             format!(
                 "the {} agent takes no input while it runs",
                 self.profile.name

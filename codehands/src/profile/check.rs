@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use runner_core::{AgentCapabilities, AgentName, Result};
+use runner_contract::{AgentCapabilities, AgentName, Result};
 
 use super::{ParserKind, Profile, ProfileFile, PromptVia, refuse};
 
@@ -196,7 +196,7 @@ fn program(path: &Path, program: &str) -> Result<PathBuf> {
 
 fn check_arg(path: &Path, key: &str, arg: &str) -> Result<()> {
     // The workspace's one list (runner_contract::bypass), compared without case.
-    if let Some(flag) = runner_core::bypass::find(arg) {
+    if let Some(flag) = runner_contract::bypass::find(arg) {
         return Err(refuse(
             path,
             &format!(
@@ -301,7 +301,7 @@ pub(super) fn parser_in_build(kind: ParserKind) -> Result<()> {
     if built {
         Ok(())
     } else {
-        Err(runner_core::Error::not_in_build(
+        Err(runner_contract::Error::not_in_build(
             &format!("the {kind:?} parser"),
             feature,
         ))

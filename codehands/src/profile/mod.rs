@@ -19,7 +19,7 @@ mod check;
 
 use std::path::{Path, PathBuf};
 
-use runner_core::{AgentCapabilities, AgentName, Error, Result};
+use runner_contract::{AgentCapabilities, AgentName, Error, Result};
 use serde::Deserialize;
 
 pub use agent::ProfileAgent;
@@ -126,7 +126,7 @@ struct ProfileFile {
     #[serde(default)]
     network: ProfileNetwork,
     #[serde(default)]
-    json_lines: Option<runner_core::json_lines::JsonLinesMap>,
+    json_lines: Option<runner_contract::json_lines::JsonLinesMap>,
 }
 
 /// A checked profile.
@@ -155,7 +155,7 @@ pub struct Profile {
     /// Where it may connect from its box without a base URL.
     pub network: ProfileNetwork,
     /// How its JSON lines map to events, for [`ParserKind::JsonLines`].
-    pub json_lines: Option<runner_core::json_lines::JsonLinesMap>,
+    pub json_lines: Option<runner_contract::json_lines::JsonLinesMap>,
 }
 
 impl Profile {

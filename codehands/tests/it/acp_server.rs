@@ -670,7 +670,7 @@ fn session_new_in_a_folder_no_session_can_use_is_refused_saying_why_and_nothing_
 
 #[tokio::test]
 async fn session_load_of_a_session_whose_repo_is_gone_is_refused_naming_it() {
-    use runner_core::{AgentName, Runner, StartOptions};
+    use runner_contract::{AgentName, Runner, StartOptions};
     let world = World::demo();
     let runner = world.fake_runner("replay", 0);
     let id = support::new_id();
@@ -680,7 +680,7 @@ async fn session_load_of_a_session_whose_repo_is_gone_is_refused_naming_it() {
         runner_fake::demo_repo::PROMPT,
         AgentName::parse("fake").unwrap(),
     );
-    options.isolation = runner_core::Isolation::None;
+    options.isolation = runner_contract::Isolation::None;
     let events = runner_core::testkit::runner::collect(runner.start(options).await.unwrap()).await;
     assert_eq!(support::types(&events).last(), Some(&"approval.requested"));
     let load = |cwd: &Path| {

@@ -53,7 +53,7 @@ fn a_good_profile_loads_with_its_origin() {
         .agents()
         .unwrap();
     assert!(problems.is_empty(), "{problems:?}");
-    let name = runner_core::AgentName::parse("ruff-fix").unwrap();
+    let name = runner_contract::AgentName::parse("ruff-fix").unwrap();
     let entry = registry.entry(&name).unwrap();
     assert_eq!(entry.origin, runner_core::AgentOrigin::Profile { path });
     assert_eq!(entry.agent.name(), name);
@@ -160,13 +160,13 @@ fn a_broken_home_profile_is_listed_and_named_agents_get_its_error() {
     write(&folder, "ruff-fix.toml", GOOD);
     let broken = write(&folder, "broken.toml", &format!("{GOOD}\nextra = 1\n"));
     let (registry, problems) = RunnerBuilder::new(setup(&world)).agents().unwrap();
-    assert!(registry.contains(&runner_core::AgentName::parse("ruff-fix").unwrap()));
+    assert!(registry.contains(&runner_contract::AgentName::parse("ruff-fix").unwrap()));
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0].path, broken);
-    let name = runner_core::AgentName::parse("broken").unwrap();
+    let name = runner_contract::AgentName::parse("broken").unwrap();
     let error = codehands::unknown_agent(&registry, &problems, &name).to_string();
     assert!(error.contains("extra"), "{error}");
-    let unknown = runner_core::AgentName::parse("nobody").unwrap();
+    let unknown = runner_contract::AgentName::parse("nobody").unwrap();
     let error = codehands::unknown_agent(&registry, &problems, &unknown).to_string();
     assert!(error.contains("no agent named `nobody`"), "{error}");
     assert!(error.contains("ruff-fix"), "lists the known names: {error}");

@@ -4,11 +4,12 @@
 use std::path::Path;
 
 use codehands::RunnerBuilder;
-use runner_core::{AgentName, SessionStore};
+use runner_contract::AgentName;
+use runner_core::SessionStore;
 
 fn setup(home: &Path) -> codehands::Setup {
     let mut setup = codehands::Setup::from_env().unwrap();
-    setup.home = runner_core::Home::new(home);
+    setup.home = runner_contract::Home::new(home);
     setup
 }
 
@@ -111,7 +112,7 @@ fn records_written_before_names_were_open_still_read() {
         );
         std::fs::write(dir.path().join(format!("{id}.json")), record).unwrap();
         let read = store
-            .get(&runner_core::SessionId::parse(id).unwrap())
+            .get(&runner_contract::SessionId::parse(id).unwrap())
             .unwrap();
         assert_eq!(read.agent.as_str(), agent);
     }
@@ -120,21 +121,21 @@ fn records_written_before_names_were_open_still_read() {
 #[test]
 fn a_caller_agent_cannot_take_a_built_in_name() {
     struct Impostor;
-    impl runner_core::Agent for Impostor {
+    impl runner_contract::Agent for Impostor {
         fn name(&self) -> AgentName {
             AgentName::parse("codex").unwrap()
         }
-        fn capabilities(&self) -> runner_core::AgentCapabilities {
-            runner_core::AgentCapabilities::default()
+        fn capabilities(&self) -> runner_contract::AgentCapabilities {
+            runner_contract::AgentCapabilities::default()
         }
         fn invocation(
             &self,
-            _: &runner_core::AgentRequest,
-        ) -> runner_core::Result<runner_core::Invocation> {
-            Err(runner_core::Error::invalid_input("never run"))
+            _: &runner_contract::AgentRequest,
+        ) -> runner_contract::Result<runner_contract::Invocation> {
+            Err(runner_contract::Error::invalid_input("never run"))
         }
-        fn parser(&self) -> Box<dyn runner_core::AgentParser> {
-            Box::new(runner_core::text_lines::TextLinesParser::default())
+        fn parser(&self) -> Box<dyn runner_contract::AgentParser> {
+            Box::new(runner_contract::text_lines::TextLinesParser::default())
         }
     }
     let home = tempfile::tempdir().unwrap();

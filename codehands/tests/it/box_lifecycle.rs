@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use runner_contract::{AgentName, Isolation, Runner, SessionId, SessionState, StartOptions};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, Isolation, Runner, SessionId, SessionState, StartOptions};
 use support::{World, process_running};
 
 fn options(world: &World, id: SessionId) -> StartOptions {
@@ -196,7 +196,7 @@ async fn every_turn_of_a_session_runs_as_its_first_and_a_decided_one_keeps_no_ho
     assert!(run.join("box.json").exists() && run.join("home").is_dir());
     // A follow-up is boxed too, in the same private home.
     let follow_up = runner.send(&boxed, "Carry on.".into()).await.unwrap();
-    let runner_core::Sent::FollowUp(events) = follow_up else {
+    let runner_contract::Sent::FollowUp(events) = follow_up else {
         panic!("a follow-up turn");
     };
     suite::collect(events).await;

@@ -8,8 +8,8 @@ use crate::support;
 
 use std::path::{Path, PathBuf};
 
+use runner_contract::{AgentName, Event, EventBody, Runner, SessionId, StartOptions};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, Event, EventBody, Runner, SessionId, StartOptions};
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, worktree_for};

@@ -12,9 +12,9 @@ use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use runner_core::event::EventBody;
+use runner_contract::event::EventBody;
+use runner_contract::{AgentName, Event, Isolation, Runner, SessionId, SessionState, StartOptions};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, Event, Isolation, Runner, SessionId, SessionState, StartOptions};
 use support::World;
 
 /// A runner whose agent `planter` fixes the month, then plants git whose config makes
@@ -85,7 +85,7 @@ fn system_messages(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match &e.body {
-            EventBody::Message(m) if m.role == runner_core::event::MessageRole::System => {
+            EventBody::Message(m) if m.role == runner_contract::event::MessageRole::System => {
                 Some(m.text.clone())
             }
             _ => None,

@@ -19,11 +19,11 @@ use crate::support;
 use std::path::Path;
 use std::sync::Arc;
 
-use runner_core::testkit::runner as suite;
-use runner_core::{
-    AgentName, AllowancesSource, Event, EventBody, Isolation, LocalRunner, Runner, SessionId,
-    StartOptions,
+use runner_contract::{
+    AgentName, AllowancesSource, Event, EventBody, Isolation, Runner, SessionId, StartOptions,
 };
+use runner_core::LocalRunner;
+use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, worktree_for};

@@ -579,7 +579,7 @@ async fn send_to_a_running_turn_steers_it_and_says_so_in_one_line() {
         return;
     };
     let world = World::demo();
-    let key = runner_core::Vcs::repo_key(&vcs_git::GitVcs::new(), &world.repo)
+    let key = runner_contract::Vcs::repo_key(&vcs_git::GitVcs::new(), &world.repo)
         .await
         .unwrap();
     let worktree = world

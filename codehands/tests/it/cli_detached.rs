@@ -115,7 +115,7 @@ fn sigkill_of_run_and_supervisor_at_random_instants_never_loses_the_work_or_an_e
         // Once the turn is planned the run must complete, whatever is killed after.
         let turn = world
             .home
-            .run_dir(&runner_core::SessionId::parse(&id).unwrap())
+            .run_dir(&runner_contract::SessionId::parse(&id).unwrap())
             .join("turn.json");
         let deadline = Instant::now() + Duration::from_secs(20);
         while !turn.exists() && Instant::now() < deadline {
@@ -216,7 +216,7 @@ fn run_detach_prints_the_id_once_the_agent_runs_and_the_run_goes_on() {
     let id = printed[0]["sessionId"].as_str().unwrap().to_owned();
     let agent = world
         .home
-        .run_dir(&runner_core::SessionId::parse(&id).unwrap())
+        .run_dir(&runner_contract::SessionId::parse(&id).unwrap())
         .join("agent.json");
     let recorded: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&agent).unwrap()).unwrap();
@@ -230,7 +230,7 @@ fn run_detach_prints_the_id_once_the_agent_runs_and_the_run_goes_on() {
     let plain = run(codehands(&world).args(["run", ".", "Fix it.", "--agent", "fake", "--detach"]));
     let text = String::from_utf8_lossy(&plain.stdout);
     assert!(
-        runner_core::SessionId::parse(text.trim()).is_ok(),
+        runner_contract::SessionId::parse(text.trim()).is_ok(),
         "without --json: the id alone: {text}"
     );
     follow(&world, text.trim());

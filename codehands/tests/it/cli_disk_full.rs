@@ -149,7 +149,7 @@ impl Drop for Tmpfs {
 fn world_on_tmpfs(size: &str) -> Option<(World, Tmpfs)> {
     let mut world = World::demo();
     let disk = Tmpfs::mount(&world.dir.path().join("disk"), size)?;
-    world.home = runner_core::Home::new(disk.path.join("home"));
+    world.home = runner_contract::Home::new(disk.path.join("home"));
     Some((world, disk))
 }
 
@@ -261,7 +261,7 @@ fn lists_every_session(world: &World, ids: &[String], case: &str) {
 fn check_logs(world: &World, id: &str, case: &str) {
     let dir = world
         .home
-        .run_dir(&runner_core::SessionId::parse(id).unwrap());
+        .run_dir(&runner_contract::SessionId::parse(id).unwrap());
     for name in ["events.jsonl", "transcript.jsonl", "inbox.jsonl"] {
         let bytes = std::fs::read(dir.join(name)).unwrap_or_default();
         assert!(
@@ -270,7 +270,7 @@ fn check_logs(world: &World, id: &str, case: &str) {
         );
     }
     let bytes = std::fs::read(dir.join("events.jsonl")).unwrap_or_default();
-    let events: Vec<runner_core::Event> = bytes
+    let events: Vec<runner_contract::Event> = bytes
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .map(|l| {
@@ -576,7 +576,7 @@ fn a_torn_line_in_one_sessions_log_never_stops_the_others() {
         .collect::<Vec<_>>());
     // The second session as an older codehands left it: running, its log with a line cut
     // short in the middle and more events after it.
-    let torn_id = runner_core::SessionId::parse(&torn).unwrap();
+    let torn_id = runner_contract::SessionId::parse(&torn).unwrap();
     let dir = world.home.run_dir(&torn_id);
     let log = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
     let mut lines: Vec<String> = log.lines().map(str::to_owned).collect();
@@ -658,7 +658,7 @@ fn a_turn_whose_end_does_not_fit_is_left_for_recover_and_nothing_waits_on_it() {
     kill(supervisor);
     let dir = world
         .home
-        .run_dir(&runner_core::SessionId::parse(&id).unwrap());
+        .run_dir(&runner_contract::SessionId::parse(&id).unwrap());
     std::fs::remove_file(dir.join("reserve")).unwrap();
     let agent: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("agent.json")).unwrap()).unwrap();

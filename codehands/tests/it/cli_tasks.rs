@@ -32,7 +32,7 @@ fn task(world: &World, attempts: &str) -> Value {
         attempts,
     ]));
     let id = ok(&out).lines().next().unwrap().trim().to_owned();
-    runner_core::TaskId::parse(&id).unwrap();
+    runner_contract::TaskId::parse(&id).unwrap();
     let out = run(codehands(world).args(["task", &id[..8], "--follow", "--json"]));
     let lines = json_lines(&out);
     let report = lines.last().unwrap().clone();

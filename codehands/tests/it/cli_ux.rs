@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use runner_core::{
+use runner_contract::{
     AgentName, ApproveOptions, ErrorKind, EventBody, Runner, Sandbox, SandboxError,
     SandboxErrorKind, SandboxRequest, SandboxResult, SessionId, SessionState, StartOptions,
 };

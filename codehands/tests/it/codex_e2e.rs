@@ -8,9 +8,11 @@ use crate::support;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use runner_contract::{
+    AgentName, Event, EventBody, Runner, SessionId, SessionRecord, StartOptions,
+};
 use runner_core::testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, Event, EventBody, Runner, SessionId, SessionRecord, StartOptions};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, codex, types};
@@ -232,7 +234,7 @@ async fn codexs_own_sandbox_failing_is_a_warning_with_its_words() {
     let id = SessionId::new_random();
     let mut options = options(&world, id, "Write hello.txt.");
     // Unboxed, with the caller's HOME under /tmp: the setting Codex's helper fails in.
-    options.isolation = runner_core::Isolation::None;
+    options.isolation = runner_contract::Isolation::None;
     let events = suite::collect(runner.start(options).await.unwrap()).await;
     let warnings: Vec<&str> = events
         .iter()

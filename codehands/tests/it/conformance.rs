@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use codehands::RunnerBuilder;
+use runner_contract::{Agent, AgentName};
 use runner_core::testkit::agent;
-use runner_core::{Agent, AgentName};
 use support::World;
 
 /// An ACP agent's answers to `initialize` and to the opening of its session.

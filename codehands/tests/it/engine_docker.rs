@@ -14,7 +14,7 @@ use remote::{
 use support::{World, run, text};
 
 fn new_id() -> String {
-    runner_core::SessionId::new_random().to_string()
+    runner_contract::SessionId::new_random().to_string()
 }
 
 /// The containers on the engine that name session `id`.
@@ -168,7 +168,7 @@ fn a_supervisor_killed_mid_run_is_followed_by_one_that_adopts_the_box() {
     });
     let events_file = world
         .home
-        .run_dir(&runner_core::SessionId::parse(&id).unwrap())
+        .run_dir(&runner_contract::SessionId::parse(&id).unwrap())
         .join("events.jsonl");
     wait_until("some events are in the log", || {
         std::fs::read_to_string(&events_file).is_ok_and(|t| t.lines().count() >= 3)

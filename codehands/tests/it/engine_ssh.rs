@@ -147,9 +147,9 @@ fn an_engine_reached_over_ssh_runs_what_the_local_socket_runs() {
         cmd.env("PATH", &path);
         cmd
     };
-    let local_id = runner_core::SessionId::new_random().to_string();
+    let local_id = runner_contract::SessionId::new_random().to_string();
     let local = run_kept(&mut ch(None), "docker", &local_id);
-    let id = runner_core::SessionId::new_random().to_string();
+    let id = runner_contract::SessionId::new_random().to_string();
     let over_ssh = run_kept(&mut ch(Some(&host)), "docker", &id);
     assert_eq!(types(&over_ssh), types(&local), "the same events over ssh");
     let diff = text(&run(ch(Some(&host)).args(["diff", &id])).stdout);

@@ -55,7 +55,7 @@ impl Drop for Swarm {
 }
 
 fn new_id() -> String {
-    runner_core::SessionId::new_random().to_string()
+    runner_contract::SessionId::new_random().to_string()
 }
 
 /// The services, secrets and networks on the swarm that name session `id`.
@@ -167,7 +167,7 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
     assert!(started.status.success(), "{}", text(&started.stderr));
     let events_file = world
         .home
-        .run_dir(&runner_core::SessionId::parse(&id).unwrap())
+        .run_dir(&runner_contract::SessionId::parse(&id).unwrap())
         .join("events.jsonl");
     // As long as the run goes on: a loaded node may take minutes to start the job's task.
     while !std::fs::read_to_string(&events_file).is_ok_and(|t| t.lines().count() >= 3) {
@@ -238,7 +238,7 @@ fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
         .enable_all()
         .build()
         .unwrap();
-    let id = runner_core::SessionId::new_random();
+    let id = runner_contract::SessionId::new_random();
     let worktree = runtime.block_on(support::worktree_for(world, &id));
     let server = runtime
         .block_on(runner_fake::model_server::ModelServer::start_on(
@@ -383,7 +383,7 @@ fn wait_for_cleanup(world: &World, id: &str) {
 fn plan_box(world: &World, id: &str) -> String {
     let plan = world
         .home
-        .run_dir(&runner_core::SessionId::parse(id).unwrap())
+        .run_dir(&runner_contract::SessionId::parse(id).unwrap())
         .join("remote.json");
     let mut found = String::new();
     wait_until("the run's remote plan is written", || {

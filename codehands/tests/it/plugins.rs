@@ -10,9 +10,10 @@ use crate::support;
 use std::path::Path;
 
 use codehands::RunnerBuilder;
-use runner_core::event::{FailureKind, TaskFailed};
+use runner_contract::event::{FailureKind, TaskFailed};
+use runner_contract::{AgentName, Event, EventBody, Runner, StartOptions};
 use runner_core::testkit::runner::collect;
-use runner_core::{AgentName, AgentOrigin, Event, EventBody, LocalRunner, Runner, StartOptions};
+use runner_core::{AgentOrigin, LocalRunner};
 use support::plugins::sample;
 use support::{World, new_id, types};
 
@@ -34,7 +35,7 @@ async fn run(
     runner: &LocalRunner,
     world: &World,
     agent: &str,
-) -> (runner_core::SessionId, Vec<Event>) {
+) -> (runner_contract::SessionId, Vec<Event>) {
     let id = new_id();
     let options = StartOptions::new(id, &world.repo, PROMPT, AgentName::parse(agent).unwrap());
     let events = collect(runner.start(options).await.unwrap()).await;

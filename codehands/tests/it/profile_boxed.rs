@@ -169,7 +169,7 @@ fn a_profile_of_an_interpreter_and_a_script_in_the_home_runs_boxed_and_reads_not
     );
     // It ran boxed: the box's plan binds the venv and the script, nothing else of the home.
     let id = events[0]["sessionId"].as_str().unwrap();
-    let id: runner_core::SessionId = id.parse().unwrap();
+    let id: runner_contract::SessionId = id.parse().unwrap();
     let plan: serde_json::Value =
         serde_json::from_slice(&std::fs::read(world.home.run_dir(&id).join("box.json")).unwrap())
             .unwrap();
@@ -279,7 +279,7 @@ impl Seer {
     }
 
     /// The session `run` made, once it awaits approval and its version is recorded.
-    fn recorded_session(&self, run: &Output) -> runner_core::SessionId {
+    fn recorded_session(&self, run: &Output) -> runner_contract::SessionId {
         let events = support::json_lines(run);
         assert!(
             events.iter().any(|e| e["type"] == "approval.requested"),

@@ -8,9 +8,9 @@ use crate::support;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use runner_contract::{AgentName, Runner, SessionId, SessionState, StartOptions};
 use runner_core::testkit::lifecycle::{RealAgent, Scene, Stage};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, Runner, SessionId, SessionState, StartOptions};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, claude_runner, types, worktree_for};

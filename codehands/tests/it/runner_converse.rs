@@ -9,12 +9,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
-use runner_core::event::PermissionOutcome;
-use runner_core::testkit::runner as suite;
-use runner_core::{
-    AgentName, ErrorKind, Event, EventBody, EventStream, LocalRunner, PermissionAnswer,
-    Permissions, Runner, Sent, SessionId, SessionState, StartOptions,
+use runner_contract::event::PermissionOutcome;
+use runner_contract::{
+    AgentName, ErrorKind, Event, EventBody, EventStream, PermissionAnswer, Permissions, Runner,
+    Sent, SessionId, SessionState, StartOptions,
 };
+use runner_core::LocalRunner;
+use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, assert_contiguous, claude_runner, codex, tool_results, types};
@@ -54,7 +55,7 @@ fn writes(wt: &Path, first: &str, delay: Duration, marker: &str, second: &str) -
 }
 
 /// The paths a diff stat names, in its order.
-fn paths(stat: &runner_core::DiffStat) -> Vec<&str> {
+fn paths(stat: &runner_contract::DiffStat) -> Vec<&str> {
     stat.files.iter().map(|f| f.path.as_str()).collect()
 }
 
@@ -211,7 +212,7 @@ async fn a_message_sent_mid_turn_steers_the_turn_in_flight() {
     assert_eq!(finished, 1, "one turn: {:?}", types(&rest));
     assert!(
         rest.iter().any(|e| matches!(&e.body, EventBody::Message(m)
-            if m.role == runner_core::event::MessageRole::User && m.text.contains("STEER-MARK"))),
+            if m.role == runner_contract::event::MessageRole::User && m.text.contains("STEER-MARK"))),
         "the message comes back as the agent took it in: {:?}",
         types(&rest)
     );
@@ -243,7 +244,7 @@ async fn asking_run(
     let mut options = options(world, id, "Compute six times seven with python");
     options.permissions = permissions;
     // Unboxed: in its box Claude Code may run any command, so nothing would be asked.
-    options.isolation = runner_core::Isolation::None;
+    options.isolation = runner_contract::Isolation::None;
     let mut stream = runner.start(options).await.unwrap();
     let seen = read_until(&mut stream, |e| {
         matches!(e.body, EventBody::PermissionRequested(_))

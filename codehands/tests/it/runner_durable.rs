@@ -8,9 +8,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use runner_core::event::FailureKind;
+use runner_contract::event::FailureKind;
+use runner_contract::{AgentName, Event, EventBody, Runner, SessionId, SessionState, StartOptions};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, Event, EventBody, Runner, SessionId, SessionState, StartOptions};
 use support::{World, assert_contiguous, new_id, types};
 
 fn options(world: &World, id: SessionId) -> StartOptions {

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::StreamExt;
-use runner_core::event::FailureKind;
+use runner_contract::event::FailureKind;
+use runner_contract::{AgentName, ErrorKind, EventBody, Runner, SessionState, StartOptions};
+use runner_core::Watchdog;
 use runner_core::testkit::{expect_error, runner as suite};
-use runner_core::{AgentName, ErrorKind, EventBody, Runner, SessionState, StartOptions, Watchdog};
 use support::{World, new_id, types};
 
-fn options(world: &World, id: runner_core::SessionId) -> StartOptions {
+fn options(world: &World, id: runner_contract::SessionId) -> StartOptions {
     StartOptions::new(
         id,
         &world.repo,
@@ -35,7 +36,7 @@ fn processes_in(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
-fn failure(events: &[runner_core::Event]) -> runner_core::event::TaskFailed {
+fn failure(events: &[runner_contract::Event]) -> runner_contract::event::TaskFailed {
     match events.last().map(|e| &e.body) {
         Some(EventBody::TaskFailed(f)) => f.clone(),
         other => panic!(

@@ -5,8 +5,10 @@
 
 use crate::support;
 
+use runner_contract::{
+    AgentName, AttemptSpec, Runner, SessionId, SessionState, TaskId, TaskOptions,
+};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, AttemptSpec, Runner, SessionId, SessionState, TaskId, TaskOptions};
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, json_lines, ok, run, text, worktree_for};
@@ -87,7 +89,7 @@ async fn claude_and_codex_attempt_one_task_and_the_pick_keeps_one() {
     for id in [claude_id, codex_id] {
         let record = runner.session(&id).await.unwrap();
         assert_eq!(record.state, SessionState::AwaitingApproval, "{record:?}");
-        assert_eq!(record.isolation, runner_core::Isolation::Box);
+        assert_eq!(record.isolation, runner_contract::Isolation::Box);
     }
 
     // `task --json` compares them, from another process.
@@ -146,7 +148,7 @@ async fn claude_and_codex_attempt_one_task_and_the_pick_keeps_one() {
         json!([codex_id.to_string()]),
         "{picked}"
     );
-    let approved = runner_core::ApproveResult {
+    let approved = runner_contract::ApproveResult {
         branch: picked["branch"].as_str().unwrap().to_owned(),
         commit: picked["commit"].as_str().unwrap().to_owned(),
     };

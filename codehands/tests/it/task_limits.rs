@@ -10,12 +10,12 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use runner_core::event::FailureKind;
-use runner_core::testkit::runner as suite;
-use runner_core::{
+use runner_contract::event::FailureKind;
+use runner_contract::{
     AgentName, AttemptSpec, EventBody, Runner, SessionId, SessionState, TaskId, TaskOptions,
     VerifyVerdict,
 };
+use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, json_lines, run, text, worktree_for};
@@ -119,7 +119,7 @@ async fn a_looping_attempt_ends_at_its_timeout_and_the_other_is_picked_with_both
     let claude_record = runner.session(&claude_id).await.unwrap();
     assert_eq!(claude_record.state, SessionState::AwaitingApproval);
     assert_eq!(claude_record.task_id, Some(task_id));
-    let boxed = |events: &[runner_core::Event]| {
+    let boxed = |events: &[runner_contract::Event]| {
         events
             .iter()
             .filter_map(|e| match &e.body {

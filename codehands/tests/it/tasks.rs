@@ -5,11 +5,13 @@
 
 use crate::support;
 
-use runner_core::testkit::runner as suite;
-use runner_core::{
-    AgentName, AttemptSpec, ErrorKind, LocalRunner, PickOptions, Runner, SessionState, TaskId,
-    TaskOptions, TaskRecord, TaskState,
+use runner_contract::PickOptions;
+use runner_contract::{
+    AgentName, AttemptSpec, ErrorKind, Runner, SessionState, TaskId, TaskOptions, TaskRecord,
+    TaskState,
 };
+use runner_core::LocalRunner;
+use runner_core::testkit::runner as suite;
 use support::World;
 
 fn fake() -> AgentName {
@@ -43,7 +45,7 @@ async fn finished_task(world: &World, runner: &LocalRunner, n: usize) -> TaskRec
     runner.task(&started.task_id).await.unwrap()
 }
 
-async fn state(runner: &LocalRunner, id: &runner_core::SessionId) -> SessionState {
+async fn state(runner: &LocalRunner, id: &runner_contract::SessionId) -> SessionState {
     runner.session(id).await.unwrap().state
 }
 

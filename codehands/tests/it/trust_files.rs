@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use futures::StreamExt;
+use runner_contract::{AgentName, EventBody, Runner, SessionId, StartOptions};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, EventBody, Runner, SessionId, StartOptions};
 use support::{World, new_id};
 
 fn options(world: &World, id: SessionId) -> StartOptions {
@@ -156,7 +156,7 @@ fn symlink(target: &Path, link: &Path) {
     std::os::unix::fs::symlink(target, link).unwrap();
 }
 
-fn assert_refused_link(result: runner_core::Result<runner_core::EventStream>, link: &Path) {
+fn assert_refused_link(result: runner_contract::Result<runner_contract::EventStream>, link: &Path) {
     let message = match result {
         Ok(_) => panic!("a start through the link {} was accepted", link.display()),
         Err(e) => e.to_string(),
@@ -274,7 +274,7 @@ async fn a_repo_inside_a_codehands_worktree_is_refused() {
             message.contains("codehands worktree") && message.contains(&outer.to_string()),
             "{message}"
         );
-        assert_eq!(err.kind(), runner_core::ErrorKind::InvalidInput);
+        assert_eq!(err.kind(), runner_contract::ErrorKind::InvalidInput);
     }
     assert_eq!(runner.sessions().await.unwrap().len(), 1);
 }

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 use base64::Engine;
 use futures::StreamExt;
+use runner_contract::{AgentName, EventBody, MemoryStore, Runner, StartOptions};
+use runner_core::RunnerSettings;
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, EventBody, MemoryStore, Runner, RunnerSettings, StartOptions};
 use support::{World, new_id, types};
 
 /// The secret given to the agent, under a name that says it is one.
@@ -84,7 +85,7 @@ fn leaking_runner(world: &World, script: &str) -> runner_core::LocalRunner {
     })
 }
 
-fn options(world: &World, id: runner_core::SessionId) -> StartOptions {
+fn options(world: &World, id: runner_contract::SessionId) -> StartOptions {
     StartOptions::new(
         id,
         &world.repo,

@@ -7,12 +7,11 @@ use crate::support;
 
 use std::path::Path;
 
-use runner_core::event::FailureKind;
+use runner_contract::event::FailureKind;
+use runner_contract::workflow::Severity;
+use runner_contract::{EventBody, Isolation, Runner, SessionId, SessionState, WorkflowOptions};
+use runner_core::LocalRunner;
 use runner_core::testkit::runner as suite;
-use runner_core::workflow::Severity;
-use runner_core::{
-    EventBody, Isolation, LocalRunner, Runner, SessionId, SessionState, WorkflowOptions,
-};
 use support::World;
 
 /// A coder: notes each prompt it is given (outside the worktree), adds a line to `a.txt`.
@@ -171,7 +170,7 @@ async fn a_start_refused_after_the_checks_leaves_no_workflow_state() {
     nothing_made(&world);
 }
 
-fn failure_of(events: &[runner_core::Event]) -> &runner_core::event::TaskFailed {
+fn failure_of(events: &[runner_contract::Event]) -> &runner_contract::event::TaskFailed {
     events
         .iter()
         .find_map(|e| match &e.body {
@@ -366,7 +365,7 @@ async fn a_finding_goes_back_once_then_a_clean_review_awaits_approval() {
         .filter(|e| matches!(e.body, EventBody::PhaseFinished(_)))
         .count();
     assert_eq!(finished, 5, "a phase.finished per phase.started");
-    let findings: Vec<&runner_core::workflow::Finding> = events
+    let findings: Vec<&runner_contract::workflow::Finding> = events
         .iter()
         .filter_map(|e| match &e.body {
             EventBody::ReviewFinding(f) => Some(f),
@@ -528,16 +527,16 @@ fn ctrl_c_stops_the_phase_under_way_and_no_later_phase_starts() {
 struct FailingSandbox;
 
 #[async_trait::async_trait]
-impl runner_core::Sandbox for FailingSandbox {
+impl runner_contract::Sandbox for FailingSandbox {
     async fn available(&self) -> bool {
         true
     }
 
     async fn run_tests(
         &self,
-        _request: &runner_core::SandboxRequest,
-    ) -> runner_core::SandboxResult {
-        runner_core::SandboxResult {
+        _request: &runner_contract::SandboxRequest,
+    ) -> runner_contract::SandboxResult {
+        runner_contract::SandboxResult {
             n: 1,
             command: "npm test".into(),
             image: "codehands/sandbox-node:22".into(),

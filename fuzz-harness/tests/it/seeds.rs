@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use runner_core::{RepoProfile, SessionRecord};
+use runner_contract::{RepoProfile, SessionRecord};
 
 fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))

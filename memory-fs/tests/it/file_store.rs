@@ -5,8 +5,8 @@ use std::fs;
 use std::path::Path;
 
 use memory_fs::FileMemory;
+use runner_contract::{ErrorKind, Language, MemoryStore, PackageManager, RepoProfile};
 use runner_core::testkit::{expect_error, memory::BAD_REPO_KEYS};
-use runner_core::{ErrorKind, Language, MemoryStore, PackageManager, RepoProfile};
 
 const KEY: &str = "3f2a9c1e0b7d";
 

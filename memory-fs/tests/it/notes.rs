@@ -4,8 +4,8 @@ use memory_fs::{
     MAX_NOTE_LINES, PROMPT_CAP_CHARS, format_note, notes_for_prompt, run_note, trim_notes,
     validate_repo_key,
 };
+use runner_contract::{DiffStat, ErrorKind, FileStat};
 use runner_core::testkit::memory::sample_run;
-use runner_core::{DiffStat, ErrorKind, FileStat};
 
 fn file(path: &str) -> FileStat {
     FileStat {

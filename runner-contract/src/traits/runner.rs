@@ -5,12 +5,19 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use futures::Stream;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::event::Event;
 use crate::ids::SessionId;
-use crate::options::{ApproveResult, DiffResult, PermissionAnswer, RecoveryReport, StartOptions};
+use crate::options::{
+    ApproveOptions, ApproveResult, DiffResult, GcOptions, GcReport, PermissionAnswer,
+    RecoveryReport, RejectResult, StartOptions,
+};
 use crate::report::RunReport;
 use crate::session::SessionRecord;
+use crate::task::{
+    PickOptions, PickResult, StartedTask, TaskId, TaskOptions, TaskRecord, TaskReport,
+};
+use crate::workflow::WorkflowOptions;
 
 /// The events of one run, in seq order; it ends after the run's last event.
 pub type EventStream = Pin<Box<dyn Stream<Item = Event> + Send + 'static>>;
@@ -33,10 +40,14 @@ impl std::fmt::Debug for Sent {
     }
 }
 
-/// Runs agent sessions: start, watch, decide.
+/// Runs agent sessions: start, watch, decide; and what is built of sessions: tasks (one prompt,
+/// several attempts, one picked), workflows (phases in one session) and the clean-up of old
+/// sessions. A daemon or the command line codes against this trait alone.
 ///
 /// Errors returned directly (rather than as a `task.failed` event) mean nothing was
-/// started and nothing was left behind.
+/// started and nothing was left behind. The methods past [`Runner::interrupt`] have defaults
+/// that refuse with [`ErrorKind::Unsupported`] (or, where the core methods can do it, do it
+/// with them), so a runner that only runs sessions (a scripted fake, a proxy) stays small.
 #[async_trait]
 pub trait Runner: Send + Sync {
     /// Starts a session; the stream ends with `approval.requested`, `task.failed` or `task.stopped`.
@@ -101,4 +112,119 @@ pub trait Runner: Send + Sync {
     /// `interrupted`) and `approval.requested`, so a follow-up can redirect the agent.
     /// Returns once the agent has been told.
     async fn interrupt(&self, session_id: &SessionId) -> Result<()>;
+
+    /// Resolves what a person typed (a whole session id, or a prefix of one that names one
+    /// session) to the session's id.
+    async fn resolve_session(&self, text: &str) -> Result<SessionId> {
+        if let Ok(id) = SessionId::parse(text) {
+            return Ok(id);
+        }
+        let matches: Vec<SessionId> = self
+            .sessions()
+            .await?
+            .into_iter()
+            .map(|record| record.session_id)
+            .filter(|id| !text.is_empty() && id.to_string().starts_with(text))
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(Error::not_found(format!(
+                "no session {text:?}: `codehands sessions` lists them"
+            ))),
+            _ => Err(Error::invalid_input(format!(
+                "{text:?} names {} sessions: type more of the id",
+                matches.len()
+            ))),
+        }
+    }
+
+    /// [`Runner::approve`] with options (`force` past a failed verify). The default approves
+    /// without options and refuses `force`, which only a runner that verifies can honour.
+    async fn approve_with(
+        &self,
+        session_id: &SessionId,
+        message: &str,
+        options: ApproveOptions,
+    ) -> Result<ApproveResult> {
+        if options.force {
+            return Err(unsupported("approve --force"));
+        }
+        self.approve(session_id, message).await
+    }
+
+    /// [`Runner::reject`], saying whether the branch was kept (the agent committed to it).
+    async fn reject_session(&self, session_id: &SessionId) -> Result<RejectResult> {
+        self.reject(session_id).await?;
+        Ok(RejectResult {
+            session_id: *session_id,
+            kept_branch: None,
+        })
+    }
+
+    /// Starts one session per attempt of `options`, all from one base commit, at once.
+    async fn start_task(&self, options: TaskOptions) -> Result<StartedTask> {
+        let _ = options;
+        Err(unsupported("tasks"))
+    }
+
+    /// One task's record, settled first if a pick or reject was cut short.
+    async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
+        let _ = id;
+        Err(unsupported("tasks"))
+    }
+
+    /// Every task's record.
+    async fn tasks(&self) -> Result<Vec<TaskRecord>> {
+        Err(unsupported("tasks"))
+    }
+
+    /// The task a whole id or a unique prefix names, if any.
+    async fn find_task(&self, text: &str) -> Result<Option<TaskId>> {
+        let _ = text;
+        Ok(None)
+    }
+
+    /// The task `session` is an attempt of, if any.
+    async fn task_of(&self, session: &SessionId) -> Result<Option<TaskRecord>> {
+        let _ = session;
+        Ok(None)
+    }
+
+    /// Approves the attempt `session` and rejects the task's other attempts (unless kept).
+    async fn pick(&self, session: &SessionId, options: PickOptions) -> Result<PickResult> {
+        let _ = (session, options);
+        Err(unsupported("tasks"))
+    }
+
+    /// Rejects every undecided attempt of the task; returns the sessions rejected.
+    async fn reject_task(&self, id: &TaskId) -> Result<Vec<SessionId>> {
+        let _ = id;
+        Err(unsupported("tasks"))
+    }
+
+    /// The task's attempts side by side: files, time, cost, tests, verdicts and the ranking.
+    async fn task_report(&self, id: &TaskId) -> Result<TaskReport> {
+        let _ = id;
+        Err(unsupported("tasks"))
+    }
+
+    /// Runs a workflow's phases in one session; the stream is the whole workflow's.
+    async fn run_workflow(&self, options: WorkflowOptions) -> Result<EventStream> {
+        let _ = options;
+        Err(unsupported("workflows"))
+    }
+
+    /// Rejects kept and stopped sessions older than `options.older_than`.
+    async fn gc(&self, options: GcOptions) -> Result<GcReport> {
+        let _ = options;
+        Err(unsupported("gc"))
+    }
+}
+
+/// The refusal of a default method: this runner does not do `what`.
+fn unsupported(what: &str) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        format!("this runner does not do {what}: use codehands' local runner for it"),
+    )
 }

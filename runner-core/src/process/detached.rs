@@ -21,9 +21,9 @@ use tokio::process::Child;
 use tokio::sync::oneshot;
 
 use super::tree::{self, ProcessIdentity};
-use crate::error::{Error, Result};
-use crate::private::PrivateRoot;
-use crate::traits::agent::{Invocation, StdinClose};
+use runner_contract::error::{Error, Result};
+use runner_contract::private::PrivateRoot;
+use runner_contract::traits::agent::{Invocation, StdinClose};
 
 /// Where a detached agent's output goes.
 #[derive(Debug, Clone)]
@@ -99,7 +99,7 @@ impl DetachedAgent {
             drop(file);
         }
         if from_file {
-            let reader = crate::private::open_no_follow(
+            let reader = runner_contract::private::open_no_follow(
                 output.stdin,
                 std::fs::OpenOptions::new().read(true),
             )?;

@@ -8,12 +8,9 @@ pub mod env;
 pub mod probe;
 pub mod tree;
 
-/// JSON-lines framing lives in the contract, for parsers; re-exported under its old path.
-pub use runner_contract::framing;
-
 use std::path::Path;
 
-use crate::error::{Error, ErrorKind};
+use runner_contract::error::{Error, ErrorKind};
 
 /// How much of stderr is kept for failure messages.
 pub const STDERR_TAIL: usize = 16 * 1024;
@@ -73,8 +70,8 @@ mod tests {
     use std::time::Duration;
 
     use super::detached::{AgentOutput, DetachedAgent};
-    use crate::private::PrivateRoot;
-    use crate::traits::agent::{Invocation, StdinClose};
+    use runner_contract::private::PrivateRoot;
+    use runner_contract::traits::agent::{Invocation, StdinClose};
 
     #[tokio::test]
     async fn the_agent_inherits_no_descriptor_beyond_stdio() {

@@ -11,9 +11,9 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::home::Home;
-use crate::traits::agent::VersionProbe;
+use runner_contract::error::{Error, Result};
+use runner_contract::home::Home;
+use runner_contract::traits::agent::VersionProbe;
 
 /// The environment of a probe: the caller's variables of [`super::env::PASSTHROUGH`] and
 /// `extra` (each by exact name: `DOCKER_HOST` for `docker version`), and the hygiene

@@ -1,7 +1,12 @@
 //! [`Runner`] for [`LocalRunner`]: each call of the trait, in the words of the runner's parts.
 
 use super::*;
-use crate::report::RunEnding;
+use runner_contract::options::{GcOptions, GcReport, RejectResult};
+use runner_contract::report::RunEnding;
+use runner_contract::task::{
+    PickOptions, PickResult, StartedTask, TaskId, TaskOptions, TaskRecord, TaskReport,
+};
+use runner_contract::workflow::WorkflowOptions;
 
 #[async_trait]
 impl Runner for LocalRunner {
@@ -24,12 +29,12 @@ impl Runner for LocalRunner {
     }
 
     async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult> {
-        self.approve_with(session_id, message, ApproveOptions::default())
+        self.approve_session(session_id, message, ApproveOptions::default())
             .await
     }
 
     async fn reject(&self, session_id: &SessionId) -> Result<()> {
-        self.reject_session(session_id).await.map(drop)
+        self.reject_and_say(session_id).await.map(drop)
     }
 
     async fn stop(&self, session_id: &SessionId) -> Result<()> {
@@ -99,7 +104,7 @@ impl Runner for LocalRunner {
         Ok(self.listing().await?.records)
     }
 
-    async fn report(&self, session_id: &SessionId) -> Result<crate::report::RunReport> {
+    async fn report(&self, session_id: &SessionId) -> Result<runner_contract::report::RunReport> {
         let record = self.healed(self.shared.store.get(session_id)?).await?;
         let events = self.logged_events(session_id, 0)?;
         // What ran, as probed at the session's start; else the program this runner knows by
@@ -131,7 +136,7 @@ impl Runner for LocalRunner {
         Ok(report)
     }
 
-    async fn send(&self, session_id: &SessionId, text: String) -> Result<crate::options::Sent> {
+    async fn send(&self, session_id: &SessionId, text: String) -> Result<runner_contract::Sent> {
         self.send_text(session_id, text).await
     }
 
@@ -139,7 +144,7 @@ impl Runner for LocalRunner {
         &self,
         session_id: &SessionId,
         request_id: &str,
-        answer: crate::options::PermissionAnswer,
+        answer: runner_contract::options::PermissionAnswer,
     ) -> Result<()> {
         self.answer_request(session_id, request_id, answer).await
     }
@@ -156,5 +161,62 @@ impl Runner for LocalRunner {
             *session_id,
             after_seq,
         ))
+    }
+
+    async fn resolve_session(&self, text: &str) -> Result<SessionId> {
+        self.resolve_id(text)
+    }
+
+    async fn approve_with(
+        &self,
+        session_id: &SessionId,
+        message: &str,
+        options: ApproveOptions,
+    ) -> Result<ApproveResult> {
+        self.approve_session(session_id, message, options).await
+    }
+
+    async fn reject_session(&self, session_id: &SessionId) -> Result<RejectResult> {
+        self.reject_and_say(session_id).await
+    }
+
+    async fn start_task(&self, options: TaskOptions) -> Result<StartedTask> {
+        self.start_attempts(options).await
+    }
+
+    async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
+        self.settled_task(id).await
+    }
+
+    async fn tasks(&self) -> Result<Vec<TaskRecord>> {
+        self.task_records()
+    }
+
+    async fn find_task(&self, text: &str) -> Result<Option<TaskId>> {
+        self.find_task_id(text)
+    }
+
+    async fn task_of(&self, session: &SessionId) -> Result<Option<TaskRecord>> {
+        self.task_of_session(session)
+    }
+
+    async fn pick(&self, session: &SessionId, options: PickOptions) -> Result<PickResult> {
+        self.pick_attempt(session, options).await
+    }
+
+    async fn reject_task(&self, id: &TaskId) -> Result<Vec<SessionId>> {
+        self.reject_whole_task(id).await
+    }
+
+    async fn task_report(&self, id: &TaskId) -> Result<TaskReport> {
+        self.report_task(id).await
+    }
+
+    async fn run_workflow(&self, options: WorkflowOptions) -> Result<EventStream> {
+        self.start_workflow(options).await
+    }
+
+    async fn gc(&self, options: GcOptions) -> Result<GcReport> {
+        self.collect_garbage(options).await
     }
 }

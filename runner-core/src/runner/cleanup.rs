@@ -2,8 +2,8 @@
 //! unless the agent committed to it.
 
 use super::Shared;
-use crate::error::{Error, ErrorKind, Result};
-use crate::session::{SessionRecord, SessionState};
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::session::{SessionRecord, SessionState};
 
 /// What [`discard_failed`] did with the branch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::disk::{self, Appender};
-use crate::error::{Error, Result};
-use crate::home::Home;
-use crate::ids::SessionId;
-use crate::private::{PrivateRoot, read_no_follow};
 use crate::process::tree::ProcessIdentity;
+use runner_contract::error::{Error, Result};
+use runner_contract::home::Home;
+use runner_contract::ids::SessionId;
+use runner_contract::private::{PrivateRoot, read_no_follow};
 
 use runner_contract::run_folder::RESERVE;
 
@@ -336,9 +336,9 @@ pub struct TurnPhase {
     /// The phase's name in its workflow.
     pub name: String,
     /// What it does.
-    pub kind: crate::workflow::PhaseKind,
+    pub kind: runner_contract::workflow::PhaseKind,
     /// The agent that runs this turn (it may differ from the session's first).
-    pub agent: crate::agent_name::AgentName,
+    pub agent: runner_contract::agent_name::AgentName,
     /// Its model, when the workflow names one.
     #[serde(default)]
     pub model: Option<String>,

@@ -17,9 +17,9 @@ use tokio::time::Instant;
 
 use super::control::RunFiles;
 use super::inbox::{self, InboxReader, Request};
-use crate::event::{EventBody, MessageRole, PermissionOutcome, PermissionResolved};
-use crate::options::{PermissionAnswer, PermissionMode, Permissions};
-use crate::traits::agent::{Agent, AgentInput};
+use runner_contract::event::{EventBody, MessageRole, PermissionOutcome, PermissionResolved};
+use runner_contract::options::{PermissionAnswer, PermissionMode, Permissions};
+use runner_contract::traits::agent::{Agent, AgentInput};
 
 /// What a turn's agent is told when nobody answered its permission request in time.
 pub(super) fn timeout_message(limit: Duration) -> String {
@@ -210,7 +210,11 @@ impl Conversation {
         (events, notes)
     }
 
-    fn give(&mut self, request: &Request, events: &mut Vec<EventBody>) -> crate::Result<()> {
+    fn give(
+        &mut self,
+        request: &Request,
+        events: &mut Vec<EventBody>,
+    ) -> runner_contract::Result<()> {
         match request {
             Request::Send { id, text, .. } => {
                 let line = self.agent.input_line(&AgentInput::User {

@@ -11,12 +11,12 @@ use tokio::time::Instant;
 use super::control::RunFiles;
 use super::inbox::{self, Request};
 use super::{LocalRunner, log, run};
-use crate::error::{Error, ErrorKind, Result};
-use crate::event::{EventBody, PermissionOutcome};
-use crate::ids::SessionId;
-use crate::options::{PermissionAnswer, Sent};
-use crate::session::{SessionRecord, SessionState};
-use crate::traits::agent::{Agent, AgentInput, AgentRequest};
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::event::{EventBody, PermissionOutcome};
+use runner_contract::ids::SessionId;
+use runner_contract::session::{SessionRecord, SessionState};
+use runner_contract::traits::agent::{Agent, AgentInput, AgentRequest};
+use runner_contract::{Sent, options::PermissionAnswer};
 
 /// How often a caller looks whether its request has reached the agent.
 const POLL: Duration = Duration::from_millis(5);
@@ -51,7 +51,11 @@ impl LocalRunner {
 
     /// A follow-up turn of a session awaiting approval, in the same worktree and the same
     /// conversation of its agent.
-    async fn follow_up(&self, id: &SessionId, text: String) -> Result<crate::EventStream> {
+    async fn follow_up(
+        &self,
+        id: &SessionId,
+        text: String,
+    ) -> Result<runner_contract::EventStream> {
         let shared = &self.shared;
         // Not while an approve or reject of the same session is under way.
         let _lock = super::journal::SessionLock::acquire(shared, id).await?;
@@ -76,7 +80,7 @@ impl LocalRunner {
         prompt: String,
         verify: bool,
         what: &str,
-    ) -> Result<crate::EventStream> {
+    ) -> Result<runner_contract::EventStream> {
         let id = record.session_id;
         self.continuable(record, what)?;
         let resume_from = record
@@ -154,7 +158,7 @@ impl LocalRunner {
         verify: bool,
         phase: Option<super::TurnPhase>,
         what: &str,
-    ) -> Result<crate::EventStream> {
+    ) -> Result<runner_contract::EventStream> {
         let shared = &self.shared;
         let id = record.session_id;
         if !record.worktree_path.exists() {
@@ -380,10 +384,10 @@ impl LocalRunner {
     fn capable(
         &self,
         record: &SessionRecord,
-        can: impl Fn(&crate::AgentCapabilities) -> bool,
+        can: impl Fn(&runner_contract::AgentCapabilities) -> bool,
         what: &str,
     ) -> Result<std::sync::Arc<dyn Agent>> {
-        if record.engine != crate::options::Engine::Local {
+        if record.engine != runner_contract::options::Engine::Local {
             return Err(super::remote_takes_no_input(
                 record.engine,
                 &format!(

@@ -18,7 +18,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, ErrorKind, Result};
+use runner_contract::error::{Error, ErrorKind, Result};
 
 /// The room a planned turn holds for its end (deleted when it meets a full disk).
 pub(super) const RESERVE_BYTES: u64 = 64 << 10;

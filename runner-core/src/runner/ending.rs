@@ -7,12 +7,12 @@ use super::cleanup;
 use super::control::{RunFiles, SupervisorLock, TurnPlan};
 use super::disk;
 use super::log::{self, EventLog};
-use crate::error::Result;
-use crate::event::{ApprovalRequested, Event, EventBody, FailureKind, TaskFailed};
-use crate::ids::SessionId;
 use crate::process::tree;
-use crate::sequence::EventSequence;
-use crate::session::{SessionRecord, SessionState};
+use runner_contract::error::Result;
+use runner_contract::event::{ApprovalRequested, Event, EventBody, FailureKind, TaskFailed};
+use runner_contract::ids::SessionId;
+use runner_contract::sequence::EventSequence;
+use runner_contract::session::{SessionRecord, SessionState};
 
 /// How a turn ended, to be saved on the record once its last events are in the log.
 pub(super) struct TurnEnd {
@@ -120,7 +120,7 @@ impl TurnEnd {
                 SessionState::AwaitingApproval
             }
             _ => {
-                return Err(crate::error::Error::internal(format!(
+                return Err(runner_contract::error::Error::internal(format!(
                     "session {}: the turn has no end in the event log to settle from",
                     self.session_id
                 )));
@@ -187,7 +187,7 @@ pub(super) fn append_with_room(
 }
 
 /// The cost and tokens a turn's agent reported (the report's one summing rule).
-fn turn_cost(turn: &[Event]) -> (Option<f64>, Option<crate::session::TokenCounts>) {
+fn turn_cost(turn: &[Event]) -> (Option<f64>, Option<runner_contract::session::TokenCounts>) {
     crate::report::cost_of(turn)
 }
 

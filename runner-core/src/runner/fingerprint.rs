@@ -14,7 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::control::RunFiles;
-use crate::error::{Error, Result};
+use runner_contract::error::{Error, Result};
 
 /// The most entries a fingerprint walks.
 const MAX_ENTRIES: usize = 200_000;
@@ -182,7 +182,7 @@ pub(crate) async fn keep_before(files: &RunFiles, worktree: &Path, turn: u64) ->
 /// Why read-only turn `turn` broke its rule, if it did: the worktree now differs from the
 /// fingerprint its supervisor kept before the agent ran (or there is none to compare).
 pub(crate) async fn wrote_anyway(files: &RunFiles, worktree: &Path, turn: u64) -> Option<String> {
-    let bytes = crate::private::read_no_follow(&files.dir().join(BEFORE_FILE))
+    let bytes = runner_contract::private::read_no_follow(&files.dir().join(BEFORE_FILE))
         .ok()
         .flatten();
     let before: Option<Before> = bytes.and_then(|b| serde_json::from_slice(&b).ok());

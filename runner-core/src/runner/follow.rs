@@ -19,10 +19,10 @@ use super::control::{RunFiles, SupervisorLock};
 use super::log::LogReader;
 use super::watched::Backoff;
 use super::{Shared, heal, run};
-use crate::event::Event;
-use crate::ids::SessionId;
-use crate::session::SessionState;
-use crate::traits::runner::EventStream;
+use runner_contract::event::Event;
+use runner_contract::ids::SessionId;
+use runner_contract::session::SessionState;
+use runner_contract::traits::runner::EventStream;
 
 /// How long a follower waits for a settled turn's supervisor to let go of the run (it has
 /// only its files to clear; a new turn's supervisor may hold it after that).
@@ -164,7 +164,7 @@ impl Follower {
 
     /// Between two phases of a workflow: whether it goes on (driven, or stalled and now
     /// gone on with, a bounded number of times).
-    fn workflow_goes_on(&mut self, record: &crate::session::SessionRecord) -> bool {
+    fn workflow_goes_on(&mut self, record: &runner_contract::session::SessionRecord) -> bool {
         match super::workflow::progress(&self.shared, record) {
             super::workflow::WorkflowProgress::Settled => false,
             super::workflow::WorkflowProgress::Driven { .. } => {

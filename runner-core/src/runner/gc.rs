@@ -4,64 +4,18 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
-
-use serde::Serialize;
+use std::time::SystemTime;
 
 use super::LocalRunner;
-use crate::error::Result;
-use crate::ids::SessionId;
-use crate::session::{SessionRecord, SessionState};
-
-/// What [`LocalRunner::gc`] removes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GcOptions {
-    /// Sessions whose record last changed longer ago than this go.
-    pub older_than: Duration,
-    /// Only say what would go; change nothing.
-    pub dry_run: bool,
-}
-
-impl Default for GcOptions {
-    fn default() -> Self {
-        Self {
-            older_than: Duration::from_secs(14 * 86_400),
-            dry_run: false,
-        }
-    }
-}
-
-/// What [`LocalRunner::gc`] did (or, with `dry_run`, would do).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GcReport {
-    /// The sessions rejected (or that would be).
-    pub removed: Vec<SessionId>,
-    /// Branches kept because the agent committed to them.
-    pub kept_branches: Vec<String>,
-    /// Sessions that could not be removed, with why.
-    pub errors: Vec<(SessionId, String)>,
-    /// Disk use of each repo's worktrees (by repo path), before and after.
-    pub disk: Vec<RepoDisk>,
-}
-
-/// The disk one repo's worktrees use under the home.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RepoDisk {
-    /// The repository.
-    pub repo: String,
-    /// Bytes in its worktrees before.
-    pub bytes_before: u64,
-    /// Bytes in its worktrees after (the same as before with `dry_run`).
-    pub bytes_after: u64,
-}
+use runner_contract::error::Result;
+use runner_contract::options::{GcOptions, GcReport, RepoDisk};
+use runner_contract::session::{SessionRecord, SessionState};
 
 impl LocalRunner {
     /// Rejects every kept or stopped session (a failed one whose change was kept too) older than `options.older_than` (its worktree
     /// removed, its branch too unless the agent committed to it) and reports the disk used
     /// per repo. Sessions running or being decided are never touched.
-    pub async fn gc(&self, options: GcOptions) -> Result<GcReport> {
+    pub(crate) async fn collect_garbage(&self, options: GcOptions) -> Result<GcReport> {
         let records = self.listing().await?.records;
         let now = SystemTime::now();
         let old = |r: &SessionRecord| {
@@ -81,7 +35,7 @@ impl LocalRunner {
                 report.removed.push(record.session_id);
                 continue;
             }
-            match self.reject_session(&record.session_id).await {
+            match self.reject_and_say(&record.session_id).await {
                 Ok(done) => {
                     report.removed.push(record.session_id);
                     report.kept_branches.extend(done.kept_branch);

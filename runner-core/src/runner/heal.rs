@@ -18,10 +18,10 @@ use super::disk;
 use super::ending::fail_unplanned;
 use super::log;
 use super::run;
-use crate::error::Result;
-use crate::ids::SessionId;
 use crate::process::tree::{self, ProcessIdentity};
-use crate::session::{SessionRecord, SessionState};
+use runner_contract::error::Result;
+use runner_contract::ids::SessionId;
+use runner_contract::session::{SessionRecord, SessionState};
 
 /// How long a running session may go unsupervised before a follower heals it (a supervisor
 /// just launched needs a moment to take its lock).

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::event::{BoxHidden, CommandFinished};
+use runner_contract::event::{BoxHidden, CommandFinished};
 
 /// What the shells print for a program they cannot find, around its name.
 const NOT_FOUND: &[(&str, &str)] = &[
@@ -84,7 +84,7 @@ fn folder_for(program: &Path, home: Option<&Path>) -> PathBuf {
             if bin == "bin"
                 && above != Path::new("/")
                 && home.is_none_or(|h| {
-                    above != h && crate::secret_places::secret_in(h, above).is_none()
+                    above != h && runner_contract::secret_places::secret_in(h, above).is_none()
                 }) =>
         {
             above.to_owned()

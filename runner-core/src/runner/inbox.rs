@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::control::RunFiles;
 use super::disk::Appender;
-use crate::error::{Error, Result};
-use crate::options::PermissionAnswer;
+use runner_contract::error::{Error, Result};
+use runner_contract::options::PermissionAnswer;
 
 /// One request to a running turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -138,9 +138,10 @@ impl InboxReader {
         if len <= self.offset {
             return Vec::new();
         }
-        let Ok(mut file) =
-            crate::private::open_no_follow(&self.path, std::fs::OpenOptions::new().read(true))
-        else {
+        let Ok(mut file) = runner_contract::private::open_no_follow(
+            &self.path,
+            std::fs::OpenOptions::new().read(true),
+        ) else {
             return Vec::new();
         };
         let mut bytes = Vec::new();
@@ -177,7 +178,7 @@ pub(super) fn deliver(files: &RunFiles, turn: u64, line: &str) -> Result<bool> {
 
 /// Whether the turn's input file holds `line` as one of its lines.
 pub(super) fn delivered(files: &RunFiles, turn: u64, line: &str) -> bool {
-    let Ok(Some(bytes)) = crate::private::read_no_follow(&input_file(files, turn)) else {
+    let Ok(Some(bytes)) = runner_contract::private::read_no_follow(&input_file(files, turn)) else {
         return false;
     };
     bytes.split(|&b| b == b'\n').any(|l| l == line.as_bytes())

@@ -20,10 +20,10 @@ use std::path::Path;
 
 use super::Shared;
 use super::cleanup;
-use crate::error::{Error, ErrorKind, Result};
-use crate::ids::SessionId;
-use crate::options::ApproveResult;
-use crate::session::{SessionRecord, SessionState};
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::ids::SessionId;
+use runner_contract::options::ApproveResult;
+use runner_contract::session::{SessionRecord, SessionState};
 
 /// The lock that serialises approve, reject and recover of one session across processes.
 pub(super) struct SessionLock {
@@ -75,7 +75,7 @@ fn open_lock_file(path: &Path) -> Result<File> {
     let made = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| crate::private::open_lock_file(path));
+        .and_then(|()| runner_contract::private::open_lock_file(path));
     match made {
         Ok(file) => Ok(file),
         Err(first) => File::open(path).map_err(|_| {

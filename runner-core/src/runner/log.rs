@@ -12,9 +12,9 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::disk::Appender;
-use crate::error::{Error, ErrorKind, Result};
-use crate::event::Event;
-use crate::private::PrivateRoot;
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::event::Event;
+use runner_contract::private::PrivateRoot;
 
 /// The appending end of a session's event log.
 pub(super) struct EventLog {
@@ -85,8 +85,10 @@ impl LogReader {
     /// the line ([`ErrorKind::CorruptRecord`]): the log is written only by codehands.
     pub fn read_new(&mut self) -> Result<Vec<Event>> {
         if self.file.is_none() {
-            match crate::private::open_no_follow(&self.path, std::fs::OpenOptions::new().read(true))
-            {
+            match runner_contract::private::open_no_follow(
+                &self.path,
+                std::fs::OpenOptions::new().read(true),
+            ) {
                 Ok(file) => self.file = Some(file),
                 Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
                 Err(e) => return Err(e),
@@ -141,14 +143,17 @@ pub(super) struct Scan {
 pub(super) fn scan(
     path: &Path,
     after: u64,
-    mut keep: impl FnMut(&crate::event::EventBody) -> bool,
+    mut keep: impl FnMut(&runner_contract::event::EventBody) -> bool,
 ) -> Result<Scan> {
     use std::io::BufRead;
     let mut found = Scan {
         last_seq: 0,
         kept: Vec::new(),
     };
-    let file = match crate::private::open_no_follow(path, std::fs::OpenOptions::new().read(true)) {
+    let file = match runner_contract::private::open_no_follow(
+        path,
+        std::fs::OpenOptions::new().read(true),
+    ) {
         Ok(file) => file,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(found),
         Err(e) => return Err(e),
@@ -185,9 +190,9 @@ pub(super) fn read_all(path: &Path) -> Result<Vec<Event>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{EventBody, Message};
-    use crate::ids::SessionId;
-    use crate::sequence::EventSequence;
+    use runner_contract::event::{EventBody, Message};
+    use runner_contract::ids::SessionId;
+    use runner_contract::sequence::EventSequence;
     use std::io::Write;
 
     fn events(n: usize) -> Vec<Event> {

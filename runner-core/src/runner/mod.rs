@@ -41,28 +41,26 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use crate::agent_name::AgentName;
-use crate::error::{Error, ErrorKind, Result};
-use crate::event::Event;
-use crate::home::Home;
-use crate::ids::SessionId;
-use crate::options::{
+use crate::registry::{AgentOrigin, AgentRegistry};
+use crate::store::SessionStore;
+use runner_contract::agent_name::AgentName;
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::event::Event;
+use runner_contract::home::Home;
+use runner_contract::ids::SessionId;
+use runner_contract::options::{
     ApproveOptions, ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, RejectResult,
     StartOptions,
 };
-use crate::registry::{AgentOrigin, AgentRegistry};
-use crate::session::{SessionRecord, SessionState};
-use crate::store::SessionStore;
-use crate::traits::agent::{Agent, AgentRequest, DEFAULT_RESUME_PROMPT, ResumeFrom};
-use crate::traits::memory::MemoryStore;
-use crate::traits::runner::{EventStream, Runner};
-use crate::traits::sandbox::Sandbox;
-use crate::traits::vcs::{Vcs, WorktreeSpec};
+use runner_contract::session::{SessionRecord, SessionState};
+use runner_contract::traits::agent::{Agent, AgentRequest, DEFAULT_RESUME_PROMPT, ResumeFrom};
+use runner_contract::traits::memory::MemoryStore;
+use runner_contract::traits::runner::{EventStream, Runner};
+use runner_contract::traits::sandbox::Sandbox;
+use runner_contract::traits::vcs::{Vcs, WorktreeSpec};
 
 pub use control::{RunFiles, TurnPhase, TurnPlan};
-pub use gc::{GcOptions, GcReport, RepoDisk};
 use start::{refuse_codehands_worktree, refuse_line_breaks};
-pub use task::{PickOptions, StartedTask};
 pub use workflow::WorkflowProgress;
 
 /// The longest prompt accepted, in bytes.
@@ -110,7 +108,7 @@ pub struct RunnerSettings {
     /// Where a start finds what the person's settings allow a session in its repository
     /// (folders the box reads, tool rules), added to its options' own; `None` (the default):
     /// only the options'.
-    pub allowances: Option<crate::AllowancesSource>,
+    pub allowances: Option<runner_contract::AllowancesSource>,
 }
 
 /// How to start the supervisor of one run: `program args… <sessionId>`.
@@ -144,7 +142,7 @@ struct Shared {
     memory: Arc<dyn MemoryStore>,
     sandbox: Option<Arc<dyn Sandbox>>,
     /// The box agents run in (`Isolation::Box`); `None` in a build without one.
-    confinement: Option<Arc<dyn crate::Confinement>>,
+    confinement: Option<Arc<dyn runner_contract::Confinement>>,
     agents: AgentRegistry,
     settings: RunnerSettings,
     /// The supervisor tasks of this runner, ended when it is dropped (their agents go on,
@@ -216,7 +214,7 @@ impl LocalRunner {
     }
 
     /// Adds the box agents run in when a session's isolation is `box`.
-    pub fn with_confinement(mut self, confinement: Arc<dyn crate::Confinement>) -> Self {
+    pub fn with_confinement(mut self, confinement: Arc<dyn runner_contract::Confinement>) -> Self {
         self.shared_mut().confinement = Some(confinement);
         self
     }
@@ -226,8 +224,8 @@ impl LocalRunner {
     pub fn box_available(&self) -> Result<()> {
         preflight::isolation(
             &self.shared,
-            crate::options::Isolation::Box,
-            crate::options::Engine::Local,
+            runner_contract::options::Isolation::Box,
+            runner_contract::options::Engine::Local,
         )
     }
 
@@ -249,7 +247,7 @@ impl LocalRunner {
     /// Approves like [`Runner::approve`], with `options`: a session whose run was verified
     /// and whose sandbox tests failed or could not run is refused
     /// ([`ErrorKind::VerifyFailed`]) unless `options.force`.
-    pub async fn approve_with(
+    pub(crate) async fn approve_session(
         &self,
         session_id: &SessionId,
         message: &str,
@@ -286,7 +284,7 @@ impl LocalRunner {
     /// Rejects like [`Runner::reject`] and says what became of the branch. A stopped
     /// session can be rejected too (no need to pay for the rest of its run); a branch the
     /// agent committed to is kept, as `recover` keeps a failed session's.
-    pub async fn reject_session(&self, session_id: &SessionId) -> Result<RejectResult> {
+    pub(crate) async fn reject_and_say(&self, session_id: &SessionId) -> Result<RejectResult> {
         let shared = &self.shared;
         // The lock first, as approve takes it (`approve_with`).
         let _lock = journal::SessionLock::acquire(shared, session_id).await?;
@@ -308,7 +306,7 @@ impl LocalRunner {
 
     /// The session `text` names: a whole id, or a unique prefix of 8 or more characters
     /// (see [`SessionStore::resolve`]); an ambiguous prefix is refused, listing the matches.
-    pub fn resolve_session(&self, text: &str) -> Result<SessionId> {
+    pub(crate) fn resolve_id(&self, text: &str) -> Result<SessionId> {
         self.shared.store.resolve(text)
     }
 
@@ -368,7 +366,7 @@ impl LocalRunner {
         if let Some(model) = &options.model {
             agent.check_model(model)?;
         }
-        if options.permissions.mode == crate::options::PermissionMode::Ask
+        if options.permissions.mode == runner_contract::options::PermissionMode::Ask
             && !agent.capabilities().ask_permission
         {
             return Err(Error::new(
@@ -380,8 +378,8 @@ impl LocalRunner {
                 ),
             ));
         }
-        if options.permissions.mode == crate::options::PermissionMode::Ask
-            && options.engine != crate::options::Engine::Local
+        if options.permissions.mode == runner_contract::options::PermissionMode::Ask
+            && options.engine != runner_contract::options::Engine::Local
         {
             return Err(remote_takes_no_input(
                 options.engine,
@@ -511,8 +509,8 @@ pub(super) fn request_for(record: &SessionRecord, plan: &TurnPlan) -> AgentReque
         read_only: plan.phase.as_ref().is_some_and(|p| p.read_only),
         // Boxed, the box is the boundary and the agent may run any command in it; unboxed,
         // its program's own allow list is (ARCHITECTURE.md, "Adding an agent").
-        tools: crate::ToolPolicy {
-            boxed: record.isolation == crate::options::Isolation::Box,
+        tools: runner_contract::ToolPolicy {
+            boxed: record.isolation == runner_contract::options::Isolation::Box,
             allow: record.allowances.agent_allow.clone(),
             deny: record.allowances.agent_deny.clone(),
         },
@@ -527,7 +525,10 @@ pub(super) fn agent_of<'a>(record: &'a SessionRecord, plan: &'a TurnPlan) -> &'a
 /// The refusal of input for a running turn whose box is on a remote engine: a swarm's task
 /// has no stdin, so the turn takes its prompt and nothing after it (README.md, "Where runs
 /// run").
-pub(super) fn remote_takes_no_input(engine: crate::options::Engine, what_to_do: &str) -> Error {
+pub(super) fn remote_takes_no_input(
+    engine: runner_contract::options::Engine,
+    what_to_do: &str,
+) -> Error {
     Error::new(
         ErrorKind::Unsupported,
         format!(

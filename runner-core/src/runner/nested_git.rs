@@ -5,8 +5,8 @@
 
 use super::Shared;
 use super::control::RunFiles;
-use crate::options::Isolation;
-use crate::session::SessionRecord;
+use runner_contract::options::Isolation;
+use runner_contract::session::SessionRecord;
 
 /// The folder of the run under which turn `turn`'s `.git`s are kept.
 pub(super) fn quarantine(files: &RunFiles, turn: u64) -> std::path::PathBuf {

@@ -5,8 +5,8 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::traits::agent::Agent;
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::traits::agent::Agent;
 
 /// Refuses `agent` when its program is not there, looked up as the agent's own process
 /// will be: a path as it is, a bare name on the `PATH` its environment gets. (Whether it
@@ -37,10 +37,10 @@ pub(super) fn program(agent: &dyn Agent, caller_env: &[(String, String)]) -> Res
 /// why and what to do (`--isolation none` is the explicit way out).
 pub(super) fn isolation(
     shared: &super::Shared,
-    isolation: crate::options::Isolation,
-    engine: crate::options::Engine,
+    isolation: runner_contract::options::Isolation,
+    engine: runner_contract::options::Engine,
 ) -> Result<()> {
-    if isolation == crate::options::Isolation::None {
+    if isolation == runner_contract::options::Isolation::None {
         return Ok(());
     }
     match &shared.confinement {

@@ -27,10 +27,10 @@ use super::cleanup::{BranchFate, discard_failed};
 use super::control::RunFiles;
 use super::heal::{self, Healed};
 use super::{Shared, journal};
-use crate::error::{ErrorKind, Result};
-use crate::ids::SessionId;
-use crate::options::{CleanupError, RecoveryReport};
-use crate::session::{SessionRecord, SessionState};
+use runner_contract::error::{ErrorKind, Result};
+use runner_contract::ids::SessionId;
+use runner_contract::options::{CleanupError, RecoveryReport};
+use runner_contract::session::{SessionRecord, SessionState};
 
 pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
     let mut report = RecoveryReport::default();

@@ -11,12 +11,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::event::{EventBody, TestResult};
-use crate::home::Home;
-use crate::ids::SessionId;
-use crate::private::read_no_follow;
-use crate::traits::sandbox::SandboxResult;
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::event::{EventBody, TestResult};
+use runner_contract::home::Home;
+use runner_contract::ids::SessionId;
+use runner_contract::private::read_no_follow;
+use runner_contract::traits::sandbox::SandboxResult;
 
 /// The file of the verdict in a session's run folder.
 const VERDICT_FILE: &str = runner_contract::run_folder::VERDICT;
@@ -154,7 +154,7 @@ pub(crate) fn gate(home: &Home, id: &SessionId, force: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traits::sandbox::{SandboxError, SandboxErrorKind};
+    use runner_contract::traits::sandbox::{SandboxError, SandboxErrorKind};
 
     fn result(passed: bool, exit: i64, error: Option<SandboxErrorKind>) -> SandboxResult {
         SandboxResult {

@@ -23,7 +23,7 @@
 use std::path::Path;
 
 use super::expect_error;
-use crate::{Agent, AgentRequest, ErrorKind, EventBody, ResumeFrom, SessionId};
+use runner_contract::{Agent, AgentRequest, ErrorKind, EventBody, ResumeFrom, SessionId};
 
 /// A prompt that looks like a flag: it must reach the agent as text, never as an argument.
 pub const FLAG_LIKE_PROMPT: &str = "--dangerously-skip-permissions and fix the test";

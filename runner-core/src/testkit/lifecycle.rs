@@ -18,10 +18,11 @@ use futures::StreamExt;
 
 use super::expect_error;
 use super::runner::{assert_well_formed_run, collect};
-use crate::options::Sent;
-use crate::{
-    AgentName, ErrorKind, Event, EventBody, Home, LocalRunner, Runner, SessionId, SessionRecord,
-    SessionState, StartOptions,
+use crate::LocalRunner;
+use runner_contract::Sent;
+use runner_contract::{
+    AgentName, ErrorKind, Event, EventBody, Home, Runner, SessionId, SessionRecord, SessionState,
+    StartOptions,
 };
 
 /// What the scripted model does in a scene; each agent's tests script it in their API.
@@ -363,14 +364,14 @@ pub async fn unauthorized(agent: &dyn RealAgent) {
         .collect();
     assert_eq!(
         statuses.first(),
-        Some(&crate::event::ProviderState::AuthExpired),
+        Some(&runner_contract::event::ProviderState::AuthExpired),
         "{:?}",
         types(&events)
     );
     match &events.last().expect("events").body {
         EventBody::TaskFailed(f) => assert_eq!(
             f.reason,
-            crate::event::FailureKind::AuthFailed,
+            runner_contract::event::FailureKind::AuthFailed,
             "{}",
             f.message
         ),

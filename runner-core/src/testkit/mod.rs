@@ -13,7 +13,7 @@ pub mod sandbox;
 pub mod test_user;
 pub mod vcs;
 
-use crate::{ErrorKind, Result};
+use runner_contract::{ErrorKind, Result};
 
 /// Asserts that `result` is an error of `kind`, and returns its message.
 pub fn expect_error<T: std::fmt::Debug>(result: Result<T>, kind: ErrorKind, what: &str) -> String {

@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use runner_core::report::{self, ReportInput, RunEnding, RunReport};
-use runner_core::{
+use runner_contract::report::{RunEnding, RunReport};
+use runner_contract::{
     Event, SessionId, SessionRecord, SessionState, StartOptions, TokenCounts, WorktreeSpec,
 };
+use runner_core::report::{self, ReportInput};
 
 fn events(name: &str) -> Vec<Event> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -129,7 +130,7 @@ fn a_run_with_a_refused_command() {
 fn a_failed_run() {
     let report = report_of("report-budget-exhausted", SessionState::Failed);
     assert!(
-        matches!(&report.ended, RunEnding::Failed { reason, .. } if *reason == runner_core::event::FailureKind::BudgetExhausted),
+        matches!(&report.ended, RunEnding::Failed { reason, .. } if *reason == runner_contract::event::FailureKind::BudgetExhausted),
         "{:?}",
         report.ended
     );

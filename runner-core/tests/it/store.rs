@@ -3,10 +3,10 @@
 use std::fs;
 use std::path::Path;
 
-use runner_core::{
-    AgentName, ErrorKind, SessionId, SessionRecord, SessionState, SessionStore, StartOptions,
-    WorktreeSpec,
+use runner_contract::{
+    AgentName, ErrorKind, SessionId, SessionRecord, SessionState, StartOptions, WorktreeSpec,
 };
+use runner_core::SessionStore;
 
 fn record(id: SessionId) -> SessionRecord {
     let mut options = StartOptions::new(

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use runner_contract::{AgentName, EventBody, Runner, SessionId, StartOptions};
 use runner_core::testkit::runner as suite;
-use runner_core::{AgentName, EventBody, Runner, SessionId, StartOptions};
 use runner_fake::{FakeRunner, FakeRunnerOptions};
 
 fn instant() -> FakeRunner {
@@ -91,6 +91,6 @@ async fn an_empty_prompt_is_refused_and_nothing_is_kept() {
     let mut opts = options(id);
     opts.prompt = "  \n".into();
     let err = runner.start(opts).await.err().expect("refused");
-    assert_eq!(err.kind(), runner_core::ErrorKind::InvalidInput);
+    assert_eq!(err.kind(), runner_contract::ErrorKind::InvalidInput);
     assert!(runner.sessions().await.unwrap().is_empty());
 }

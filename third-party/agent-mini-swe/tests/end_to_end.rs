@@ -12,10 +12,9 @@ use std::time::Duration;
 
 use agent_mini_swe::{MiniSweAgent, NAME};
 use codehands::{FakeAgentSetup, SandboxImages, Setup};
+use runner_contract::{AgentName, Event, EventBody, Home, SessionId, SessionRecord};
 use runner_core::testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
-use runner_core::{
-    AgentName, Event, EventBody, Home, LocalRunner, RunnerSettings, SessionId, SessionRecord,
-};
+use runner_core::{LocalRunner, RunnerSettings};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use scenarios::{FIX_MONTH, SUBMIT, bash};
 

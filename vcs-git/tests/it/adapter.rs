@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
+use runner_contract::{ErrorKind, Vcs, WorktreeSpec};
 use runner_core::testkit::expect_error;
 use runner_core::testkit::vcs::fixture::{
     Fixture, git, git_branch_exists, git_rev, git_with_stdin, write,
 };
-use runner_core::{ErrorKind, Vcs, WorktreeSpec};
 use vcs_git::GitVcs;
 
 fn git_missing() -> bool {

@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use runner_contract::{Vcs, WorktreeSpec};
 use runner_core::testkit::vcs::fixture::{
     Fixture, git, git_branch_exists, git_rev, git_worktrees, write,
 };
-use runner_core::{Vcs, WorktreeSpec};
 use vcs_git::GitVcs;
 
 fn git_missing() -> bool {

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use runner_contract::{ErrorKind, Vcs, WorktreeSpec};
 use runner_core::testkit::expect_error;
 use runner_core::testkit::vcs::fixture::{Fixture, git, git_rev, write};
-use runner_core::{ErrorKind, Vcs, WorktreeSpec};
 use vcs_git::GitVcs;
 
 fn git_missing() -> bool {

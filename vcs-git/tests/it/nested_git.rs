@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use runner_contract::{Vcs, WorktreeSpec};
 use runner_core::testkit::vcs::fixture::{Fixture, git, git_output, tree_files, write};
-use runner_core::{Vcs, WorktreeSpec};
 use vcs_git::GitVcs;
 
 fn git_missing() -> bool {

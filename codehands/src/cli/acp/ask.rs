@@ -4,8 +4,8 @@
 //! tell a command (`execute`) from an edit (`edit`) from a read; the approval, which writes a
 //! commit into the person's repository, is an `edit`, which a read-only policy refuses.
 
-use runner_core::options::PermissionAnswer;
-use runner_core::{Runner, SessionId, event::PermissionRequested};
+use runner_contract::options::PermissionAnswer;
+use runner_contract::{Runner, SessionId, event::PermissionRequested};
 use serde_json::{Value, json};
 
 use super::Server;
@@ -121,7 +121,7 @@ pub(super) async fn decide(
     session: &Session,
     id: SessionId,
     branch: &str,
-    diff: &runner_core::DiffStat,
+    diff: &runner_contract::DiffStat,
     signals: &TurnSignals,
 ) -> Decided {
     let acp_id = &session.acp_id;

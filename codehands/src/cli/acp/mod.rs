@@ -28,7 +28,8 @@ use std::sync::{Arc, Mutex};
 use clap::Args;
 use codehands::acp_wire::{self, Call, INTERNAL_ERROR, INVALID_PARAMS, Incoming, RpcError};
 use codehands::client_lines::{ClientLines, Frame};
-use runner_core::{AgentName, LocalRunner, Result};
+use runner_contract::{AgentName, Result};
+use runner_core::LocalRunner;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
@@ -44,7 +45,7 @@ pub struct AcpArgs {
     /// Where each prompt's agent runs: `box` (confined to its worktree and its provider, the
     /// default) or `none` (with your rights).
     #[arg(long, value_name = "box|none", value_parser = super::isolation, default_value = "box")]
-    isolation: runner_core::Isolation,
+    isolation: runner_contract::Isolation,
 }
 
 /// An answer to a request: its result, or the error that answers it.
@@ -114,7 +115,7 @@ pub(super) struct Server {
     pub(super) runner: Arc<LocalRunner>,
     pub(super) agent: AgentName,
     /// The isolation of every session this server starts.
-    pub(super) isolation: runner_core::Isolation,
+    pub(super) isolation: runner_contract::Isolation,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// The turns of prompts answered `cancelled` that are still being stopped: the server
     /// waits for them before it exits, so their inner agents are surely stopped.
@@ -246,7 +247,7 @@ impl Server {
                 // Checked now, not at the first prompt: a client shows a session it was given
                 // as one that works.
                 self.check_folder(&cwd).await?;
-                let session = Arc::new(Session::new(runner_core::SessionId::new_random(), cwd));
+                let session = Arc::new(Session::new(runner_contract::SessionId::new_random(), cwd));
                 let id = session.acp_id.clone();
                 lock(&self.sessions).insert(id.clone(), session);
                 Ok(json!({ "sessionId": id }))
@@ -301,6 +302,6 @@ impl Server {
 }
 
 /// An error of the runner as a JSON-RPC error.
-pub(super) fn internal(e: runner_core::Error) -> RpcError {
+pub(super) fn internal(e: runner_contract::Error) -> RpcError {
     RpcError::new(INTERNAL_ERROR, e.to_string())
 }

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use runner_core::options::{Permissions, Sent};
-use runner_core::{EventBody, EventStream, Runner, SessionId, SessionState, StartOptions};
+use runner_contract::{EventBody, EventStream, Runner, SessionId, SessionState, StartOptions};
+use runner_contract::{Sent, options::Permissions};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -87,7 +87,7 @@ pub(super) enum Ending {
     /// With a change to put to the client.
     Finished {
         branch: String,
-        diff: runner_core::DiffStat,
+        diff: runner_contract::DiffStat,
     },
     /// Interrupted or stopped by the client's cancel, or never started.
     Cancelled,
@@ -136,7 +136,7 @@ impl Session {
         }
         let record = match server.runner.session(&id).await {
             Ok(record) => record,
-            Err(e) if e.kind() == runner_core::ErrorKind::NotFound => {
+            Err(e) if e.kind() == runner_contract::ErrorKind::NotFound => {
                 server.check_folder(&repo).await?;
                 return Ok(Arc::new(Self::new(id, repo)));
             }
@@ -423,7 +423,7 @@ async fn replay(server: &Server, acp_id: &str, id: SessionId) -> Answer<Updates>
 }
 
 /// The refusal of a prompt to a kept session whose agent cannot continue it.
-fn cannot_continue(id: &SessionId, agent: &runner_core::AgentName) -> RpcError {
+fn cannot_continue(id: &SessionId, agent: &runner_contract::AgentName) -> RpcError {
     RpcError::new(
         INVALID_PARAMS,
         format!(

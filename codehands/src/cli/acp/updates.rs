@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use runner_core::event::{FileChangeKind, MessageRole};
-use runner_core::{DiffStat, Event, EventBody};
+use runner_contract::event::{FileChangeKind, MessageRole};
+use runner_contract::{DiffStat, Event, EventBody};
 use serde_json::{Value, json};
 
 /// The most of a command's output sent to the client (its end).
@@ -252,8 +252,8 @@ fn tail(output: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use runner_core::SessionId;
-    use runner_core::event::{CommandFinished, CommandStarted, FileChanged, Message};
+    use runner_contract::SessionId;
+    use runner_contract::event::{CommandFinished, CommandStarted, FileChanged, Message};
 
     fn event(seq: u64, body: EventBody) -> Event {
         Event {

@@ -5,8 +5,9 @@
 //! command prints; a refusal is the command's error, word for word.
 
 use axum::extract::{Path, State};
-use runner_core::{
-    ApproveOptions, Error, PermissionAnswer, PickOptions, Runner, Sent, SessionId, SessionState,
+use runner_contract::PickOptions;
+use runner_contract::{
+    ApproveOptions, Error, PermissionAnswer, Runner, Sent, SessionId, SessionState,
 };
 use serde::Deserialize;
 
@@ -48,8 +49,8 @@ pub(super) async fn approve(
 ) -> ApiResult {
     let ask: Approve = body(&request)?;
     let runner = &ui.runner;
-    let id = runner.resolve_session(&text)?;
-    if runner.task_of(&id)?.is_some() {
+    let id = runner.resolve_session(&text).await?;
+    if runner.task_of(&id).await?.is_some() {
         let options = PickOptions {
             message: ask.message,
             force: ask.force,
@@ -81,7 +82,7 @@ pub(super) async fn approve(
 
 /// `POST /api/sessions/{id}/reject`: as `codehands reject ID` of a session.
 pub(super) async fn reject(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
-    let id = ui.runner.resolve_session(&text)?;
+    let id = ui.runner.resolve_session(&text).await?;
     let rejected = ui.runner.reject_session(&id).await?;
     let line = crate::cli::decide::rejected_line(&rejected);
     done(
@@ -92,7 +93,7 @@ pub(super) async fn reject(State(ui): State<Shared>, Path(text): Path<String>) -
 
 /// `POST /api/tasks/{id}/reject`: as `codehands reject TASK`, every attempt not decided.
 pub(super) async fn reject_task(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
-    let id = find_task(&ui, &text)?;
+    let id = find_task(&ui, &text).await?;
     let rejected = ui.runner.reject_task(&id).await?;
     let line = format!(
         "rejected task {}: {} attempt(s) thrown away (worktrees and branches)",
@@ -105,7 +106,7 @@ pub(super) async fn reject_task(State(ui): State<Shared>, Path(text): Path<Strin
 /// `POST /api/sessions/{id}/stop`: as `codehands stop ID` (a stopped session is no error).
 pub(super) async fn stop(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
     let runner = &ui.runner;
-    let id = runner.resolve_session(&text)?;
+    let id = runner.resolve_session(&text).await?;
     let already = runner.session(&id).await?.state == SessionState::Stopped;
     if !already {
         runner.stop(&id).await?;
@@ -138,7 +139,7 @@ pub(super) async fn send(
     request: String,
 ) -> ApiResult {
     let ask: Send = body(&request)?;
-    let id = ui.runner.resolve_session(&text)?;
+    let id = ui.runner.resolve_session(&text).await?;
     say(&ui, id, ask.text).await
 }
 
@@ -184,7 +185,7 @@ pub(super) async fn comment(
     request: String,
 ) -> ApiResult {
     let comment: Comment = body(&request)?;
-    let id = ui.runner.resolve_session(&text)?;
+    let id = ui.runner.resolve_session(&text).await?;
     let followup = comment_text(&comment)?;
     say(&ui, id, followup).await
 }
@@ -221,7 +222,7 @@ pub(super) async fn answer(
     request: String,
 ) -> ApiResult {
     let ask: Answer = body(&request)?;
-    let id = ui.runner.resolve_session(&text)?;
+    let id = ui.runner.resolve_session(&text).await?;
     let (answer, outcome) = match ask.decision.as_str() {
         "allow" => (
             PermissionAnswer::Allow {
@@ -244,7 +245,7 @@ pub(super) async fn answer(
     ui.runner.answer(&id, &ask.request_id, answer).await?;
     let line = format!(
         "{outcome}: request {} of session {}",
-        runner_core::present::visible(&ask.request_id, false),
+        runner_contract::present::visible(&ask.request_id, false),
         id.short()
     );
     done(

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use runner_core::{Error, ErrorKind, Runner, SessionId, SessionRecord, SessionState, TaskId};
+use runner_contract::{Error, ErrorKind, Runner, SessionId, SessionRecord, SessionState, TaskId};
 use serde::Serialize;
 
 use super::server::{Shared, query_value};
@@ -124,7 +124,7 @@ struct Row<'a> {
 pub(super) async fn list(State(ui): State<Shared>) -> ApiResult {
     let listing = ui.runner.listing().await?;
     // A task whose record cannot be read is said by `codehands task` and `recover`.
-    let tasks = ui.runner.task_records().unwrap_or_default();
+    let tasks = ui.runner.tasks().await.unwrap_or_default();
     let task_of = |id: &SessionId| {
         tasks
             .iter()
@@ -146,7 +146,7 @@ pub(super) async fn list(State(ui): State<Shared>) -> ApiResult {
         .map(|(path, e)| {
             serde_json::json!({
                 "path": path.display().to_string(),
-                "error": runner_core::present::visible(e.message(), false),
+                "error": runner_contract::present::visible(e.message(), false),
             })
         })
         .collect();
@@ -159,9 +159,9 @@ pub(super) async fn list(State(ui): State<Shared>) -> ApiResult {
 
 /// `GET /api/sessions/{id}`: the record, and the task it is an attempt of.
 pub(super) async fn session(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
-    let id = ui.runner.resolve_session(&text)?;
+    let id = ui.runner.resolve_session(&text).await?;
     let record = ui.runner.session(&id).await?;
-    let task = ui.runner.task_of(&id)?;
+    let task = ui.runner.task_of(&id).await?;
     Ok(json(&serde_json::json!({
         "record": record,
         "taskId": task.as_ref().map(|t| t.task_id),
@@ -173,7 +173,7 @@ pub(super) async fn session(State(ui): State<Shared>, Path(text): Path<String>) 
 /// (control and bidi characters escaped, as on a terminal); an approved session's error
 /// names its commit.
 pub(super) async fn diff(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
-    let id = ui.runner.resolve_session(&text)?;
+    let id = ui.runner.resolve_session(&text).await?;
     let diff = match ui.runner.diff(&id).await {
         Ok(diff) => diff,
         Err(e) if e.kind() == ErrorKind::NotFound => {
@@ -184,7 +184,7 @@ pub(super) async fn diff(State(ui): State<Shared>, Path(text): Path<String>) -> 
         Err(e) => return Err(e.into()),
     };
     Ok(json(&serde_json::json!({
-        "patch": runner_core::present::visible(&diff.patch, true),
+        "patch": runner_contract::present::visible(&diff.patch, true),
         "stat": diff.stat,
     })))
 }
@@ -192,15 +192,15 @@ pub(super) async fn diff(State(ui): State<Shared>, Path(text): Path<String>) -> 
 /// `GET /api/sessions/{id}/report`: the final report, and its text as `codehands report`
 /// prints it.
 pub(super) async fn report(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
-    let id = ui.runner.resolve_session(&text)?;
+    let id = ui.runner.resolve_session(&text).await?;
     let report = ui.runner.report(&id).await?;
     let text = runner_core::report::render_human(&report);
     Ok(json(&serde_json::json!({ "report": report, "text": text })))
 }
 
 /// The task `text` names (its id or a prefix of 8+ characters), said as `codehands task` says.
-pub(super) fn find_task(ui: &Shared, text: &str) -> Result<TaskId, Error> {
-    ui.runner.find_task(text)?.ok_or_else(|| {
+pub(super) async fn find_task(ui: &Shared, text: &str) -> Result<TaskId, Error> {
+    ui.runner.find_task(text).await?.ok_or_else(|| {
         Error::not_found(format!(
             "no task id starts with {text}: `codehands run --attempts` starts one and prints its id"
         ))
@@ -209,7 +209,7 @@ pub(super) fn find_task(ui: &Shared, text: &str) -> Result<TaskId, Error> {
 
 /// `GET /api/tasks/{id}`: the attempts side by side (`codehands task ID --json`).
 pub(super) async fn task(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
-    let id = find_task(&ui, &text)?;
+    let id = find_task(&ui, &text).await?;
     let report = ui.runner.task_report(&id).await?;
     Ok(json(&report))
 }
@@ -217,20 +217,21 @@ pub(super) async fn task(State(ui): State<Shared>, Path(text): Path<String>) -> 
 /// `GET /api/compare?a=ID&b=ID2`: how A's change differs from B's (`diff A --against B`).
 pub(super) async fn compare(State(ui): State<Shared>, RawQuery(query): RawQuery) -> ApiResult {
     let query = query.unwrap_or_default();
-    let side = |name: &str| -> Result<SessionId, Error> {
-        let text = query_value(&query, name).ok_or_else(|| {
+    let side = |name: &str| -> Result<String, Error> {
+        query_value(&query, name).ok_or_else(|| {
             Error::invalid_input(format!("name the session {name} to compare (?{name}=ID)"))
-        })?;
-        ui.runner.resolve_session(&text)
+        })
     };
     let (a, b) = (side("a")?, side("b")?);
+    let a = ui.runner.resolve_session(&a).await?;
+    let b = ui.runner.resolve_session(&b).await?;
     let against = crate::cli::task_diff::compare(&ui.runner, &a, &b).await?;
     let mut value = serde_json::to_value(&against)
         .map_err(|e| Error::internal(format!("cannot write the comparison as JSON: {e}")))?;
     if let Some(patch) = value.get_mut("patch")
         && let Some(text) = patch.as_str()
     {
-        *patch = runner_core::present::visible(text, true)
+        *patch = runner_contract::present::visible(text, true)
             .into_owned()
             .into();
     }

@@ -10,7 +10,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use runner_core::{Error, LocalRunner, Result};
+use runner_contract::{Error, Result};
+use runner_core::LocalRunner;
 
 use super::{actions, api, stream};
 

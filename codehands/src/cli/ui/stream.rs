@@ -11,7 +11,7 @@ use axum::http::HeaderMap;
 use axum::response::IntoResponse;
 use axum::response::sse::{Event as Sse, KeepAlive};
 use futures::StreamExt;
-use runner_core::{Event, Runner};
+use runner_contract::{Event, Runner};
 
 use super::api::ApiResult;
 use super::server::{Shared, query_value};
@@ -24,7 +24,7 @@ pub(super) async fn events(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> ApiResult {
-    let id = ui.runner.resolve_session(&text)?;
+    let id = ui.runner.resolve_session(&text).await?;
     let resumed = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

@@ -12,7 +12,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use codehands::{FakeAgentSetup, Setup};
-use runner_core::{Event, Home, LocalRunner, RunnerSettings, SessionId};
+use runner_contract::{Event, Home, SessionId};
+use runner_core::{LocalRunner, RunnerSettings};
 
 /// A temp folder with a repo and a codehands home in it.
 pub struct World {
@@ -312,7 +313,7 @@ pub fn codex_runner_with(
 
 /// The worktree a session of `world` gets (a scripted model names files by absolute path).
 pub async fn worktree_for(world: &World, id: &SessionId) -> PathBuf {
-    let key = runner_core::Vcs::repo_key(&vcs_git::GitVcs::new(), &world.repo)
+    let key = runner_contract::Vcs::repo_key(&vcs_git::GitVcs::new(), &world.repo)
         .await
         .unwrap();
     world.home.worktree_path(&key, id).unwrap()
@@ -386,8 +387,8 @@ pub fn new_id() -> SessionId {
 /// `codehands/…-<id8>` holding the fixed month, the user's branch unmoved, the worktree gone.
 pub fn assert_approved_demo_fix(
     world: &World,
-    record: &runner_core::SessionRecord,
-    approved: &runner_core::ApproveResult,
+    record: &runner_contract::SessionRecord,
+    approved: &runner_contract::ApproveResult,
 ) {
     assert!(
         approved.branch.starts_with("codehands/")

@@ -78,7 +78,7 @@ impl Drop for TestImage {
 }
 
 fn uuid_like() -> String {
-    runner_core::SessionId::new_random().to_string()[..13].replace('-', "")
+    runner_contract::SessionId::new_random().to_string()[..13].replace('-', "")
 }
 
 /// A TCP port on loopback that relays to the engine's unix socket: `DOCKER_HOST=tcp://…`
@@ -287,7 +287,7 @@ pub fn a_shell_reaches_its_allow_list_and_nothing_else(
         ),
     )
     .unwrap();
-    let id = runner_core::SessionId::new_random().to_string();
+    let id = runner_contract::SessionId::new_random().to_string();
     let path = busybox_on_path(world);
     let out = run(codehands(world, "replay", 0, None, &image.tag)
         .env("PATH", path)
@@ -352,7 +352,7 @@ pub fn busybox_on_path(world: &World) -> String {
 pub fn wait_while_removing(world: &World, id: &str) {
     let run_dir = world
         .home
-        .run_dir(&runner_core::SessionId::parse(id).unwrap())
+        .run_dir(&runner_contract::SessionId::parse(id).unwrap())
         .display()
         .to_string();
     let removing = || {

@@ -1,15 +1,15 @@
 //! The end of a turn: its one terminal event, the sandbox's verdict, the record settled.
 
-use crate::error::Error;
-use crate::event::{
-    ApprovalRequested, EventBody, FailureKind, TaskFailed, TaskFinished, TaskStopped,
-};
-use crate::runner::disk::{self};
+use crate::runner::disk;
 use crate::runner::ending::TurnEnd;
 use crate::runner::watched::human;
-use crate::sequence::EventSequence;
-use crate::traits::memory::RunSummary;
-use crate::traits::sandbox::{BoxLimits, SandboxRequest};
+use runner_contract::error::Error;
+use runner_contract::event::{
+    ApprovalRequested, EventBody, FailureKind, TaskFailed, TaskFinished, TaskStopped,
+};
+use runner_contract::sequence::EventSequence;
+use runner_contract::traits::memory::RunSummary;
+use runner_contract::traits::sandbox::{BoxLimits, SandboxRequest};
 
 use super::{Held, Interruption, Supervisor};
 
@@ -157,7 +157,7 @@ impl Supervisor {
                 .as_deref()
                 .map(|r| self.redactor.redact_string(r.to_owned())),
             diff_stat: diff.stat.clone(),
-            finished_at: crate::now_rfc3339(),
+            finished_at: runner_contract::now_rfc3339(),
         };
         if let Err(e) = self
             .shared
@@ -267,7 +267,7 @@ impl Supervisor {
         self.flush_events();
         // A box ended by a stop's or a watchdog's SIGKILL could not clean up after itself.
         if let Some(confinement) = &self.shared.confinement
-            && self.record.isolation == crate::options::Isolation::Box
+            && self.record.isolation == runner_contract::options::Isolation::Box
         {
             confinement.cleanup(self.files.dir());
         }

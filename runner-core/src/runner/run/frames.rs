@@ -1,11 +1,11 @@
 //! One output line of the agent into events: parsing, redaction, the events' paths, the log.
 
-use crate::event::{EventBody, Message, MessageRole, ProviderState};
-use crate::process::framing::Frame;
 use crate::runner::conversation::Conversation;
-use crate::runner::disk::{self};
+use crate::runner::disk;
 use crate::runner::watched::Watched;
-use crate::traits::agent::AgentParser;
+use runner_contract::event::{EventBody, Message, MessageRole, ProviderState};
+use runner_contract::framing::Frame;
+use runner_contract::traits::agent::AgentParser;
 use std::io::Read;
 use tokio::time::Instant;
 
@@ -110,7 +110,7 @@ impl Supervisor {
     pub(super) fn stderr_tail(&self) -> String {
         let path = self.files.agent_stderr(self.plan.turn);
         let Ok(mut file) =
-            crate::private::open_no_follow(&path, std::fs::OpenOptions::new().read(true))
+            runner_contract::private::open_no_follow(&path, std::fs::OpenOptions::new().read(true))
         else {
             return String::new();
         };
@@ -148,12 +148,16 @@ impl Supervisor {
     }
 
     /// The `box.hidden` warning a boxed turn's failed command calls for ([`crate::runner::hidden`]).
-    pub(super) fn hidden_by_box(&self, body: &EventBody) -> Option<crate::event::BoxHidden> {
+    pub(super) fn hidden_by_box(
+        &self,
+        body: &EventBody,
+    ) -> Option<runner_contract::event::BoxHidden> {
         let EventBody::CommandFinished(finished) = body else {
             return None;
         };
         // On a remote engine the caller's PATH is not the box's to have.
-        if self.record.isolation != crate::options::Isolation::Box || !self.record.engine.is_local()
+        if self.record.isolation != runner_contract::options::Isolation::Box
+            || !self.record.engine.is_local()
         {
             return None;
         }
@@ -202,9 +206,9 @@ impl Supervisor {
             return None;
         };
         let repo = self.profile.test_command.as_deref()?;
-        (!crate::testrun::is_test_command(&finished.command)
-            && crate::testrun::runs_repo_tests(&finished.command, repo))
-        .then(|| crate::testrun::result_of(finished))
+        (!runner_contract::testrun::is_test_command(&finished.command)
+            && runner_contract::testrun::runs_repo_tests(&finished.command, repo))
+        .then(|| runner_contract::testrun::result_of(finished))
     }
 
     /// Numbers an event that does not follow from the agent's output (what callers' input

@@ -1,8 +1,8 @@
 //! A turn that meets a full or read-only disk ends as `disk_full` (`runner/disk.rs`).
 
-use crate::error::{Error, ErrorKind};
-use crate::event::FailureKind;
-use crate::runner::disk::{self};
+use crate::runner::disk;
+use runner_contract::error::{Error, ErrorKind};
+use runner_contract::event::FailureKind;
 
 use super::Supervisor;
 

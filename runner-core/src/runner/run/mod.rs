@@ -21,9 +21,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::event::{Event, EventBody, FailureKind, TaskFailed};
-use crate::ids::SessionId;
 use crate::process::tree;
 use crate::redact::Redactor;
 use crate::runner::Shared;
@@ -32,10 +29,13 @@ use crate::runner::disk::{self, Appender};
 use crate::runner::ending::{self, TurnEnd, append_with_room, ends_turn};
 use crate::runner::log::{self, EventLog};
 use crate::runner::watched::Watched;
-use crate::sequence::EventSequence;
-use crate::session::{SessionRecord, SessionState};
-use crate::traits::agent::{Agent, AgentRequest};
-use crate::traits::memory::RepoProfile;
+use runner_contract::error::{Error, Result};
+use runner_contract::event::{Event, EventBody, FailureKind, TaskFailed};
+use runner_contract::ids::SessionId;
+use runner_contract::sequence::EventSequence;
+use runner_contract::session::{SessionRecord, SessionState};
+use runner_contract::traits::agent::{Agent, AgentRequest};
+use runner_contract::traits::memory::RepoProfile;
 
 /// How long a caller waits for a supervisor to act on a stop (beyond the stop grace), and for
 /// a turn's end to reach the record once its last event is in the log.

@@ -1,9 +1,9 @@
 //! Getting a turn ready: the agent's version, a taken-over run, the repo notes and profile, the transcript.
 
-use crate::event::EventBody;
 use crate::redact::Redactor;
 use crate::runner::control::AgentRun;
-use crate::runner::log::{self};
+use crate::runner::log;
+use runner_contract::event::EventBody;
 use std::time::Duration;
 
 use super::Supervisor;
@@ -20,7 +20,7 @@ impl Supervisor {
         let files = self.files.clone();
         let session = self.record.session_id;
         let caller = self.shared.settings.caller_env.clone();
-        let boxed = self.record.isolation != crate::options::Isolation::None;
+        let boxed = self.record.isolation != runner_contract::options::Isolation::None;
         let home = self.shared.home.clone();
         Some(tokio::spawn(async move {
             let version = match probe::NeutralDir::make_in(files.dir()) {
@@ -97,7 +97,7 @@ impl Supervisor {
     pub(super) async fn prepare(&mut self) {
         if let Some(phase) = self.plan.phase.clone() {
             // The turn's first event says which phase it runs (`workflow/`).
-            let started = EventBody::PhaseStarted(crate::event::PhaseStarted {
+            let started = EventBody::PhaseStarted(runner_contract::event::PhaseStarted {
                 name: phase.name,
                 kind: phase.kind,
                 agent: phase.agent,

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use crate::event::EventBody;
+use runner_contract::event::EventBody;
 
 /// How many times in a row one action (or one cycle of up to [`MAX_CYCLE`] actions) may
 /// repeat before the turn is ended as `repeating`.
@@ -87,7 +87,7 @@ fn first_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{CommandStarted, FileChanged};
+    use runner_contract::event::{CommandStarted, FileChanged};
 
     fn command(cmd: &str, id: &str) -> EventBody {
         EventBody::CommandStarted(CommandStarted {

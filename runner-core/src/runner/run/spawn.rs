@@ -1,13 +1,13 @@
 //! Starting the agent for a turn: detached, in its box when the session asks for one.
 
-use crate::error::{ErrorKind, Result};
-use crate::event::{EventBody, FailureKind, TaskStopped};
 use crate::process::detached::{AgentOutput, DetachedAgent};
 use crate::redact::Redactor;
 use crate::runner::control::AgentRun;
 use crate::runner::disk::{self, Appender};
 use crate::runner::watched::Watched;
-use crate::traits::agent::StdinClose;
+use runner_contract::error::{ErrorKind, Result};
+use runner_contract::event::{EventBody, FailureKind, TaskStopped};
+use runner_contract::traits::agent::StdinClose;
 
 use super::Supervisor;
 use super::frames::secret_values;
@@ -109,10 +109,10 @@ impl Supervisor {
     /// recorded, stopped and adopted is then the box's outer process), else as it is.
     pub(super) async fn confined(
         &self,
-        invocation: crate::Invocation,
+        invocation: runner_contract::Invocation,
         env: &[(String, String)],
-    ) -> Result<crate::Invocation> {
-        if self.record.isolation == crate::options::Isolation::None {
+    ) -> Result<runner_contract::Invocation> {
+        if self.record.isolation == runner_contract::options::Isolation::None {
             return Ok(invocation);
         }
         crate::runner::preflight::isolation(
@@ -138,7 +138,7 @@ impl Supervisor {
         needs
             .read_only
             .extend(self.record.allowances.box_read.iter().cloned());
-        confinement.wrap(&crate::ConfineRequest {
+        confinement.wrap(&runner_contract::ConfineRequest {
             session_id: &self.record.session_id,
             run_dir: self.files.dir(),
             worktree: &self.record.worktree_path,

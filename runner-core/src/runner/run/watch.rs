@@ -1,11 +1,11 @@
 //! The read loop of a turn: the agent's output file into events, with the watchdogs.
 
-use crate::event::{EventBody, TaskFailed, TaskFinished};
-use crate::process::framing::{DEFAULT_MAX_LINE, JsonlDecoder};
 use crate::process::tree;
 use crate::runner::control::AgentExit;
 use crate::runner::conversation::Conversation;
 use crate::runner::watched::{Backoff, Watched};
+use runner_contract::event::{EventBody, TaskFailed, TaskFinished};
+use runner_contract::framing::{DEFAULT_MAX_LINE, JsonlDecoder};
 use std::io::Read;
 use tokio::time::Instant;
 
@@ -32,7 +32,7 @@ impl Supervisor {
         });
         let watchdog = self.shared.settings.watchdog;
         let stdout_path = self.files.agent_stdout(self.plan.turn);
-        let mut stdout = match crate::private::open_no_follow(
+        let mut stdout = match runner_contract::private::open_no_follow(
             &stdout_path,
             std::fs::OpenOptions::new().read(true),
         ) {
@@ -205,7 +205,7 @@ impl Supervisor {
             interruption = Some(Interruption::Stop);
         }
         let interrupted = conversation.as_ref().is_some_and(|c| c.interrupted);
-        let remote = self.record.engine != crate::options::Engine::Local;
+        let remote = self.record.engine != runner_contract::options::Engine::Local;
         let held = held.map(|h| {
             if interrupted {
                 ended_by_interrupt(h)
@@ -264,7 +264,7 @@ fn refused_by_the_box(held: Held, exit_code: Option<i32>, stderr: &str) -> Held 
         .to_owned();
     Held {
         body: EventBody::TaskFailed(TaskFailed {
-            reason: crate::event::FailureKind::NoResult,
+            reason: runner_contract::event::FailureKind::NoResult,
             message: format!("{why}: nothing of the agent's work was applied"),
             stderr: Some(stderr.to_owned()).filter(|s| !s.is_empty()),
             exit_code,
@@ -319,7 +319,7 @@ mod tests {
         let EventBody::TaskFailed(failed) = failed.body else {
             panic!("not a failure: {:?}", failed.body);
         };
-        assert_eq!(failed.reason, crate::event::FailureKind::NoResult);
+        assert_eq!(failed.reason, runner_contract::event::FailureKind::NoResult);
         assert!(
             failed.message.contains("a link leaves the tree"),
             "{}",
@@ -334,7 +334,7 @@ mod tests {
         // A turn that failed already keeps its own failure.
         let own = Held {
             body: EventBody::TaskFailed(TaskFailed {
-                reason: crate::event::FailureKind::AuthFailed,
+                reason: runner_contract::event::FailureKind::AuthFailed,
                 message: "the key was refused".to_owned(),
                 stderr: None,
                 exit_code: Some(1),
@@ -346,7 +346,7 @@ mod tests {
         assert!(matches!(
             refused_by_the_box(own, Some(125), stderr).body,
             EventBody::TaskFailed(TaskFailed {
-                reason: crate::event::FailureKind::AuthFailed,
+                reason: runner_contract::event::FailureKind::AuthFailed,
                 ..
             })
         ));

@@ -22,37 +22,20 @@ mod verdicts;
 use futures::future::join_all;
 
 use super::LocalRunner;
-use crate::error::{Error, ErrorKind, Result};
-use crate::ids::SessionId;
-use crate::options::{ApproveOptions, RecoveryReport, StartOptions};
-use crate::session::SessionState;
-use crate::task::{PickResult, TaskAttempt, TaskId, TaskOptions, TaskRecord, TaskState};
-use crate::traits::runner::{EventStream, Runner};
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::ids::SessionId;
+use runner_contract::options::{ApproveOptions, RecoveryReport, StartOptions};
+use runner_contract::session::SessionState;
+use runner_contract::task::{
+    PickOptions, PickResult, StartedTask, TaskAttempt, TaskId, TaskOptions, TaskRecord, TaskState,
+};
+use runner_contract::traits::runner::Runner;
 
 use store::TaskStore;
 pub(crate) use verdicts::{TestBoxSlot, record_verdict};
 
-/// How a pick goes beyond choosing the attempt.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PickOptions {
-    /// The commit message (the prompt's first line when empty).
-    pub message: String,
-    /// Approve even when the attempt's verify did not pass.
-    pub force: bool,
-    /// Keep the other attempts as they are instead of rejecting them.
-    pub keep_others: bool,
-}
-
-/// A task whose attempts have all started.
-pub struct StartedTask {
-    /// The task's id.
-    pub task_id: TaskId,
-    /// Each attempt's session and its events, in the order asked for.
-    pub attempts: Vec<(SessionId, EventStream)>,
-}
-
 impl LocalRunner {
-    fn tasks(&self) -> TaskStore {
+    fn task_store(&self) -> TaskStore {
         TaskStore::in_home(&self.shared.home)
     }
 
@@ -62,9 +45,9 @@ impl LocalRunner {
     /// budget, the isolation): one that is refused refuses the task with nothing made. An
     /// attempt that cannot start after that takes the others back (stopped and rejected) and
     /// the task with them.
-    pub async fn start_task(&self, options: TaskOptions) -> Result<StartedTask> {
-        crate::task::check_count(options.attempts.len())?;
-        let store = self.tasks();
+    pub(crate) async fn start_attempts(&self, options: TaskOptions) -> Result<StartedTask> {
+        runner_contract::task::check_count(options.attempts.len())?;
+        let store = self.task_store();
         if store.find(&options.task_id.to_string())?.is_some() {
             return Err(Error::invalid_input(format!(
                 "task {} already exists: pick a new task id",
@@ -118,7 +101,7 @@ impl LocalRunner {
                 &e,
             )
         })?;
-        let now = crate::now_rfc3339();
+        let now = runner_contract::now_rfc3339();
         let record = TaskRecord {
             task_id: options.task_id,
             state: TaskState::Open,
@@ -161,9 +144,11 @@ impl LocalRunner {
             }
         }
         if let Some(error) = first_error {
-            for (id, _) in &attempts {
+            // The streams are not `Sync`: hold only the ids across the awaits.
+            let started: Vec<SessionId> = attempts.into_iter().map(|(id, _)| id).collect();
+            for id in &started {
                 let _ = self.stop(id).await;
-                if let Err(e) = self.reject_session(id).await {
+                if let Err(e) = self.reject_and_say(id).await {
                     tracing::warn!(session = %id, "cannot take back an attempt: {e}");
                 }
             }
@@ -178,28 +163,28 @@ impl LocalRunner {
 
     /// The task `text` names (a whole id or a unique prefix of 8+ characters), `None` when no
     /// task's id starts with it.
-    pub fn find_task(&self, text: &str) -> Result<Option<TaskId>> {
-        self.tasks().find(text)
+    pub(crate) fn find_task_id(&self, text: &str) -> Result<Option<TaskId>> {
+        self.task_store().find(text)
     }
 
     /// The task session `id` is an attempt of, if any.
-    pub fn task_of(&self, id: &SessionId) -> Result<Option<TaskRecord>> {
-        self.tasks().of_session(id)
+    pub(crate) fn task_of_session(&self, id: &SessionId) -> Result<Option<TaskRecord>> {
+        self.task_store().of_session(id)
     }
 
     /// The record of task `id`, a half-done pick or reject settled first.
-    pub async fn task(&self, id: &TaskId) -> Result<TaskRecord> {
-        let record = self.tasks().get(id)?;
+    pub(crate) async fn settled_task(&self, id: &TaskId) -> Result<TaskRecord> {
+        let record = self.task_store().get(id)?;
         if matches!(record.state, TaskState::Picking | TaskState::Rejecting) {
-            let _lock = self.tasks().lock(id).await?;
-            return self.settle_task(self.tasks().get(id)?).await;
+            let _lock = self.task_store().lock(id).await?;
+            return self.settle_task(self.task_store().get(id)?).await;
         }
         Ok(record)
     }
 
     /// The task records, oldest first.
-    pub fn task_records(&self) -> Result<Vec<TaskRecord>> {
-        Ok(self.tasks().list()?.records)
+    pub(crate) fn task_records(&self) -> Result<Vec<TaskRecord>> {
+        Ok(self.task_store().list()?.records)
     }
 
     /// Picks attempt `session` of its task: approves it (one commit on its branch) and then
@@ -207,13 +192,17 @@ impl LocalRunner {
     /// `options.keep_others`. Journaled: the task says `picking` first, so a crash at any
     /// point is settled by the next command on the task or `recover` (see the module's
     /// doc). A session that is no task's attempt is refused (approve it as it is).
-    pub async fn pick(&self, session: &SessionId, options: PickOptions) -> Result<PickResult> {
-        let Some(task) = self.task_of(session)? else {
+    pub(crate) async fn pick_attempt(
+        &self,
+        session: &SessionId,
+        options: PickOptions,
+    ) -> Result<PickResult> {
+        let Some(task) = self.task_of_session(session)? else {
             return Err(Error::not_found(format!(
                 "session {session} is no attempt of a task: `codehands approve` approves it alone"
             )));
         };
-        let store = self.tasks();
+        let store = self.task_store();
         let id = task.task_id;
         let _lock = store.lock(&id).await?;
         let task = self.settle_task(store.get(&id)?).await?;
@@ -223,7 +212,7 @@ impl LocalRunner {
         if task.state == TaskState::Picked && task.keep_others {
             // An attempt the pick kept: approved alone, the task stays picked.
             let approved = self
-                .approve_with(session, &options.message, approve)
+                .approve_session(session, &options.message, approve)
                 .await?;
             return Ok(PickResult {
                 task_id: id,
@@ -244,7 +233,10 @@ impl LocalRunner {
             t.keep_others = options.keep_others;
             Ok(())
         })?;
-        let approved = match self.approve_with(session, &options.message, approve).await {
+        let approved = match self
+            .approve_session(session, &options.message, approve)
+            .await
+        {
             Ok(approved) => approved,
             Err(e) => {
                 // Settled from what the session says: back to open unless it was approved
@@ -267,8 +259,8 @@ impl LocalRunner {
     /// Rejects every attempt of task `id` not decided yet (a running one is stopped first).
     /// A picked task that kept its other attempts has them rejected now; the approved one
     /// stays. Journaled like a pick.
-    pub async fn reject_task(&self, id: &TaskId) -> Result<Vec<SessionId>> {
-        let store = self.tasks();
+    pub(crate) async fn reject_whole_task(&self, id: &TaskId) -> Result<Vec<SessionId>> {
+        let store = self.task_store();
         let _lock = store.lock(id).await?;
         let task = self.settle_task(store.get(id)?).await?;
         match task.state {
@@ -291,7 +283,7 @@ impl LocalRunner {
         match task.state {
             TaskState::Picking => {
                 let Some(picked) = task.picked else {
-                    return self.tasks().update(&task.task_id, |t| {
+                    return self.task_store().update(&task.task_id, |t| {
                         t.move_to(TaskState::Open, "take back a pick")
                     });
                 };
@@ -304,17 +296,17 @@ impl LocalRunner {
                 if state == SessionState::Approved {
                     self.finish_pick(&task).await?;
                 } else {
-                    self.tasks().update(&task.task_id, |t| {
+                    self.task_store().update(&task.task_id, |t| {
                         t.picked = None;
                         t.keep_others = false;
                         t.move_to(TaskState::Open, "take back an unfinished pick")
                     })?;
                 }
-                self.tasks().get(&task.task_id)
+                self.task_store().get(&task.task_id)
             }
             TaskState::Rejecting => {
                 self.reject_attempts(&task, None).await?;
-                self.tasks()
+                self.task_store()
                     .move_to(&task.task_id, TaskState::Rejected, "reject the task")
             }
             _ => Ok(task),
@@ -336,7 +328,7 @@ impl LocalRunner {
                 .collect();
             (rejected, kept)
         };
-        self.tasks()
+        self.task_store()
             .move_to(&task.task_id, TaskState::Picked, "pick an attempt")?;
         Ok((rejected, kept))
     }
@@ -389,14 +381,14 @@ impl LocalRunner {
                 if self.session(id).await?.state.is_final() {
                     return Ok(false);
                 }
-                self.reject_session(id).await.map(|_| true)
+                self.reject_and_say(id).await.map(|_| true)
             }
             SessionState::AwaitingApproval | SessionState::Stopped => {
-                self.reject_session(id).await.map(|_| true)
+                self.reject_and_say(id).await.map(|_| true)
             }
             // A failed attempt whose change was kept for inspection goes with the others.
             SessionState::Failed if self.session(id).await?.kept => {
-                self.reject_session(id).await.map(|_| true)
+                self.reject_and_say(id).await.map(|_| true)
             }
             _ => Ok(false),
         }
@@ -420,24 +412,28 @@ impl LocalRunner {
     /// Settles every task whose pick or reject was cut short (`recover`), unless another
     /// process holds its lock (it is at it now); what could not be settled is reported.
     pub(super) async fn settle_tasks(&self, report: &mut RecoveryReport) {
-        let store = self.tasks();
+        let store = self.task_store();
         let listing = match store.list() {
             Ok(listing) => listing,
             Err(e) => {
-                report.cleanup_errors.push(crate::options::CleanupError {
-                    session_id: None,
-                    path: self.shared.home.tasks_dir(),
-                    message: e.to_string(),
-                });
+                report
+                    .cleanup_errors
+                    .push(runner_contract::options::CleanupError {
+                        session_id: None,
+                        path: self.shared.home.tasks_dir(),
+                        message: e.to_string(),
+                    });
                 return;
             }
         };
         for (path, e) in listing.unreadable {
-            report.unreadable.push(crate::options::CleanupError {
-                session_id: None,
-                path,
-                message: e.to_string(),
-            });
+            report
+                .unreadable
+                .push(runner_contract::options::CleanupError {
+                    session_id: None,
+                    path,
+                    message: e.to_string(),
+                });
         }
         for task in listing.records {
             if !matches!(task.state, TaskState::Picking | TaskState::Rejecting) {
@@ -454,11 +450,13 @@ impl LocalRunner {
             };
             match settled {
                 Ok(_) => report.settled_tasks.push(task.task_id),
-                Err(e) => report.cleanup_errors.push(crate::options::CleanupError {
-                    session_id: task.picked,
-                    path: self.shared.home.tasks_dir(),
-                    message: format!("task {}: {e}", task.task_id),
-                }),
+                Err(e) => report
+                    .cleanup_errors
+                    .push(runner_contract::options::CleanupError {
+                        session_id: task.picked,
+                        path: self.shared.home.tasks_dir(),
+                        message: format!("task {}: {e}", task.task_id),
+                    }),
             }
         }
     }

@@ -5,7 +5,7 @@
 
 use std::cmp::Ordering;
 
-use crate::task::{AttemptReport, VerifyVerdict};
+use runner_contract::task::{AttemptReport, VerifyVerdict};
 
 /// Marks the cheapest passing attempt (an unknown cost counts as dearer than any known one;
 /// the first wins a tie).
@@ -103,7 +103,7 @@ fn passes(a: &AttemptReport) -> String {
         }
         (Some(v), false) => format!("fails in the test box: {}", v.reason),
         (None, true) => "its own last test run passed".to_owned(),
-        (None, false) if a.state != crate::session::SessionState::AwaitingApproval => {
+        (None, false) if a.state != runner_contract::session::SessionState::AwaitingApproval => {
             format!("did not finish ({})", a.state)
         }
         (None, false) if a.tests.is_empty() => "ran no test".to_owned(),
@@ -129,22 +129,22 @@ fn dollars(cost: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::DiffStat;
-    use crate::task::{AttemptVerdict, TaskAttempt};
+    use runner_contract::options::DiffStat;
+    use runner_contract::task::{AttemptVerdict, TaskAttempt};
 
     fn attempt(n: usize, passing: bool, lines: u64, cost: Option<f64>) -> AttemptReport {
         let mut a = super::super::report::never_started_for_tests(
             n,
             &TaskAttempt {
-                agent: crate::AgentName::parse("some-agent").unwrap(),
+                agent: runner_contract::AgentName::parse("some-agent").unwrap(),
                 model: None,
-                session_id: crate::SessionId::new_random(),
+                session_id: runner_contract::SessionId::new_random(),
                 verdict: None,
             },
         );
         a.passing = passing;
         a.cost_usd = cost;
-        a.state = crate::session::SessionState::AwaitingApproval;
+        a.state = runner_contract::session::SessionState::AwaitingApproval;
         a.diff_stat = Some(DiffStat {
             files_changed: 1,
             insertions: lines,

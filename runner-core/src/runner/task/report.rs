@@ -5,17 +5,19 @@
 
 use super::super::LocalRunner;
 use super::super::verify::Verdict;
-use crate::error::{ErrorKind, Result};
 use crate::report::ReportInput;
-use crate::session::SessionState;
-use crate::task::{AttemptReport, TaskAttempt, TaskId, TaskRecord, TaskReport, VerifyVerdict};
-use crate::traits::runner::Runner;
+use runner_contract::error::{ErrorKind, Result};
+use runner_contract::session::SessionState;
+use runner_contract::task::{
+    AttemptReport, TaskAttempt, TaskId, TaskRecord, TaskReport, VerifyVerdict,
+};
+use runner_contract::traits::runner::Runner;
 
 impl LocalRunner {
     /// Task `id`'s attempts side by side: agent, model, state, duration, cost, tokens, diff
     /// stat, files, tests and verdict; whether each passes, and the cheapest that does.
-    pub async fn task_report(&self, id: &TaskId) -> Result<TaskReport> {
-        let task = self.task(id).await?;
+    pub(crate) async fn report_task(&self, id: &TaskId) -> Result<TaskReport> {
+        let task = self.settled_task(id).await?;
         let mut attempts = Vec::with_capacity(task.attempts.len());
         for (i, attempt) in task.attempts.iter().enumerate() {
             attempts.push(self.attempt_report(i + 1, attempt).await?);
@@ -37,7 +39,7 @@ impl LocalRunner {
         if !missing {
             return;
         }
-        let store = self.tasks();
+        let store = self.task_store();
         if let Ok(Some(_lock)) = store.try_lock(&task.task_id) {
             let _ = store.update(&task.task_id, |t| {
                 for (kept, report) in t.attempts.iter_mut().zip(attempts) {

@@ -8,11 +8,11 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::home::Home;
-use crate::ids::SessionId;
-use crate::private::{PrivateRoot, read_no_follow};
-use crate::task::{TaskId, TaskRecord, TaskState};
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::home::Home;
+use runner_contract::ids::SessionId;
+use runner_contract::private::{PrivateRoot, read_no_follow};
+use runner_contract::task::{TaskId, TaskRecord, TaskState};
 
 /// Where task records live.
 #[derive(Debug)]
@@ -86,7 +86,7 @@ impl TaskStore {
                 ),
             ));
         }
-        after.updated_at = crate::now_rfc3339();
+        after.updated_at = runner_contract::now_rfc3339();
         self.write(&after)?;
         Ok(after)
     }
@@ -208,7 +208,7 @@ impl TaskStore {
         self.root.ensure_dir(&self.dir)?;
         let path = self.dir.join(format!("{id}.lock"));
         tokio::task::spawn_blocking(move || {
-            let file = crate::private::open_lock_file(&path)
+            let file = runner_contract::private::open_lock_file(&path)
                 .and_then(|file| file.lock().map(|()| file))
                 .map_err(|e| {
                     Error::io(format!("cannot take the task lock {}", path.display()), &e)
@@ -223,7 +223,7 @@ impl TaskStore {
     pub fn try_lock(&self, id: &TaskId) -> Result<Option<TaskLock>> {
         self.root.ensure_dir(&self.dir)?;
         let path = self.dir.join(format!("{id}.lock"));
-        let file = crate::private::open_lock_file(&path)
+        let file = runner_contract::private::open_lock_file(&path)
             .map_err(|e| Error::io(format!("cannot open the task lock {}", path.display()), &e))?;
         match file.try_lock() {
             Ok(()) => Ok(Some(TaskLock { _file: file })),
@@ -286,8 +286,8 @@ fn parse(path: &Path, id: &TaskId, bytes: &[u8]) -> Result<TaskRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent_name::AgentName;
-    use crate::task::TaskAttempt;
+    use runner_contract::agent_name::AgentName;
+    use runner_contract::task::TaskAttempt;
 
     fn record(id: TaskId) -> TaskRecord {
         TaskRecord {
@@ -305,8 +305,8 @@ mod tests {
             budget_usd: None,
             picked: None,
             keep_others: false,
-            created_at: crate::now_rfc3339(),
-            updated_at: crate::now_rfc3339(),
+            created_at: runner_contract::now_rfc3339(),
+            updated_at: runner_contract::now_rfc3339(),
         }
     }
 

@@ -17,10 +17,10 @@ use tokio::time::Instant;
 use super::super::Shared;
 use super::super::verify::{Outcome, Verdict};
 use super::store::TaskStore;
-use crate::error::{Error, Result};
-use crate::home::Home;
-use crate::session::SessionRecord;
-use crate::task::{AttemptVerdict, VerifyVerdict};
+use runner_contract::error::{Error, Result};
+use runner_contract::home::Home;
+use runner_contract::session::SessionRecord;
+use runner_contract::task::{AttemptVerdict, VerifyVerdict};
 
 /// How many test boxes run at once on this machine, at most.
 pub(crate) const TEST_BOXES_AT_ONCE: usize = 4;
@@ -43,7 +43,7 @@ impl TestBoxSlot {
         loop {
             for n in 0..TEST_BOXES_AT_ONCE {
                 let path = dir.join(format!("test-box-{n}.lock"));
-                let file = crate::private::open_lock_file(&path)
+                let file = runner_contract::private::open_lock_file(&path)
                     .map_err(|e| Error::io(format!("cannot open {}", path.display()), &e))?;
                 match file.try_lock() {
                     Ok(()) => return Ok(Self { _file: file }),
@@ -89,7 +89,7 @@ pub(crate) async fn record_verdict(
         }
         if Instant::now() >= deadline {
             return Err(Error::new(
-                crate::error::ErrorKind::Locked,
+                runner_contract::error::ErrorKind::Locked,
                 format!(
                     "task {task} is locked by another command: `codehands task {task}` records \
                      the verdict later"

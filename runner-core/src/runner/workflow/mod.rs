@@ -33,14 +33,14 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::control::{RunFiles, SupervisorLock};
 use super::{LocalRunner, MAX_PROMPT_BYTES, Shared, TurnPhase, log, preflight};
-use crate::error::{Error, Result};
-use crate::event::{ApprovalRequested, Event, EventBody, PhaseFinished};
-use crate::ids::SessionId;
-use crate::options::{DEFAULT_BUDGET_USD, Permissions, StartOptions};
-use crate::session::{SessionRecord, SessionState};
-use crate::traits::agent::AgentRequest;
-use crate::traits::runner::EventStream;
-use crate::workflow::{Finding, PhaseKind, WorkflowOptions, findings_text};
+use runner_contract::error::{Error, Result};
+use runner_contract::event::{ApprovalRequested, Event, EventBody, PhaseFinished};
+use runner_contract::ids::SessionId;
+use runner_contract::options::{DEFAULT_BUDGET_USD, Permissions, StartOptions};
+use runner_contract::session::{SessionRecord, SessionState};
+use runner_contract::traits::agent::AgentRequest;
+use runner_contract::traits::runner::EventStream;
+use runner_contract::workflow::{Finding, PhaseKind, WorkflowOptions, findings_text};
 pub use stall::WorkflowProgress;
 pub(crate) use stall::{progress, relaunch};
 pub(super) use state::check_finished;
@@ -139,7 +139,7 @@ impl Driver {
                 }
                 return None;
             }
-            Err(Broken::Stop(e)) if e.kind() == crate::error::ErrorKind::IllegalMove => {
+            Err(Broken::Stop(e)) if e.kind() == runner_contract::error::ErrorKind::IllegalMove => {
                 // Decided or changed by another command: nothing of its own went wrong.
                 tracing::warn!(session = %self.id, "the workflow cannot go on: {e}");
                 return None;
@@ -249,7 +249,7 @@ impl Driver {
         let mut bodies = Vec::new();
         let mut findings = Vec::new();
         if broken.is_none() && phase.kind == PhaseKind::Review {
-            match crate::workflow::parse_findings(&text) {
+            match runner_contract::workflow::parse_findings(&text) {
                 Ok(found) => findings = found,
                 Err(e) => broken = Some(format!("{}: ask it again or fix its prompt", e.message())),
             }
@@ -483,7 +483,7 @@ pub(super) async fn resume(shared: &Arc<Shared>, record: &SessionRecord) -> Resu
                 && (p.name != driver.state.next_phase() || p.round != driver.state.round)
             {
                 return Err(Error::new(
-                    crate::error::ErrorKind::CorruptRecord,
+                    runner_contract::error::ErrorKind::CorruptRecord,
                     format!(
                         "session {id}'s log started phase {:?} (round {}) where its workflow                          state says {:?} (round {})",
                         p.name,

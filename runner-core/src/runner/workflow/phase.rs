@@ -9,11 +9,11 @@ use tokio::time::Instant;
 use super::super::control::{RunFiles, SupervisorLock};
 use super::super::log::{self, EventLog};
 use super::super::{Shared, journal, run};
-use crate::error::{Error, ErrorKind, Result};
-use crate::event::{Event, EventBody, FailureKind, TaskFailed};
-use crate::ids::SessionId;
-use crate::sequence::EventSequence;
-use crate::session::SessionState;
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::event::{Event, EventBody, FailureKind, TaskFailed};
+use runner_contract::ids::SessionId;
+use runner_contract::sequence::EventSequence;
+use runner_contract::session::SessionState;
 
 /// Appends `bodies` to session `id`'s log between two turns (the session awaits approval
 /// and nobody supervises it: this holds the supervisor lock while it writes); the events.

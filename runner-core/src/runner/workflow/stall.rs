@@ -11,9 +11,9 @@ use std::sync::Arc;
 use super::super::control::{RunFiles, SupervisorLock};
 use super::super::{LocalRunner, Shared, heal};
 use super::state::{DriverLock, WorkflowState};
-use crate::error::Result;
-use crate::ids::SessionId;
-use crate::session::{SessionRecord, SessionState};
+use runner_contract::error::Result;
+use runner_contract::ids::SessionId;
+use runner_contract::session::{SessionRecord, SessionState};
 
 /// Where a session's workflow is.
 #[derive(Debug, Clone, PartialEq, Eq)]

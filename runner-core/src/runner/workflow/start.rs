@@ -10,7 +10,7 @@ impl LocalRunner {
     /// first phase and returns the events of every phase as they come (the session's own
     /// events, with `phase.started`, `phase.finished` and `review.finding`), ending after
     /// `approval.requested`, `task.failed` or `task.stopped`.
-    pub async fn run_workflow(&self, options: WorkflowOptions) -> Result<EventStream> {
+    pub(crate) async fn start_workflow(&self, options: WorkflowOptions) -> Result<EventStream> {
         let workflow = options.workflow.clone();
         workflow.check(&format!("{:?}", workflow.name))?;
         AgentRequest::check_prompt(&options.prompt)?;
@@ -46,7 +46,7 @@ impl LocalRunner {
         preflight::isolation(
             &self.shared,
             options.isolation,
-            crate::options::Engine::Local,
+            runner_contract::options::Engine::Local,
         )?;
 
         let first = &workflow.phases[0];
@@ -74,7 +74,7 @@ impl LocalRunner {
         files.prepare()?;
         let lock = DriverLock::try_acquire(&files)?.ok_or_else(|| {
             Error::new(
-                crate::error::ErrorKind::Locked,
+                runner_contract::error::ErrorKind::Locked,
                 format!("another process drives the workflow of session {id}"),
             )
         })?;

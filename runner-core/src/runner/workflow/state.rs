@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::super::control::RunFiles;
-use crate::agent_name::AgentName;
-use crate::error::{Error, ErrorKind, Result};
-use crate::private::read_no_follow;
-use crate::workflow::{Finding, Workflow};
+use runner_contract::agent_name::AgentName;
+use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::private::read_no_follow;
+use runner_contract::workflow::{Finding, Workflow};
 
 /// The file of the state in a run folder.
 pub(crate) const STATE_FILE: &str = runner_contract::run_folder::WORKFLOW;
@@ -102,11 +102,11 @@ pub(crate) fn forget(files: &RunFiles) {
 /// whose workflow state cannot be read: a change no review has seen must not be committed.
 pub(crate) fn check_finished(
     files: &RunFiles,
-    id: &crate::ids::SessionId,
-    state: crate::session::SessionState,
+    id: &runner_contract::ids::SessionId,
+    state: runner_contract::session::SessionState,
 ) -> Result<()> {
     match WorkflowState::load(files)? {
-        Some(flow) if !flow.done && state == crate::session::SessionState::Stopped => {
+        Some(flow) if !flow.done && state == runner_contract::session::SessionState::Stopped => {
             Err(Error::new(
                 ErrorKind::IllegalMove,
                 format!(
@@ -150,8 +150,8 @@ impl DriverLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::SessionState;
-    use crate::workflow::PhaseKind;
+    use runner_contract::session::SessionState;
+    use runner_contract::workflow::PhaseKind;
 
     fn files() -> (tempfile::TempDir, RunFiles) {
         let dir = tempfile::tempdir().unwrap();
@@ -220,14 +220,14 @@ mod tests {
         let e = WorkflowState::load(&files).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::CorruptRecord);
         assert!(e.message().contains(&path.display().to_string()), "{e}");
-        let id = crate::ids::SessionId::new_random();
+        let id = runner_contract::ids::SessionId::new_random();
         assert!(check_finished(&files, &id, SessionState::AwaitingApproval).is_err());
     }
 
     #[test]
     fn approve_waits_for_the_workflow_to_finish() {
         let (_dir, files) = files();
-        let id = crate::ids::SessionId::new_random();
+        let id = runner_contract::ids::SessionId::new_random();
         check_finished(&files, &id, SessionState::AwaitingApproval).unwrap();
         let mut state = state();
         state.save(&files).unwrap();

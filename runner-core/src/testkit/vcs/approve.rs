@@ -8,7 +8,7 @@ use super::fixture::{
 };
 use super::{NOTHING_TO_APPROVE, git_missing};
 use crate::testkit::expect_error;
-use crate::{ErrorKind, Signature, Vcs};
+use runner_contract::{ErrorKind, Signature, Vcs};
 
 /// The worktree's files, except `.git` and the given ignored paths: path → bytes.
 fn work_files(wt: &Path, ignored: &[&str]) -> std::collections::BTreeMap<String, Vec<u8>> {

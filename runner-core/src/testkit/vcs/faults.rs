@@ -6,7 +6,7 @@ use super::fixture::{
 };
 use super::git_missing;
 use crate::testkit::expect_error;
-use crate::{ErrorKind, Vcs, WorktreeSpec};
+use runner_contract::{ErrorKind, Vcs, WorktreeSpec};
 
 /// Leftovers of a crash are refused with a clear error and nothing new is left behind: a branch
 /// already there, a non-empty folder already there, the same worktree twice. A registration
