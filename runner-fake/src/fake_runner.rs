@@ -1,4 +1,4 @@
-//! `FakeRunner`: an implementation of `runner_core::Runner` that plays a script.
+//! `FakeRunner`: an implementation of `runner_contract::Runner` that plays a script.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

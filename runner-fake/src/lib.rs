@@ -1,6 +1,6 @@
 //! codehands' fakes: stand-ins that behave like the real thing and cost nothing.
 //!
-//! - [`FakeRunner`]: an implementation of `runner_core::Runner` that plays a fixed
+//! - [`FakeRunner`]: an implementation of `runner_contract::Runner` that plays a fixed
 //!   script of events: the daemon's stand-in, and the demo that works anywhere.
 //! - [`fake_agent`]: the fake agent program, which replays a recording of Claude Code
 //!   and performs its file edits, so a real run needs no model.

@@ -496,3 +496,29 @@ fn the_run_folders_names_are_spelled_in_one_module() {
         found.join("\n")
     );
 }
+
+/// The contract is named as `runner_contract` by every caller: the engine re-exports none of
+/// it, so there is one path to each contract item (ARCHITECTURE.md, "runner-core").
+#[test]
+fn the_engine_re_exports_none_of_the_contract() {
+    let mut found = Vec::new();
+    for path in rust_files() {
+        if !path.starts_with("runner-core/src/") {
+            continue;
+        }
+        let text = read(&path);
+        for (n, line) in shipped_lines(&text) {
+            let line = line.trim_start();
+            if line.starts_with("pub use runner_contract")
+                || line.starts_with("pub use ::runner_contract")
+            {
+                found.push(format!("{path}:{n}: {line}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "runner-core re-exports the contract: callers name runner_contract instead:\n{}",
+        found.join("\n")
+    );
+}

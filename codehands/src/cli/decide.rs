@@ -5,8 +5,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use futures::StreamExt;
 use runner_contract::{ApproveOptions, Result, Runner, SessionId};
-use runner_core::LocalRunner;
 
 use super::last_test::LastTest;
 use super::output;
@@ -56,11 +56,13 @@ pub enum Decided {
 
 /// Shows the diff stat, decides, and acts.
 pub async fn after_approval(
-    runner: &LocalRunner,
+    runner: &dyn Runner,
     id: SessionId,
     args: &DecideArgs,
 ) -> Result<Decided> {
-    let last_test = LastTest::of(&runner.logged_events(&id, 0)?);
+    // The session awaits approval, so its stream is the log replayed, and ends.
+    let logged: Vec<_> = runner.events(&id, 0).await?.collect().await;
+    let last_test = LastTest::of(&logged);
     if !args.json {
         let diff = runner.diff(&id).await?;
         output::line(&view::stat_table(&diff.stat))?;

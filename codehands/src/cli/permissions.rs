@@ -7,7 +7,6 @@ use std::io::Write;
 
 use runner_contract::event::{EventBody, PermissionRequested};
 use runner_contract::{PermissionAnswer, PermissionMode, Result, Runner, SessionId};
-use runner_core::LocalRunner;
 
 use super::output;
 use super::view;
@@ -19,7 +18,7 @@ pub const DENIED: &str = "the person at the terminal denied it";
 /// (its record says so), a person is at the terminal and stdout is not contract JSON.
 /// A session that asks where nobody can be asked gets a note on stderr saying how to
 /// answer, unless the caller chose JSON (then another process answers, as it meant).
-pub async fn asked_here(runner: &LocalRunner, id: &SessionId, json: bool) -> Result<bool> {
+pub async fn asked_here(runner: &dyn Runner, id: &SessionId, json: bool) -> Result<bool> {
     let record = runner.session(id).await?;
     if record.permissions.mode != PermissionMode::Ask || json {
         return Ok(false);

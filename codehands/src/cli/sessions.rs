@@ -117,7 +117,7 @@ pub async fn diff(args: DiffArgs) -> Result<ExitCode> {
 /// The error of a diff whose worktree is gone: an approved session's change is on its
 /// branch, so point there.
 pub(super) async fn after_the_fact(
-    runner: &LocalRunner,
+    runner: &dyn Runner,
     id: &SessionId,
     error: runner_contract::Error,
 ) -> runner_contract::Error {

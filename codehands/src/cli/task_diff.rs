@@ -11,7 +11,6 @@ use std::process::ExitCode;
 use std::io::IsTerminal;
 
 use runner_contract::{DiffResult, Error, Result, Runner, SessionId, TaskId};
-use runner_core::LocalRunner;
 use serde::Serialize;
 
 use super::output;
@@ -66,7 +65,7 @@ struct AttemptDiff {
 
 /// `codehands diff TASK`: every attempt against the base commit they all started from.
 pub async fn each_attempt(
-    runner: &LocalRunner,
+    runner: &dyn Runner,
     task: &TaskId,
     stat_only: bool,
     json: bool,
@@ -123,7 +122,7 @@ pub async fn each_attempt(
 
 /// `codehands diff ID --against ID2`.
 pub async fn run(
-    runner: &LocalRunner,
+    runner: &dyn Runner,
     id: &SessionId,
     other: &SessionId,
     stat_only: bool,
@@ -159,7 +158,7 @@ pub async fn run(
 
 /// How ID's change differs from ID2's, file by file (what `run` prints).
 pub(super) async fn compare(
-    runner: &LocalRunner,
+    runner: &dyn Runner,
     id: &SessionId,
     other: &SessionId,
 ) -> Result<Against> {

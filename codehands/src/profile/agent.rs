@@ -1,4 +1,4 @@
-//! A profile as a `runner_core::Agent`.
+//! A profile as a `runner_contract::Agent`.
 
 use std::ffi::OsString;
 
