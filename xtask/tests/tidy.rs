@@ -522,3 +522,90 @@ fn the_engine_re_exports_none_of_the_contract() {
         found.join("\n")
     );
 }
+
+/// A part of the runner takes `Shared` and `LocalRunner` from `runner/parts.rs`, the leaf that
+/// holds them, never from a parent module: a parent that its children reach back into is a
+/// hub (ARCHITECTURE.md, "runner-core"). A glob import of a parent counts as reaching back.
+#[test]
+fn no_part_takes_the_runner_from_a_parent() {
+    let mut found = Vec::new();
+    for path in rust_files() {
+        let in_scope =
+            path.starts_with("runner-core/src/runner/") || path.starts_with("codehands/src/");
+        if !in_scope || is_test_code(&path) {
+            continue;
+        }
+        let text = read(&path);
+        let shipped: String = shipped_lines(&text)
+            .into_iter()
+            .filter(|(_, line)| !line.trim_start().starts_with("//"))
+            .map(|(_, line)| format!("{line}\n"))
+            .collect();
+        found.extend(
+            reaches_back(&shipped)
+                .into_iter()
+                .map(|what| format!("{path}: {what}")),
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "a part takes the runner from a parent module: name runner/parts.rs instead:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The places in `code` that take `Shared` or `LocalRunner` from a parent module (`super::`,
+/// `super::super::`, `crate::runner::`, alone or in a group), and glob imports of a parent.
+fn reaches_back(code: &str) -> Vec<String> {
+    const HUB: [&str; 2] = ["Shared", "LocalRunner"];
+    let names_hub = |rest: &str| {
+        let word: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        HUB.contains(&word.as_str())
+    };
+    let mut found = Vec::new();
+    for prefix in ["super::", "crate::runner::"] {
+        for (at, _) in code.match_indices(prefix) {
+            let mut rest = &code[at + prefix.len()..];
+            while let Some(deeper) = rest.strip_prefix("super::") {
+                rest = deeper;
+            }
+            let hit = if let Some(group) = rest.strip_prefix('{') {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                group
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|word| HUB.contains(&word))
+            } else {
+                names_hub(rest) || rest.starts_with("*;")
+            };
+            if hit {
+                let line = code[at..].lines().next().unwrap_or_default();
+                found.push(format!("{prefix}{}", &line[prefix.len()..]));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn reaching_back_is_seen_in_every_form() {
+    for code in [
+        "use super::Shared;",
+        "use super::super::{journal, LocalRunner};",
+        "use super::{\n    heal,\n    Shared,\n};",
+        "use crate::runner::LocalRunner;",
+        "use super::*;",
+    ] {
+        assert_eq!(reaches_back(code).len(), 1, "not seen: {code}");
+    }
+    for code in [
+        "use super::parts::{LocalRunner, Shared};",
+        "use crate::runner::parts::Shared;",
+        "use super::{heal, run};",
+        "let shared = SharedThing;",
+    ] {
+        assert!(reaches_back(code).is_empty(), "seen wrongly: {code}");
+    }
+}

@@ -1,7 +1,7 @@
 //! Throwing away what a failed session leaves: its worktree, and its branch
 //! unless the agent committed to it.
 
-use super::Shared;
+use super::parts::Shared;
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::session::{SessionRecord, SessionState};
 

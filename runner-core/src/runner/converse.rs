@@ -10,7 +10,9 @@ use tokio::time::Instant;
 
 use super::control::RunFiles;
 use super::inbox::{self, Request};
-use super::{LocalRunner, log, run};
+use super::parts::{LocalRunner, MAX_PROMPT_BYTES};
+use super::requests::{agent_of, remote_takes_no_input};
+use super::{log, run};
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::event::{EventBody, PermissionOutcome};
 use runner_contract::ids::SessionId;
@@ -25,11 +27,11 @@ impl LocalRunner {
     /// [`crate::Runner::send`].
     pub(super) async fn send_text(&self, id: &SessionId, text: String) -> Result<Sent> {
         AgentRequest::check_prompt(&text)?;
-        if text.len() > super::MAX_PROMPT_BYTES {
+        if text.len() > MAX_PROMPT_BYTES {
             return Err(Error::invalid_input(format!(
                 "the message is {} bytes, over the limit of {}: shorten it",
                 text.len(),
-                super::MAX_PROMPT_BYTES
+                MAX_PROMPT_BYTES
             )));
         }
         let record = self.healed(self.shared.store.get(id)?).await?;
@@ -388,7 +390,7 @@ impl LocalRunner {
         what: &str,
     ) -> Result<std::sync::Arc<dyn Agent>> {
         if record.engine != runner_contract::options::Engine::Local {
-            return Err(super::remote_takes_no_input(
+            return Err(remote_takes_no_input(
                 record.engine,
                 &format!(
                     "wait for the turn to end, or stop it (`stop`), instead of asking it to {what}"
@@ -398,7 +400,7 @@ impl LocalRunner {
         // A workflow's turn may run another agent than the session's first.
         let files = RunFiles::in_home(&self.shared.home, &record.session_id);
         let name = match files.turn() {
-            Some(plan) => super::agent_of(record, &plan).clone(),
+            Some(plan) => agent_of(record, &plan).clone(),
             None => record.agent.clone(),
         };
         let agent = self.agent(&name)?;

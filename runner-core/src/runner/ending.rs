@@ -2,7 +2,7 @@
 //! the seq, the cost and the tokens; a failed turn's worktree removed first. Also which
 //! events close a turn, and the end of a start cut short before any turn was planned.
 
-use super::Shared;
+use super::parts::Shared;
 use super::cleanup;
 use super::control::{RunFiles, SupervisorLock, TurnPlan};
 use super::disk;

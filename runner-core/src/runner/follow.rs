@@ -7,7 +7,7 @@
 //! finds the session in the state the event announced. A run that nobody supervises while it
 //! is followed is healed (adopted or finished) as soon as that is seen; when that keeps
 //! failing (a disk that stays full), the stream ends rather than wait forever, and
-//! [`LocalRunner::after_stream`](super::LocalRunner::after_stream) says why.
+//! [`LocalRunner::after_stream`](super::parts::LocalRunner::after_stream) says why.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -18,7 +18,8 @@ use tokio::time::Instant;
 use super::control::{RunFiles, SupervisorLock};
 use super::log::LogReader;
 use super::watched::Backoff;
-use super::{Shared, heal, run};
+use super::parts::Shared;
+use super::{heal, run};
 use runner_contract::event::Event;
 use runner_contract::ids::SessionId;
 use runner_contract::session::SessionState;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::LocalRunner;
+use super::parts::LocalRunner;
 use runner_contract::error::Result;
 use runner_contract::options::{GcOptions, GcReport, RepoDisk};
 use runner_contract::session::{SessionRecord, SessionState};

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::Shared;
+use super::parts::Shared;
 use super::control::{RunFiles, SupervisorLock};
 use super::disk;
 use super::ending::fail_unplanned;

@@ -18,7 +18,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::Shared;
+use super::parts::Shared;
 use super::cleanup;
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::ids::SessionId;

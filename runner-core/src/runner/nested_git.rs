@@ -3,7 +3,7 @@
 //! `vcs-git`), so the person's own `git status` there runs nothing of the agent's, and the
 //! person is told what was moved and where it is.
 
-use super::Shared;
+use super::parts::Shared;
 use super::control::RunFiles;
 use runner_contract::options::Isolation;
 use runner_contract::session::SessionRecord;

@@ -36,7 +36,7 @@ pub(super) fn program(agent: &dyn Agent, caller_env: &[(String, String)]) -> Res
 /// Refuses a turn in a box when this runner has none or the machine cannot make one, saying
 /// why and what to do (`--isolation none` is the explicit way out).
 pub(super) fn isolation(
-    shared: &super::Shared,
+    shared: &super::parts::Shared,
     isolation: runner_contract::options::Isolation,
     engine: runner_contract::options::Engine,
 ) -> Result<()> {

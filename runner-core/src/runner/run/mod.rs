@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::process::tree;
 use crate::redact::Redactor;
-use crate::runner::Shared;
+use crate::runner::parts::Shared;
 use crate::runner::control::{RunFiles, SupervisorLock, TurnPlan};
 use crate::runner::disk::{self, Appender};
 use crate::runner::ending::{self, TurnEnd, append_with_room, ends_turn};
@@ -99,7 +99,7 @@ async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
         let mut ending = TurnEnd::from_log(&record, &plan, &scan.kept);
         return ending.settle(&shared, &files, &mut log).await.map(drop);
     }
-    let agent = match shared.agents.get(crate::runner::agent_of(&record, &plan)) {
+    let agent = match shared.agents.get(crate::runner::requests::agent_of(&record, &plan)) {
         Ok(agent) => agent,
         Err(e) => {
             let mut seq = EventSequence::continuing(id, last_seq);
@@ -172,7 +172,7 @@ impl Supervisor {
         log: EventLog,
         last_seq: u64,
     ) -> Self {
-        let request = crate::runner::request_for(&record, &plan);
+        let request = crate::runner::requests::request_for(&record, &plan);
         Self {
             seq: EventSequence::continuing(record.session_id, last_seq),
             shared,

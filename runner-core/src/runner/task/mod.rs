@@ -21,7 +21,7 @@ mod verdicts;
 
 use futures::future::join_all;
 
-use super::LocalRunner;
+use super::parts::LocalRunner;
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::ids::SessionId;
 use runner_contract::options::{ApproveOptions, RecoveryReport, StartOptions};

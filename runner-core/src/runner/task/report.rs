@@ -3,7 +3,7 @@
 //! the ranking (`rank.rs`): passing first, then the smaller diff, the lower cost, the
 //! shorter time, each place with why.
 
-use super::super::LocalRunner;
+use crate::runner::parts::LocalRunner;
 use super::super::verify::Verdict;
 use crate::report::ReportInput;
 use runner_contract::error::{ErrorKind, Result};

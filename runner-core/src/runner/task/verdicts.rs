@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::super::Shared;
+use crate::runner::parts::Shared;
 use super::super::verify::{Outcome, Verdict};
 use super::store::TaskStore;
 use runner_contract::error::{Error, Result};

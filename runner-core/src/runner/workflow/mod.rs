@@ -32,7 +32,8 @@ use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::control::{RunFiles, SupervisorLock};
-use super::{LocalRunner, MAX_PROMPT_BYTES, Shared, TurnPhase, log, preflight};
+use super::parts::{LocalRunner, MAX_PROMPT_BYTES, Shared};
+use super::{TurnPhase, log, preflight};
 use runner_contract::error::{Error, Result};
 use runner_contract::event::{ApprovalRequested, Event, EventBody, PhaseFinished};
 use runner_contract::ids::SessionId;

@@ -8,7 +8,8 @@ use tokio::time::Instant;
 
 use super::super::control::{RunFiles, SupervisorLock};
 use super::super::log::{self, EventLog};
-use super::super::{Shared, journal, run};
+use crate::runner::parts::Shared;
+use crate::runner::{journal, run};
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::event::{Event, EventBody, FailureKind, TaskFailed};
 use runner_contract::ids::SessionId;

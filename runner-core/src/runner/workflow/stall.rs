@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use super::super::control::{RunFiles, SupervisorLock};
-use super::super::{LocalRunner, Shared, heal};
+use crate::runner::heal;
+use crate::runner::parts::{LocalRunner, Shared};
 use super::state::{DriverLock, WorkflowState};
 use runner_contract::error::Result;
 use runner_contract::ids::SessionId;
