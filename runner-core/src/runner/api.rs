@@ -1,37 +1,28 @@
 //! [`Runner`] for [`LocalRunner`]: each call of the trait, in the words of the runner's parts.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::control::{RunFiles, TurnPhase, TurnPlan};
-use super::parts::{LocalRunner, MAX_PROMPT_BYTES, Shared};
-use super::requests::{agent_of, remote_takes_no_input, request_for};
-use super::{
-    cleanup, control, conversation, converse, disk, ending, fingerprint, follow, heal, hidden,
-    inbox, journal, log, nested_git, notes, preflight, recover, run, verify, watched, workflow,
-};
-use crate::store::SessionStore;
-use runner_contract::agent_name::AgentName;
+use super::control::RunFiles;
+use super::parts::LocalRunner;
+use super::workflow::WorkflowProgress;
+use super::{control, follow, recover, run, watched};
 use runner_contract::error::{Error, ErrorKind, Result};
-use runner_contract::event::Event;
-use runner_contract::home::Home;
 use runner_contract::ids::SessionId;
 use runner_contract::options::{
-    ApproveOptions, ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, RejectResult,
-    StartOptions,
+    ApproveOptions, ApproveResult, DiffResult, RecoveryReport, RejectResult, StartOptions,
 };
-use runner_contract::session::{SessionRecord, SessionState};
-use runner_contract::traits::agent::{Agent, AgentRequest, DEFAULT_RESUME_PROMPT, ResumeFrom};
-use runner_contract::traits::runner::{EventStream, Runner};
-use runner_contract::traits::vcs::{Vcs, WorktreeSpec};
-use runner_contract::options::{GcOptions, GcReport, RejectResult};
+use runner_contract::options::{GcOptions, GcReport};
 use runner_contract::report::RunEnding;
+use runner_contract::session::{SessionRecord, SessionState};
 use runner_contract::task::{
     PickOptions, PickResult, StartedTask, TaskId, TaskOptions, TaskRecord, TaskReport,
 };
+use runner_contract::traits::agent::DEFAULT_RESUME_PROMPT;
+use runner_contract::traits::runner::{EventStream, Runner};
 use runner_contract::workflow::WorkflowOptions;
+use tokio::time::Instant;
 
 #[async_trait]
 impl Runner for LocalRunner {

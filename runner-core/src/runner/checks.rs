@@ -2,20 +2,13 @@
 //! will start in later, whether a box can be made here.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use tokio::time::Instant;
-
-use super::control::RunFiles;
 use super::parts::{LocalRunner, MAX_PROMPT_BYTES};
 use super::start::{refuse_codehands_worktree, refuse_line_breaks};
-use super::{disk, heal, log, preflight, requests, run};
+use super::{preflight, requests};
 use runner_contract::agent_name::AgentName;
 use runner_contract::error::{Error, ErrorKind, Result};
-use runner_contract::event::Event;
-use runner_contract::ids::SessionId;
 use runner_contract::options::StartOptions;
-use runner_contract::session::{SessionRecord, SessionState};
 use runner_contract::traits::agent::{Agent, AgentRequest};
 
 impl LocalRunner {
@@ -76,7 +69,7 @@ impl LocalRunner {
         if options.permissions.mode == runner_contract::options::PermissionMode::Ask
             && options.engine != runner_contract::options::Engine::Local
         {
-            return Err(remote_takes_no_input(
+            return Err(requests::remote_takes_no_input(
                 options.engine,
                 "use --engine local to be asked before a tool runs",
             ));

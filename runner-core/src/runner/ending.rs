@@ -2,11 +2,11 @@
 //! the seq, the cost and the tokens; a failed turn's worktree removed first. Also which
 //! events close a turn, and the end of a start cut short before any turn was planned.
 
-use super::parts::Shared;
 use super::cleanup;
 use super::control::{RunFiles, SupervisorLock, TurnPlan};
 use super::disk;
 use super::log::{self, EventLog};
+use super::parts::Shared;
 use crate::process::tree;
 use runner_contract::error::Result;
 use runner_contract::event::{ApprovalRequested, Event, EventBody, FailureKind, TaskFailed};

@@ -17,8 +17,8 @@ use tokio::time::Instant;
 
 use super::control::{RunFiles, SupervisorLock};
 use super::log::LogReader;
-use super::watched::Backoff;
 use super::parts::Shared;
+use super::watched::Backoff;
 use super::{heal, run};
 use runner_contract::event::Event;
 use runner_contract::ids::SessionId;

@@ -12,11 +12,11 @@
 
 use std::sync::Arc;
 
-use super::parts::Shared;
 use super::control::{RunFiles, SupervisorLock};
 use super::disk;
 use super::ending::fail_unplanned;
 use super::log;
+use super::parts::Shared;
 use super::run;
 use crate::process::tree::{self, ProcessIdentity};
 use runner_contract::error::Result;

@@ -18,8 +18,8 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::parts::Shared;
 use super::cleanup;
+use super::parts::Shared;
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::ids::SessionId;
 use runner_contract::options::ApproveResult;

@@ -3,8 +3,8 @@
 //! `vcs-git`), so the person's own `git status` there runs nothing of the agent's, and the
 //! person is told what was moved and where it is.
 
-use super::parts::Shared;
 use super::control::RunFiles;
+use super::parts::Shared;
 use runner_contract::options::Isolation;
 use runner_contract::session::SessionRecord;
 

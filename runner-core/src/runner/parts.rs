@@ -176,7 +176,6 @@ impl LocalRunner {
     pub fn home(&self) -> &Home {
         &self.shared.home
     }
-
 }
 
 impl Drop for LocalRunner {

@@ -1,22 +1,17 @@
 //! Looking at sessions: resolving an id, the listing (healing runs nobody supervises), the
 //! logged events, waiting for an agent, and supervising a turn here.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::control::RunFiles;
-use super::parts::{LocalRunner, MAX_PROMPT_BYTES};
-use super::start::{refuse_codehands_worktree, refuse_line_breaks};
-use super::{disk, heal, log, preflight, requests, run};
-use runner_contract::agent_name::AgentName;
+use super::parts::LocalRunner;
+use super::{disk, heal, log, run};
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::event::Event;
 use runner_contract::ids::SessionId;
-use runner_contract::options::StartOptions;
 use runner_contract::session::{SessionRecord, SessionState};
-use runner_contract::traits::agent::{Agent, AgentRequest};
 
 impl LocalRunner {
     /// The session `text` names: a whole id, or a unique prefix of 8 or more characters
@@ -133,5 +128,4 @@ impl LocalRunner {
             }
         }
     }
-}
 }

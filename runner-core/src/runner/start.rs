@@ -1,32 +1,15 @@
 //! Starting a session: the checks before anything is made, the worktree, branch, record and
 //! run folder, and taking all of it back when a step fails.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use async_trait::async_trait;
-
 use super::control::{RunFiles, TurnPhase, TurnPlan};
-use super::parts::{LocalRunner, MAX_PROMPT_BYTES, Shared};
-use super::requests::{agent_of, remote_takes_no_input, request_for};
-use super::{
-    cleanup, control, conversation, converse, disk, ending, fingerprint, follow, heal, hidden,
-    inbox, journal, log, nested_git, notes, preflight, recover, run, verify, watched, workflow,
-};
-use crate::store::SessionStore;
-use runner_contract::agent_name::AgentName;
-use runner_contract::error::{Error, ErrorKind, Result};
-use runner_contract::event::Event;
+use super::parts::{LocalRunner, Shared};
+use super::{cleanup, control, disk, ending, follow, heal, log};
+use runner_contract::error::{Error, Result};
 use runner_contract::home::Home;
-use runner_contract::ids::SessionId;
-use runner_contract::options::{
-    ApproveOptions, ApproveResult, DEFAULT_BUDGET_USD, DiffResult, RecoveryReport, RejectResult,
-    StartOptions,
-};
+use runner_contract::options::{DEFAULT_BUDGET_USD, StartOptions};
 use runner_contract::session::{SessionRecord, SessionState};
-use runner_contract::traits::agent::{Agent, AgentRequest, DEFAULT_RESUME_PROMPT, ResumeFrom};
-use runner_contract::traits::runner::{EventStream, Runner};
-use runner_contract::traits::vcs::{Vcs, WorktreeSpec};
+use runner_contract::traits::runner::EventStream;
+use runner_contract::traits::vcs::WorktreeSpec;
 
 impl LocalRunner {
     /// Plans a turn of a running session and hands it to a supervisor; the stream follows

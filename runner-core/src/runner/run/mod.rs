@@ -23,11 +23,11 @@ use tokio::time::Instant;
 
 use crate::process::tree;
 use crate::redact::Redactor;
-use crate::runner::parts::Shared;
 use crate::runner::control::{RunFiles, SupervisorLock, TurnPlan};
 use crate::runner::disk::{self, Appender};
 use crate::runner::ending::{self, TurnEnd, append_with_room, ends_turn};
 use crate::runner::log::{self, EventLog};
+use crate::runner::parts::Shared;
 use crate::runner::watched::Watched;
 use runner_contract::error::{Error, Result};
 use runner_contract::event::{Event, EventBody, FailureKind, TaskFailed};
@@ -99,7 +99,10 @@ async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
         let mut ending = TurnEnd::from_log(&record, &plan, &scan.kept);
         return ending.settle(&shared, &files, &mut log).await.map(drop);
     }
-    let agent = match shared.agents.get(crate::runner::requests::agent_of(&record, &plan)) {
+    let agent = match shared
+        .agents
+        .get(crate::runner::requests::agent_of(&record, &plan))
+    {
         Ok(agent) => agent,
         Err(e) => {
             let mut seq = EventSequence::continuing(id, last_seq);

@@ -3,9 +3,9 @@
 //! the ranking (`rank.rs`): passing first, then the smaller diff, the lower cost, the
 //! shorter time, each place with why.
 
-use crate::runner::parts::LocalRunner;
 use super::super::verify::Verdict;
 use crate::report::ReportInput;
+use crate::runner::parts::LocalRunner;
 use runner_contract::error::{ErrorKind, Result};
 use runner_contract::session::SessionState;
 use runner_contract::task::{

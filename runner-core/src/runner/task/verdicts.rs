@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::runner::parts::Shared;
 use super::super::verify::{Outcome, Verdict};
 use super::store::TaskStore;
+use crate::runner::parts::Shared;
 use runner_contract::error::{Error, Result};
 use runner_contract::home::Home;
 use runner_contract::session::SessionRecord;

@@ -25,23 +25,20 @@ mod stall;
 mod start;
 mod state;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::control::{RunFiles, SupervisorLock};
-use super::parts::{LocalRunner, MAX_PROMPT_BYTES, Shared};
-use super::{TurnPhase, log, preflight};
+use super::parts::{LocalRunner, Shared};
+use super::{TurnPhase, log};
 use runner_contract::error::{Error, Result};
 use runner_contract::event::{ApprovalRequested, Event, EventBody, PhaseFinished};
 use runner_contract::ids::SessionId;
-use runner_contract::options::{DEFAULT_BUDGET_USD, Permissions, StartOptions};
 use runner_contract::session::{SessionRecord, SessionState};
-use runner_contract::traits::agent::AgentRequest;
 use runner_contract::traits::runner::EventStream;
-use runner_contract::workflow::{Finding, PhaseKind, WorkflowOptions, findings_text};
+use runner_contract::workflow::{Finding, PhaseKind, findings_text};
 pub use stall::WorkflowProgress;
 pub(crate) use stall::{progress, relaunch};
 pub(super) use state::check_finished;

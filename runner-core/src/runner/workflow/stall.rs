@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use super::super::control::{RunFiles, SupervisorLock};
+use super::state::{DriverLock, WorkflowState};
 use crate::runner::heal;
 use crate::runner::parts::{LocalRunner, Shared};
-use super::state::{DriverLock, WorkflowState};
 use runner_contract::error::Result;
 use runner_contract::ids::SessionId;
 use runner_contract::session::{SessionRecord, SessionState};

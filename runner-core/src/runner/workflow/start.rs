@@ -2,24 +2,17 @@
 //! and the driver for the rest.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use futures::StreamExt;
-use tokio::sync::mpsc::UnboundedSender;
-
-use super::state::{DriverLock, WorkflowState};
-use super::*;
-use crate::runner::control::{RunFiles, SupervisorLock, TurnPhase};
-use crate::runner::parts::{LocalRunner, MAX_PROMPT_BYTES, Shared};
-use crate::runner::{log, preflight};
+use super::Driver;
+use super::state::{self, DriverLock, WorkflowState};
+use crate::runner::control::RunFiles;
+use crate::runner::parts::{LocalRunner, MAX_PROMPT_BYTES};
+use crate::runner::preflight;
 use runner_contract::error::{Error, Result};
-use runner_contract::event::{ApprovalRequested, Event, EventBody, PhaseFinished};
-use runner_contract::ids::SessionId;
 use runner_contract::options::{DEFAULT_BUDGET_USD, Permissions, StartOptions};
-use runner_contract::session::{SessionRecord, SessionState};
 use runner_contract::traits::agent::AgentRequest;
 use runner_contract::traits::runner::EventStream;
-use runner_contract::workflow::{Finding, PhaseKind, WorkflowOptions, findings_text};
+use runner_contract::workflow::WorkflowOptions;
 
 impl LocalRunner {
     /// Runs `options.workflow` on `options.repo_path` as one session: refuses, with nothing
