@@ -76,7 +76,9 @@ async fn present(docker: &Docker, name: &str) -> Result<(), String> {
     if docker.inspect_image(name).await.is_ok() {
         return Ok(());
     }
-    let options = CreateImageOptionsBuilder::default().from_image(name).build();
+    let options = CreateImageOptionsBuilder::default()
+        .from_image(name)
+        .build();
     let mut pulled = docker.create_image(Some(options), None, None);
     while let Some(step) = pulled.next().await {
         step.map_err(|e| format!("the engine could not pull the image {name}: {e}"))?;

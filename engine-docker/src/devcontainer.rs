@@ -80,7 +80,9 @@ pub fn read(worktree: &Path) -> Result<Option<UserImage>, String> {
     for (key, value) in &build.args {
         let plain = |s: &str| !s.is_empty() && !s.contains(['\0', '\n']);
         if !plain(key) || value.contains('\0') {
-            return Err(format!("{FILE}: build.args {key:?} is not a plain name and value"));
+            return Err(format!(
+                "{FILE}: build.args {key:?} is not a plain name and value"
+            ));
         }
     }
     let target = build.target.filter(|t| !t.is_empty());
@@ -89,7 +91,9 @@ pub fn read(worktree: &Path) -> Result<Option<UserImage>, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
     {
-        return Err(format!("{FILE}: build.target {target:?} is not a stage's name"));
+        return Err(format!(
+            "{FILE}: build.target {target:?} is not a stage's name"
+        ));
     }
     Ok(Some(UserImage::Build {
         context,
@@ -228,7 +232,10 @@ mod tests {
     #[test]
     fn paths_that_leave_the_repo_or_pass_a_link_are_refused() {
         for (json, words) in [
-            (r#"{"build": {"dockerfile": "../../etc/passwd"}}"#, "leaves the repo"),
+            (
+                r#"{"build": {"dockerfile": "../../etc/passwd"}}"#,
+                "leaves the repo",
+            ),
             (r#"{"build": {"dockerfile": "/etc/passwd"}}"#, "absolute"),
             (
                 r#"{"build": {"dockerfile": "Dockerfile", "context": "../.."}}"#,

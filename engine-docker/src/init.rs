@@ -23,9 +23,7 @@ pub const SECRET_PREFIX: &str = "codehands-in-";
 /// image's that the image lacks (the fake agent, Claude Code) runs through our loader.
 fn agent_command(program: &Path, path: &str, own_root: bool) -> Command {
     let name = program.to_str().filter(|n| !n.contains('/'));
-    let on_path = |name: &str| {
-        std::env::split_paths(path).any(|dir| dir.join(name).is_file())
-    };
+    let on_path = |name: &str| std::env::split_paths(path).any(|dir| dir.join(name).is_file());
     match name {
         Some(name) if own_root && !on_path(name) => {
             let ours = crate::plan::own_program(name);

@@ -266,7 +266,9 @@ impl RemotePlan {
 
     /// The image the box runs: the one made of the person's for this turn, else `image`.
     pub fn box_image(&self) -> &str {
-        self.derived.as_ref().map_or(&self.image, |(image, _)| image)
+        self.derived
+            .as_ref()
+            .map_or(&self.image, |(image, _)| image)
     }
 
     /// The box's PATH: the person's image's (then ours, for the egress proxy of our image),

@@ -71,10 +71,20 @@ fn a_box_with_a_provider_is_a_secret_a_proxy_two_policies_and_a_job_the_kubernet
  {
     let inputs = b"ANTHROPIC_API_KEY=sk-ant-not-in-the-job".repeat(20_000);
     let objects = manifest(&plan(true), Some(&inputs));
-    let kinds: Vec<&str> = objects.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = objects
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(
         kinds,
-        ["Secret", "Deployment", "Service", "NetworkPolicy", "NetworkPolicy", "Job"]
+        [
+            "Secret",
+            "Deployment",
+            "Service",
+            "NetworkPolicy",
+            "NetworkPolicy",
+            "Job"
+        ]
     );
 
     // The inputs: in the Secret, in chunks the init reads in order; nowhere else.
@@ -117,7 +127,9 @@ fn a_box_with_a_provider_is_a_secret_a_proxy_two_policies_and_a_job_the_kubernet
     );
     let command = container.command.clone().unwrap();
     assert!(
-        command.iter().any(|a| a.ends_with("=api.anthropic.com:443")),
+        command
+            .iter()
+            .any(|a| a.ends_with("=api.anthropic.com:443")),
         "the init forwards to the provider through the proxy: {command:?}"
     );
     assert_eq!(
@@ -154,14 +166,23 @@ fn a_box_with_a_provider_is_a_secret_a_proxy_two_policies_and_a_job_the_kubernet
         .spec
         .clone()
         .unwrap();
-    assert_eq!(boxed.ingress.as_deref(), Some(&[][..]), "nothing reaches the box");
+    assert_eq!(
+        boxed.ingress.as_deref(),
+        Some(&[][..]),
+        "nothing reaches the box"
+    );
     let egress = boxed.egress.unwrap();
     assert_eq!(egress.len(), 2);
     let to_proxy = &egress[0];
     let peer = &to_proxy.to.as_ref().unwrap()[0];
     assert!(peer.ip_block.is_none() && peer.namespace_selector.is_none());
     assert_eq!(
-        peer.pod_selector.as_ref().unwrap().match_labels.as_ref().unwrap()[LABEL_EGRESS],
+        peer.pod_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .as_ref()
+            .unwrap()[LABEL_EGRESS],
         proxy
     );
     let ports = |rule: &k8s_openapi::api::networking::v1::NetworkPolicyEgressRule| {
@@ -196,17 +217,26 @@ fn a_box_with_a_provider_is_a_secret_a_proxy_two_policies_and_a_job_the_kubernet
         .spec
         .clone()
         .unwrap();
-    assert_eq!(ports(&proxy_policy.egress.clone().unwrap()[0]), ["Some(Int(443))"]);
+    assert_eq!(
+        ports(&proxy_policy.egress.clone().unwrap()[0]),
+        ["Some(Int(443))"]
+    );
     assert_eq!(proxy_policy.ingress.unwrap().len(), 1);
 }
 
 #[test]
 fn a_box_without_a_provider_has_no_way_out_and_an_empty_secret() {
     let objects = manifest(&plan(false), None);
-    let kinds: Vec<&str> = objects.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = objects
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["Secret", "NetworkPolicy", "Job"]);
     let secret: Secret = strictly(&objects[0]);
-    assert!(secret.data.unwrap().is_empty(), "filled by the one who applies it");
+    assert!(
+        secret.data.unwrap().is_empty(),
+        "filled by the one who applies it"
+    );
     let policy: NetworkPolicy = strictly(&objects[1]);
     assert_eq!(
         policy.spec.unwrap().egress.as_deref(),
@@ -237,15 +267,19 @@ fn a_box_in_the_persons_image_runs_our_init_through_our_loader() {
     assert!(command.contains(&"--root".to_owned()), "{command:?}");
     let path = container.env.clone().unwrap();
     assert!(
-        path.iter()
-            .any(|e| e.name == "PATH" && e.value.as_deref().unwrap().starts_with("/usr/local/node/bin:")),
+        path.iter().any(|e| e.name == "PATH"
+            && e.value
+                .as_deref()
+                .unwrap()
+                .starts_with("/usr/local/node/bin:")),
         "the image's PATH first: {path:?}"
     );
 }
 
 #[test]
 fn the_committed_example_is_what_the_generator_makes() {
-    let generated = serde_json::to_string_pretty(&list(manifest(&plan(true), None))).unwrap() + "\n";
+    let generated =
+        serde_json::to_string_pretty(&list(manifest(&plan(true), None))).unwrap() + "\n";
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/kubernetes-box.json");
     if std::env::var_os("UPDATE_K8S_EXAMPLE").is_some() {
         std::fs::write(&path, &generated).unwrap();

@@ -120,7 +120,9 @@ fn a_devcontainer_toolchain_runs_the_repos_tests_in_the_remote_box() {
         return;
     }
     if docker(&["image", "inspect", BASE]).is_none() {
-        runner_core::testkit::skip(&format!("{BASE} is not on the engine: `cargo xtask images`"));
+        runner_core::testkit::skip(&format!(
+            "{BASE} is not on the engine: `cargo xtask images`"
+        ));
         return;
     }
     let _made = MadeImages(derived_images());
@@ -140,11 +142,45 @@ fn a_devcontainer_toolchain_runs_the_repos_tests_in_the_remote_box() {
         "the devcontainer's toolchain (with its build arg) ran the repo's tests: {said}"
     );
     assert!(said.contains("tests exit 0"), "and they passed: {said}");
-    let diff = text(&run(codehands(&world, "replay", 0, None, &image.tag).args(["diff", &id])).stdout);
+    let diff =
+        text(&run(codehands(&world, "replay", 0, None, &image.tag).args(["diff", &id])).stdout);
     assert!(
         diff.contains("test-report.txt") && diff.contains("+tests exit 0"),
         "the report the box wrote came back as the run's change: {diff}"
     );
+
+    // The same box as Kubernetes objects, from the plan it ran: its image must be named (the
+    // engine made it), and the Job runs our init through our loader in it.
+    let manifest = |extra: &[&str]| {
+        run(codehands(&world, "replay", 0, None, &image.tag)
+            .args(["remote", "manifest", &id, "--engine", "k8s"])
+            .args(extra))
+    };
+    let refused = manifest(&[]);
+    assert!(
+        !refused.status.success() && text(&refused.stderr).contains("--image"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let listed = manifest(&["--image", "registry.example.com/team/box:1"]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let list: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let items = list["items"].as_array().unwrap();
+    let kinds: Vec<&str> = items.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["Secret", "NetworkPolicy", "Job"],
+        "no provider: no proxy"
+    );
+    let container = &items[2]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "registry.example.com/team/box:1");
+    assert!(
+        container["command"][0]
+            .as_str()
+            .is_some_and(|c| c.starts_with("/.codehands/")),
+        "{container}"
+    );
+    assert_eq!(items[1]["spec"]["egress"], serde_json::json!([]));
 
     // The base image alone, named by --image: a shell and no toolchain.
     let (_, said, out) = run_tests(&world, &image, &host, &["--image", BASE]);
