@@ -2,8 +2,9 @@
 //! whose `.devcontainer/devcontainer.json` (JSON with comments) builds a Dockerfile that adds a
 //! toolchain its base image lacks. A scripted agent (a profile whose program is the image's
 //! shell) runs the repo's tests in the box on an engine reached over TCP, and they pass with
-//! the toolchain's words; the base image alone (`--image`) has no toolchain, and the same run
-//! cannot test. A devcontainer that names a path outside the repo is refused before any box.
+//! the toolchain's words; the base image alone (`--image`) has no toolchain, and codehands'
+//! own image no shell, so the same run cannot test there. A devcontainer that names a path
+//! outside the repo is refused before any box.
 
 use std::collections::BTreeSet;
 
@@ -189,6 +190,14 @@ fn a_devcontainer_toolchain_runs_the_repos_tests_in_the_remote_box() {
         "the base image lacks the toolchain, so the tests cannot run: {said}\n{}",
         text(&out.stderr)
     );
+
+    // codehands' own image, named to skip the devcontainer: no shell, let alone the toolchain.
+    let (_, said, out) = run_tests(&world, &image, &host, &["--image", &image.tag]);
+    let all = format!("{said}\n{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        !said.contains("tests exit") && all.contains("cannot start the agent sh"),
+        "the default image has no shell to run the tests with: {all}"
+    );
 }
 
 #[test]
@@ -207,4 +216,25 @@ fn a_devcontainer_that_leaves_the_repo_is_refused_before_any_box() {
         "the reason names the devcontainer's path: {all}"
     );
     assert_eq!(derived_images(), before, "nothing was built");
+}
+
+#[test]
+fn an_image_for_the_local_box_or_one_that_is_not_a_name_is_refused() {
+    let world = World::demo();
+    for (args, words) in [
+        (&["--image", "node:22"][..], "--engine docker"),
+        (
+            &["--image=--privileged", "--engine", "docker"][..],
+            "not an image name",
+        ),
+    ] {
+        let out = run(world
+            .codehands()
+            .current_dir(&world.repo)
+            .args(["run", ".", "Fix it.", "--agent", "fake"])
+            .args(args));
+        assert!(!out.status.success(), "{args:?} was taken");
+        let said = text(&out.stderr);
+        assert!(said.contains(words), "{args:?}: {said}");
+    }
 }
