@@ -114,7 +114,10 @@ async fn devcontainer(
         &remote_transfer::Limits::default(),
     )
     .map_err(|e| format!("packing the devcontainer's build context: {e}"))?;
-    let mut parts = vec![tar.as_slice(), in_context.as_bytes()];
+    // By what the context holds, not when its files were written: each session's worktree is
+    // a fresh checkout, and the same devcontainer must find the same image.
+    let contents = contents_of(&tar);
+    let mut parts = vec![contents.as_slice(), in_context.as_bytes()];
     let listed: Vec<String> = args.iter().map(|(k, v)| format!("{k}={v}")).collect();
     parts.extend(listed.iter().map(String::as_bytes));
     parts.extend(target.map(str::as_bytes));
@@ -189,6 +192,41 @@ fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
         let _ = builder.append_data(&mut header, name, *bytes);
     }
     builder.into_inner().unwrap_or_default()
+}
+
+/// What a context tar holds, without its times: each entry's path, kind, mode, link and bytes.
+fn contents_of(tar: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let mut archive = tar::Archive::new(tar);
+    let Ok(entries) = archive.entries() else {
+        return tar.to_vec();
+    };
+    for entry in entries {
+        let Ok(mut entry) = entry else {
+            return tar.to_vec();
+        };
+        let header = entry.header();
+        let mut fields = vec![
+            header.path_bytes().into_owned(),
+            vec![header.entry_type().as_byte()],
+            header.mode().unwrap_or(0).to_le_bytes().to_vec(),
+            header
+                .link_name_bytes()
+                .map(|l| l.into_owned())
+                .unwrap_or_default(),
+        ];
+        let mut data = Vec::new();
+        if entry.read_to_end(&mut data).is_err() {
+            return tar.to_vec();
+        }
+        fields.push(data);
+        for field in fields {
+            out.extend((field.len() as u64).to_le_bytes());
+            out.extend(field);
+        }
+    }
+    out
 }
 
 fn hash(parts: &[&str]) -> String {

@@ -30,13 +30,13 @@ done
 exit $fail
 "#;
 
-/// The images the engine holds that codehands made (`engine_docker::derive`).
+/// The images the engine holds that codehands made (`engine_docker::derive`), by tag.
 fn derived_images() -> BTreeSet<String> {
     docker(&[
         "image",
         "ls",
-        "--quiet",
-        "--no-trunc",
+        "--format",
+        "{{.Repository}}:{{.Tag}}",
         "--filter",
         "label=codehands.derived",
     ])
@@ -46,13 +46,13 @@ fn derived_images() -> BTreeSet<String> {
     .collect()
 }
 
-/// Removes the images made while it lived.
+/// Removes the images tagged while it lived (an image another tag still names stays).
 struct MadeImages(BTreeSet<String>);
 
 impl Drop for MadeImages {
     fn drop(&mut self) {
-        for id in derived_images().difference(&self.0) {
-            let _ = docker(&["image", "rm", "--force", id]);
+        for tag in derived_images().difference(&self.0) {
+            let _ = docker(&["image", "rm", tag]);
         }
     }
 }
@@ -143,6 +143,19 @@ fn a_devcontainer_toolchain_runs_the_repos_tests_in_the_remote_box() {
         "the devcontainer's toolchain (with its build arg) ran the repo's tests: {said}"
     );
     assert!(said.contains("tests exit 0"), "and they passed: {said}");
+    let made = derived_images();
+    assert_eq!(
+        made.len() - _made.0.len(),
+        2,
+        "the devcontainer's image and ours on top: {made:?}"
+    );
+    let (_, again, _) = run_tests(&world, &image, &host, &[]);
+    assert!(again.contains("tests exit 0"), "{again}");
+    assert_eq!(
+        derived_images(),
+        made,
+        "a second session (a fresh worktree) finds both images by their hash"
+    );
     let diff =
         text(&run(codehands(&world, "replay", 0, None, &image.tag).args(["diff", &id])).stdout);
     assert!(
