@@ -243,3 +243,29 @@ fn hash_bytes(parts: &[&[u8]]) -> String {
     }
     sha.digest().to_string()[..16].to_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_is_known_by_what_it_holds_not_by_when_it_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Dockerfile"), "FROM x\n").unwrap();
+        let limits = remote_transfer::Limits::default();
+        let first = remote_transfer::pack_tree(dir.path(), &limits).unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 20);
+        std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("Dockerfile"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let touched = remote_transfer::pack_tree(dir.path(), &limits).unwrap();
+        assert_ne!(first, touched, "the tar holds the time");
+        assert_eq!(contents_of(&first), contents_of(&touched));
+        std::fs::write(dir.path().join("Dockerfile"), "FROM y\n").unwrap();
+        let changed = remote_transfer::pack_tree(dir.path(), &limits).unwrap();
+        assert_ne!(contents_of(&first), contents_of(&changed));
+    }
+}
