@@ -257,13 +257,8 @@ fn timeout_ms(text: &str) -> std::result::Result<u64, String> {
     runner_core::options::parse_timeout(text).map_err(|e| e.message().to_owned())
 }
 
-/// Whether the agent runs in its box, said as `demo` says it (on stderr: stdout may be
-/// contract JSON).
 /// `--image` for a run on `engine`: refused for the local box, which runs no image.
-pub(super) fn image_for(
-    image: Option<String>,
-    engine: runner_core::Engine,
-) -> Result<Option<String>> {
+fn image_for(image: Option<String>, engine: runner_core::Engine) -> Result<Option<String>> {
     if image.is_some() && engine == runner_core::Engine::Local {
         return Err(runner_core::Error::invalid_input(
             "--image names a remote box's image, and the local box runs none: add --engine \
@@ -273,6 +268,8 @@ pub(super) fn image_for(
     Ok(image)
 }
 
+/// Whether the agent runs in its box, said as `demo` says it (on stderr: stdout may be
+/// contract JSON).
 fn isolation_line(isolation: runner_core::Isolation, engine: runner_core::Engine) -> String {
     match (isolation, engine) {
         (runner_core::Isolation::None, _) => {
