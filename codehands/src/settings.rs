@@ -4,6 +4,7 @@
 //! ```toml
 //! [box]
 //! read = ["~/.cache/ms-playwright", "/opt/android-sdk"]   # bound read-only in the box
+//! image = "registry.example.com/team/dev:3"   # a remote box's image (docs/remote-box.md)
 //!
 //! [agent]
 //! allow = ["Bash(make lint:*)"]    # tool rules, Claude Code's syntax
@@ -45,6 +46,8 @@ struct File {
 struct BoxTable {
     #[serde(default)]
     read: Vec<Spanned<String>>,
+    #[serde(default)]
+    image: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -128,6 +131,12 @@ impl SettingsFiles {
             })?;
             allowances.box_read.push(path);
         }
+        if let Some(image) = &file.boxed.image {
+            check_image(image.get_ref()).map_err(|why| {
+                Error::invalid_input(format!("{}: [box] image {why}", at(image.span())))
+            })?;
+            allowances.box_image = Some(image.get_ref().clone());
+        }
         for (key, rules, into) in [
             ("allow", &file.agent.allow, &mut allowances.agent_allow),
             ("deny", &file.agent.deny, &mut allowances.agent_deny),
@@ -187,6 +196,25 @@ impl SettingsFiles {
             ));
         }
         Ok(path)
+    }
+}
+
+/// An image reference as the Docker CLI takes one (`node:22`, `registry:5000/team/dev@sha256:…`),
+/// or why not: the engine is asked for it by name, so nothing else may ride along (the same
+/// rule as `engine_docker::image::check_name`, which a build without engines lacks).
+pub fn check_image(image: &str) -> std::result::Result<(), String> {
+    let plain = !image.is_empty()
+        && image.len() <= 255
+        && !image.starts_with(['-', '.', '/', ':', '@'])
+        && image
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
+    if plain {
+        Ok(())
+    } else {
+        Err(format!(
+            "{image:?} is not an image name: write it as `docker pull` takes it (\"node:22\", \"registry.example.com/team/dev:3\")"
+        ))
     }
 }
 
@@ -280,6 +308,7 @@ mod tests {
                 br#"
 [box]
 read = ["~/.cache/ms-playwright", "/opt/sdk"]
+image = "registry.example.com/team/dev:3"
 [agent]
 allow = ["Bash(make lint:*)", "Read"]
 deny = ["Bash(curl:*)"]
@@ -296,6 +325,10 @@ deny = ["Bash(curl:*)"]
         );
         assert_eq!(got.agent_allow, ["Bash(make lint:*)", "Read"]);
         assert_eq!(got.agent_deny, ["Bash(curl:*)"]);
+        assert_eq!(
+            got.box_image.as_deref(),
+            Some("registry.example.com/team/dev:3")
+        );
     }
 
     #[test]
@@ -305,6 +338,8 @@ deny = ["Bash(curl:*)"]
             ("[box]\nwrite = [\"/x\"]\n", "line 2"),
             ("[boxes]\n", "unknown field"),
             ("[box]\nread = \"/x\"\n", "line 2"),
+            ("[box]\nimage = \"--privileged\"\n", "not an image name"),
+            ("[box]\nimage = \"a b\"\n", "not an image name"),
             ("[box]\nread = [\n\"relative/x\"]\n", "line 3"),
             ("[box]\nread = [\"/opt/../etc\"]\n", "without `..`"),
             ("[box]\nread = [\"~\"]\n", "whole home"),

@@ -186,6 +186,24 @@ impl Confinement for DockerEngine {
                 })
                 .collect()
         });
+        // The person's image (`--image`, `[box] image`), else the repo's devcontainer's, with
+        // codehands added on the engine; naming our own image runs it as it is.
+        let user_image = match request.image {
+            Some(name) if name == self.image => None,
+            Some(name) => Some(crate::plan::UserImage::Named {
+                name: name.to_owned(),
+            }),
+            None => crate::devcontainer::read(request.worktree).map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "the repo's devcontainer cannot be the box's image: {e} (or run in \
+                         codehands' own: --image {})",
+                        self.image
+                    ),
+                )
+            })?,
+        };
         let plan = RemotePlan {
             engine: request.engine,
             box_id: uuid::Uuid::new_v4().simple().to_string(),
@@ -204,6 +222,8 @@ impl Confinement for DockerEngine {
             files,
             login,
             home_file: Some(RemotePlan::home_file_in(request.run_dir)),
+            user_image,
+            derived: None,
         };
         let file = RemotePlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);

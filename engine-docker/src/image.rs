@@ -112,6 +112,25 @@ fn libraries(program: &Path) -> Result<Vec<PathBuf>, String> {
         .collect())
 }
 
+/// An image reference as the Docker CLI takes one (`node:22`,
+/// `registry.example.com:5000/team/dev@sha256:…`), or why not: the engine is asked for it by
+/// name, so nothing else may ride along (a flag, a space, a control character).
+pub fn check_name(image: &str) -> Result<(), String> {
+    let plain = !image.is_empty()
+        && image.len() <= 255
+        && !image.starts_with(['-', '.', '/', ':', '@'])
+        && image
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
+    if plain {
+        Ok(())
+    } else {
+        Err(format!(
+            "{image:?} is not an image name: write it as `docker pull` takes it (\"node:22\", \"registry.example.com/team/dev:3\")"
+        ))
+    }
+}
+
 /// Builds `tag` from [`context_tar`] with the engine's CLI (`docker build -`).
 pub fn build(tag: &str, codehands: &Path, programs: &[&Path]) -> Result<(), String> {
     use std::io::Write;

@@ -19,6 +19,26 @@ pub const SECRETS_DIR: &str = "/run/secrets";
 /// The name every chunk secret's file starts with.
 pub const SECRET_PREFIX: &str = "codehands-in-";
 
+/// The agent's program: by name on `path`; in the person's image (`own_root`), one of our
+/// image's that the image lacks (the fake agent, Claude Code) runs through our loader.
+fn agent_command(program: &Path, path: &str, own_root: bool) -> Command {
+    let name = program.to_str().filter(|n| !n.contains('/'));
+    let on_path = |name: &str| std::env::split_paths(path).any(|dir| dir.join(name).is_file());
+    match name {
+        Some(name) if own_root && !on_path(name) => {
+            let ours = crate::plan::own_program(name);
+            let own = Path::new(&ours[3]).is_file();
+            if own {
+                let mut command = Command::new(&ours[0]);
+                command.args(&ours[1..]);
+                return command;
+            }
+            Command::new(program)
+        }
+        _ => Command::new(program),
+    }
+}
+
 /// Runs the init; the exit code is the agent's (128 + the signal that ended it), or 125 when
 /// the box could not be set up.
 pub fn main(args: &[OsString]) -> i32 {
@@ -39,12 +59,17 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     };
     let mut rest = rest;
     let mut forwards = Vec::new();
-    while let [flag, forward, more @ ..] = rest {
-        if flag != "--forward" {
+    // `--root DIR`: the box is the person's image, with ours under DIR (`plan::OWN_ROOT`).
+    let mut own_root = false;
+    while let [flag, value, more @ ..] = rest {
+        if flag == "--forward" {
+            let forward = value.to_str().ok_or(USAGE)?;
+            forwards.push(crate::egress::tunnel::parse_forward(forward)?);
+        } else if flag == "--root" && value == crate::plan::OWN_ROOT {
+            own_root = true;
+        } else {
             break;
         }
-        let forward = forward.to_str().ok_or(USAGE)?;
-        forwards.push(crate::egress::tunnel::parse_forward(forward)?);
         rest = more;
     }
     let [dashes, program, rest @ ..] = rest else {
@@ -79,14 +104,15 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     std::fs::create_dir_all(BOX_HOME).map_err(|e| format!("cannot make {BOX_HOME}: {e}"))?;
     restore_home(&home);
     write_login(&login)?;
-    let mut child = Command::new(program)
+    // The image's own env (a toolchain's `JAVA_HOME`, its PATH) under the agent's.
+    let path = std::env::var("PATH").unwrap_or_else(|_| crate::plan::DEFAULT_PATH.to_owned());
+    let mut command = agent_command(Path::new(program), &path, own_root);
+    let mut child = command
         .args(rest)
         .env_clear()
+        .envs(std::env::vars_os())
         .env("HOME", BOX_HOME)
-        .env(
-            "PATH",
-            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        )
+        .env("PATH", &path)
         .envs(env)
         .current_dir(&worktree)
         .stdin(Stdio::piped())

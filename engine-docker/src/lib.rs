@@ -16,9 +16,13 @@
 //! - [`init`]: pid 1's child in the box ([`INIT_COMMAND`]): unpacks the base, loads the env,
 //!   runs the agent, and on a swarm sends the result back through the log stream.
 //! - [`egress`]: the box's only way out, to its provider through an allow-list proxy.
+//! - [`devcontainer`]: the repo's `.devcontainer/devcontainer.json` read as data, for a box in
+//!   the repo's own image (`derive` adds codehands to it on the engine).
 //! - [`k8s`]: the same box as a Kubernetes Job, on paper (docs/kubernetes.md).
 
 mod connect;
+mod derive;
+pub mod devcontainer;
 pub mod egress;
 mod engine;
 pub mod frame;

@@ -18,6 +18,65 @@ pub const LABEL_BOX: &str = "codehands.box";
 /// The label naming the session.
 pub const LABEL_SESSION: &str = "codehands.session";
 
+/// Where codehands' own root (the init, its loader and C libraries) is in an image made from
+/// the person's (`derive`): the init runs through that loader, never the image's C library,
+/// so any Linux image of the same machine type takes it (musl, an older glibc, none at all).
+pub const OWN_ROOT: &str = "/.codehands";
+
+/// The loader of our image's programs, and where its libraries are, under [`OWN_ROOT`].
+#[cfg(target_arch = "aarch64")]
+const LOADER: (&str, &str) = ("/lib/ld-linux-aarch64.so.1", "aarch64-linux-gnu");
+#[cfg(not(target_arch = "aarch64"))]
+const LOADER: (&str, &str) = ("/lib64/ld-linux-x86-64.so.2", "x86_64-linux-gnu");
+
+/// The PATH of a box in codehands' own image.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// How a program of our image (under [`OWN_ROOT`]) is started in the person's image: the
+/// loader of ours with its library folders, then the program.
+pub fn own_program(program: &str) -> Vec<String> {
+    let (loader, triplet) = LOADER;
+    let libraries = [
+        format!("{OWN_ROOT}/lib/{triplet}"),
+        format!("{OWN_ROOT}/usr/lib/{triplet}"),
+        format!("{OWN_ROOT}/lib64"),
+        format!("{OWN_ROOT}/lib"),
+        format!("{OWN_ROOT}/usr/lib"),
+    ];
+    vec![
+        format!("{OWN_ROOT}{loader}"),
+        "--library-path".to_owned(),
+        libraries.join(":"),
+        format!("{OWN_ROOT}/usr/local/bin/{program}"),
+    ]
+}
+
+/// The person's image a box runs in (docs/remote-box.md, "The repo's own image").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum UserImage {
+    /// An image by name (`--image`, `[box] image`, a devcontainer's `image`), which the engine
+    /// has or pulls.
+    Named {
+        /// As `docker pull` takes it.
+        name: String,
+    },
+    /// A devcontainer's Dockerfile, built by the engine from a context packed from the worktree.
+    #[serde(rename_all = "camelCase")]
+    Build {
+        /// The context folder, relative to the worktree (checked inside it, no link on the way).
+        context: String,
+        /// The Dockerfile, relative to the worktree (same checks).
+        dockerfile: String,
+        /// `build.args`.
+        #[serde(default)]
+        args: std::collections::BTreeMap<String, String>,
+        /// `build.target`.
+        #[serde(default)]
+        target: Option<String>,
+    },
+}
+
 /// Limits of the box, the same as the local box's where the engine has them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -102,6 +161,14 @@ pub struct RemotePlan {
     /// bytes never unpacked here), for the next turn's box to start from.
     #[serde(default)]
     pub home_file: Option<PathBuf>,
+    /// The person's image the box runs in, with `image`'s codehands added on the engine at run
+    /// time; `None`: `image` itself.
+    #[serde(default)]
+    pub user_image: Option<UserImage>,
+    /// The image the shim made of `user_image` on the engine for this turn, and its PATH: set
+    /// before the box is made, never written to the plan's file.
+    #[serde(skip)]
+    pub derived: Option<(String, String)>,
 }
 
 impl RemotePlan {
@@ -147,12 +214,19 @@ impl RemotePlan {
 
     /// The command the box runs: the init, where the worktree is, then the agent.
     pub fn command(&self, result_in_log: bool) -> Vec<String> {
-        let mut command = vec![
-            "codehands".to_owned(),
+        let mut command = if self.user_image.is_some() {
+            own_program("codehands")
+        } else {
+            vec!["codehands".to_owned()]
+        };
+        command.extend([
             crate::INIT_COMMAND.to_owned(),
             self.worktree.display().to_string(),
             if result_in_log { "log" } else { "keep" }.to_owned(),
-        ];
+        ]);
+        if self.user_image.is_some() {
+            command.extend(["--root".to_owned(), OWN_ROOT.to_owned()]);
+        }
         for forward in self.egress.forward_args() {
             command.push("--forward".to_owned());
             command.push(forward);
@@ -187,9 +261,22 @@ impl RemotePlan {
     /// The environment the container is created with: nothing of the agent's (that goes in as
     /// a file), only where its home is and the image's PATH.
     pub fn public_env(&self) -> Vec<String> {
-        vec![
-            format!("HOME={BOX_HOME}"),
-            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned(),
-        ]
+        vec![format!("HOME={BOX_HOME}"), format!("PATH={}", self.path())]
+    }
+
+    /// The image the box runs: the one made of the person's for this turn, else `image`.
+    pub fn box_image(&self) -> &str {
+        self.derived
+            .as_ref()
+            .map_or(&self.image, |(image, _)| image)
+    }
+
+    /// The box's PATH: the person's image's (then ours, for the egress proxy of our image),
+    /// else ours.
+    pub fn path(&self) -> String {
+        match &self.derived {
+            Some((_, path)) if !path.is_empty() => format!("{path}:{DEFAULT_PATH}"),
+            _ => DEFAULT_PATH.to_owned(),
+        }
     }
 }

@@ -23,12 +23,20 @@ pub struct Allowances {
     /// Tool rules the agent is refused, in the same syntax; a refusal wins over an allow.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_deny: Vec<String>,
+    /// The image a remote box runs in (`--image`, `[box] image`): the person's own, with
+    /// codehands' init added at run time (docs/remote-box.md, "The repo's own image"). `None`:
+    /// the repository's `.devcontainer/devcontainer.json` when it has one, else codehands' own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub box_image: Option<String>,
 }
 
 impl Allowances {
     /// Whether nothing is allowed beyond the defaults (records leave it out).
     pub fn is_empty(&self) -> bool {
-        self.box_read.is_empty() && self.agent_allow.is_empty() && self.agent_deny.is_empty()
+        self.box_read.is_empty()
+            && self.agent_allow.is_empty()
+            && self.agent_deny.is_empty()
+            && self.box_image.is_none()
     }
 }
 
@@ -45,6 +53,7 @@ impl Allowances {
         add(&mut self.box_read, other.box_read);
         add(&mut self.agent_allow, other.agent_allow);
         add(&mut self.agent_deny, other.agent_deny);
+        self.box_image = self.box_image.or(other.box_image);
         self
     }
 }
@@ -81,11 +90,13 @@ mod tests {
             box_read: vec!["/a".into(), "/b".into()],
             agent_allow: vec!["Bash(ls:*)".into()],
             agent_deny: Vec::new(),
+            box_image: None,
         };
         let two = Allowances {
             box_read: vec!["/b".into(), "/c".into()],
             agent_allow: Vec::new(),
             agent_deny: vec!["Bash(curl:*)".into()],
+            box_image: Some("node:22".into()),
         };
         let both = one.merged(two);
         assert_eq!(
@@ -94,6 +105,7 @@ mod tests {
         );
         assert_eq!(both.agent_allow, ["Bash(ls:*)"]);
         assert_eq!(both.agent_deny, ["Bash(curl:*)"]);
+        assert_eq!(both.box_image.as_deref(), Some("node:22"));
         assert!(!both.is_empty());
         assert!(Allowances::default().is_empty());
     }

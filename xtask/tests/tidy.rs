@@ -100,6 +100,12 @@ const ENV_READERS: &[(&str, &str)] = &[
         "the remote driver, a program of its own (`codehands __remote`): the agent's \
          environment, as the runner built it, is its input, shipped into the box as a file",
     ),
+    (
+        "engine-docker/src/init.rs",
+        "the remote box's init, a program of its own in the box (`codehands __remote-init`): \
+         the image's environment (its PATH, a toolchain's variables) is its input, handed on to \
+         the agent under the agent's own",
+    ),
     ("/src/bin/", "a program's own main"),
 ];
 

@@ -20,6 +20,7 @@ mod logging;
 mod output;
 mod permissions;
 mod probe;
+mod remote;
 mod run;
 mod sandbox;
 mod schema;
@@ -128,6 +129,9 @@ enum Command {
     Events(events::EventsArgs),
     /// Print a session's final report: how it ended, tools, files, commands, tests, cost.
     Report(events::ReportArgs),
+    /// A session's remote box for other engines: `remote manifest ID` prints it as Kubernetes
+    /// objects (docs/kubernetes.md).
+    Remote(remote::RemoteArgs),
     /// Supervise one run (what a run's detached supervisor process runs).
     #[command(name = "__supervise", hide = true)]
     Supervise(events::SuperviseArgs),
@@ -167,6 +171,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ui(args) => ui::run(args).await,
         Command::Events(args) => events::run(args).await,
         Command::Report(args) => events::report(args).await,
+        Command::Remote(args) => remote::run(args).await,
         Command::Supervise(args) => events::supervise(args).await,
     }
 }
@@ -292,6 +297,10 @@ fn isolation(text: &str) -> std::result::Result<runner_contract::Isolation, Stri
              (the agent with your rights)"
         )),
     }
+}
+
+fn image(text: &str) -> std::result::Result<String, String> {
+    codehands::settings::check_image(text).map(|()| text.to_owned())
 }
 
 fn engine(text: &str) -> std::result::Result<runner_contract::Engine, String> {

@@ -68,6 +68,12 @@ pub struct RunArgs {
     /// See README.md, "Where runs run".
     #[arg(long, value_name = "local|docker|swarm", value_parser = super::engine, default_value = "local")]
     pub engine: runner_contract::Engine,
+    /// The remote box's image (with `--engine docker|swarm`): yours, as the engine has or
+    /// pulls it, with codehands' init added there at run time. Default: `[box] image` in the
+    /// settings, else the repo's `.devcontainer/devcontainer.json`, else codehands/remote:1.
+    /// See docs/remote-box.md, "The repo's own image".
+    #[arg(long, value_name = "IMAGE", value_parser = super::image)]
+    pub image: Option<String>,
     /// Print the session id (with `--json`, `{"sessionId": …}`) once the agent runs, and
     /// return; the run goes on (`codehands events ID --follow` watches it).
     #[arg(long)]
@@ -157,6 +163,7 @@ async fn run_unplanted(args: RunArgs) -> Result<ExitCode> {
     options.permissions = permissions;
     options.isolation = args.isolation;
     options.engine = args.engine;
+    options.allowances.box_image = image_for(args.image, args.engine)?;
     options.timeout_ms = args.timeout;
     drop(step);
     // The checkout's status reads every file of a big repo: read beside the start (which
@@ -248,6 +255,17 @@ async fn run_workflow(args: RunArgs, name: &str) -> Result<ExitCode> {
 /// `--timeout`: a duration as people write it, in milliseconds.
 fn timeout_ms(text: &str) -> std::result::Result<u64, String> {
     runner_contract::options::parse_timeout(text).map_err(|e| e.message().to_owned())
+}
+
+/// `--image` for a run on `engine`: refused for the local box, which runs no image.
+fn image_for(image: Option<String>, engine: runner_contract::Engine) -> Result<Option<String>> {
+    if image.is_some() && engine == runner_contract::Engine::Local {
+        return Err(runner_contract::Error::invalid_input(
+            "--image names a remote box's image, and the local box runs none: add --engine \
+             docker or --engine swarm (README.md, \"Where runs run\")",
+        ));
+    }
+    Ok(image)
 }
 
 /// Whether the agent runs in its box, said as `demo` says it (on stderr: stdout may be

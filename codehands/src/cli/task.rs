@@ -36,6 +36,12 @@ pub struct TaskArgs {
 
 /// `codehands run --attempts LIST|N`: starts the task and prints its id.
 pub async fn start(args: RunArgs, attempts: &str) -> Result<ExitCode> {
+    if args.image.is_some() {
+        return Err(runner_contract::Error::invalid_input(
+            "--image is for one run: for attempts, name the image in `[box] image` (README.md, \
+             \"Settings\") or in the repo's .devcontainer/devcontainer.json",
+        ));
+    }
     let attempts = attempts_of(attempts, &args.agent, args.model.as_deref())?;
     let names: Vec<AgentName> = attempts.iter().map(|a| a.agent.clone()).collect();
     let runner = runner_for_all(&names)?;

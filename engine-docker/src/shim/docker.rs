@@ -100,7 +100,7 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         name.clone()
     };
     let body = ContainerCreateBody {
-        image: Some(plan.image.clone()),
+        image: Some(plan.box_image().to_owned()),
         cmd: Some(plan.command(false)),
         env: Some(plan.public_env()),
         labels: Some(plan.labels()),
@@ -139,7 +139,7 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         remove(docker, plan).await;
         return Err(format!(
             "the engine could not create the box {name}: {e} (is {} loaded on it? `cargo xtask images`)",
-            plan.image
+            plan.box_image()
         ));
     }
     let upload = UploadToContainerOptionsBuilder::default()

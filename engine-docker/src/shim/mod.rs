@@ -64,6 +64,11 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
             Ok(connected) => connected,
             Err(e) => return fail(&e),
         };
+        // The person's image with codehands added, made on the engine (once per image).
+        let mut plan = plan;
+        if let Err(e) = crate::derive::prepare(&docker, &mut plan).await {
+            return fail(&e);
+        }
         let mut output = Output::resumed(match plan.engine {
             Engine::Swarm => swarm::collectors(&plan),
             _ => Vec::new(),

@@ -297,7 +297,7 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
             return Err(e);
         }
     };
-    let image = super::swarm_spec::pinned_image(docker, &plan.image).await;
+    let image = super::swarm_spec::pinned_image(docker, plan.box_image()).await;
     let spec = super::swarm_spec::job_spec(plan, &image, secrets, &network);
     if let Err(e) = docker.create_service(spec, None).await {
         remove(docker, plan).await;

@@ -49,6 +49,9 @@ pub struct ConfineRequest<'a> {
     pub git: Option<GitDirs>,
     /// Where the box runs: a confinement that has no such engine refuses the wrap.
     pub engine: crate::options::Engine,
+    /// The image the session names for its box (`Allowances::box_image`); a confinement
+    /// that runs no image (the local box) ignores it.
+    pub image: Option<&'a str>,
 }
 
 /// The exit code of a remote box's driver when the box itself failed after the agent ran

@@ -201,7 +201,11 @@ impl Supervisor {
             worktree: self.record.worktree_path.clone(),
             profile: self.profile.clone(),
             test_command: None,
-            image: None,
+            // A remote session's own image (`--image`, `[box] image`) tests its change too:
+            // the toolchain the agent had (docs/remote-box.md, "The repo's own image").
+            image: (self.record.engine != runner_contract::Engine::Local)
+                .then(|| self.record.allowances.box_image.clone())
+                .flatten(),
             timezone: None,
             limits: BoxLimits::default(),
         };

@@ -149,6 +149,7 @@ impl Supervisor {
             files: &self.request.notes_file.iter().cloned().collect::<Vec<_>>(),
             git,
             engine: self.record.engine,
+            image: self.record.allowances.box_image.as_deref(),
         })
     }
 }
