@@ -204,6 +204,7 @@ impl Confinement for DockerEngine {
             files,
             login,
             home_file: Some(RemotePlan::home_file_in(request.run_dir)),
+            nested_sandbox: request.needs.nested_sandbox,
         };
         let file = RemotePlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);

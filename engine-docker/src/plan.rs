@@ -102,6 +102,10 @@ pub struct RemotePlan {
     /// bytes never unpacked here), for the next turn's box to start from.
     #[serde(default)]
     pub home_file: Option<PathBuf>,
+    /// The agent runs its own sandbox in the box (`BoxNeeds::nested_sandbox`): the box gets
+    /// the settings `security.rs` gives such an agent, or is refused where it cannot.
+    #[serde(default)]
+    pub nested_sandbox: bool,
 }
 
 impl RemotePlan {
@@ -156,6 +160,12 @@ impl RemotePlan {
         for forward in self.egress.forward_args() {
             command.push("--forward".to_owned());
             command.push(forward);
+        }
+        if let Some(user) = crate::security::hardening(self).agent_user {
+            command.extend(["--user".to_owned(), user]);
+        }
+        if self.nested_sandbox {
+            command.push("--nested-sandbox".to_owned());
         }
         command.extend(["--".to_owned(), self.program.clone()]);
         command.extend(self.args.iter().cloned());
