@@ -148,40 +148,35 @@ pub(crate) fn confine_init(
     read_only: &[std::path::PathBuf],
 ) -> Result<(), String> {
     use nix::unistd::{Gid, Uid};
-    if let Some(user) = user {
-        let (uid, gid) = user
-            .split_once(':')
-            .and_then(|(u, g)| Some((u.parse::<u32>().ok()?, g.parse::<u32>().ok()?)))
-            .ok_or_else(|| format!("the box's user {user:?} is not UID:GID"))?;
-        let (uid, gid) = (Uid::from_raw(uid), Gid::from_raw(gid));
-        if !Uid::effective().is_root() && Uid::effective() != uid {
-            return Err(format!(
-                "the box runs as {} and cannot become {user}",
-                Uid::effective()
-            ));
-        }
+    let target = user
+        .map(|user| {
+            user.split_once(':')
+                .and_then(|(u, g)| Some((u.parse::<u32>().ok()?, g.parse::<u32>().ok()?)))
+                .map(|(u, g)| (Uid::from_raw(u), Gid::from_raw(g)))
+                .ok_or_else(|| format!("the box's user {user:?} is not UID:GID"))
+        })
+        .transpose()?;
+    let me = Uid::effective();
+    if let Some((uid, _)) = target.filter(|&(uid, _)| !me.is_root() && me != uid) {
+        return Err(format!("the box runs as {me} and cannot become {uid}"));
+    }
+    // Started as that user already (an engine that sets the user itself): nothing to hand over.
+    if let Some((uid, gid)) = target.filter(|_| me.is_root()) {
         for dir in dirs {
             chown_tree(dir, uid, gid)?;
         }
         for file in read_only {
             use std::os::unix::fs::PermissionsExt;
-            nix::unistd::fchownat(
-                nix::fcntl::AT_FDCWD,
-                file,
-                Some(Uid::from_raw(0)),
-                Some(gid),
-                nix::unistd::FchownatFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .and_then(|()| {
-                std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o440))
-                    .map_err(|e| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)))
-            })
-            .map_err(|e| format!("cannot make {} read-only: {e}", file.display()))?;
+            std::os::unix::fs::lchown(file, Some(0), Some(gid.as_raw()))
+                .and_then(|()| {
+                    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o440))
+                })
+                .map_err(|e| format!("cannot make {} read-only: {e}", file.display()))?;
         }
         let dropped = nix::unistd::setgroups(&[gid])
             .and_then(|()| nix::unistd::setresgid(gid, gid, gid))
             .and_then(|()| nix::unistd::setresuid(uid, uid, uid));
-        dropped.map_err(|e| format!("cannot drop to the box's user {user}: {e}"))?;
+        dropped.map_err(|e| format!("cannot drop to the box's user {uid}:{gid}: {e}"))?;
     }
     nix::sys::prctl::set_no_new_privs()
         .map_err(|e| format!("cannot set no_new_privs in the box: {e}"))?;
@@ -193,18 +188,11 @@ pub(crate) fn confine_init(
 /// `dir` and everything under it (links themselves, never followed) to `uid:gid`; a `dir`
 /// that is not there is skipped.
 fn chown_tree(dir: &std::path::Path, uid: nix::unistd::Uid, gid: nix::unistd::Gid) -> Result<(), String> {
-    use nix::unistd::{FchownatFlags, fchownat};
     let Ok(meta) = dir.symlink_metadata() else {
         return Ok(());
     };
-    fchownat(
-        nix::fcntl::AT_FDCWD,
-        dir,
-        Some(uid),
-        Some(gid),
-        FchownatFlags::AT_SYMLINK_NOFOLLOW,
-    )
-    .map_err(|e| format!("cannot hand {} to the box's user: {e}", dir.display()))?;
+    std::os::unix::fs::lchown(dir, Some(uid.as_raw()), Some(gid.as_raw()))
+        .map_err(|e| format!("cannot hand {} to the box's user: {e}", dir.display()))?;
     if meta.is_dir() {
         let entries = std::fs::read_dir(dir)
             .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
