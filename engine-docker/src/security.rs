@@ -191,8 +191,8 @@ fn chown_tree(dir: &std::path::Path, uid: nix::unistd::Uid, gid: nix::unistd::Gi
     let Ok(meta) = dir.symlink_metadata() else {
         return Ok(());
     };
-    std::os::unix::fs::lchown(dir, Some(uid.as_raw()), Some(gid.as_raw()))
-        .map_err(|e| format!("cannot hand {} to the box's user: {e}", dir.display()))?;
+    // Its contents first: the init, root without `DAC_OVERRIDE`, reads a folder of root's
+    // only while it is root's.
     if meta.is_dir() {
         let entries = std::fs::read_dir(dir)
             .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
@@ -200,7 +200,8 @@ fn chown_tree(dir: &std::path::Path, uid: nix::unistd::Uid, gid: nix::unistd::Gi
             chown_tree(&entry.path(), uid, gid)?;
         }
     }
-    Ok(())
+    std::os::unix::fs::lchown(dir, Some(uid.as_raw()), Some(gid.as_raw()))
+        .map_err(|e| format!("cannot hand {} to the box's user: {e}", dir.display()))
 }
 
 /// The system calls Docker's default profile allows every container (its list, as of Docker

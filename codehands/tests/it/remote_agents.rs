@@ -119,19 +119,19 @@ fn outputs_sent(server: &ModelServer) -> String {
         .join("\n")
 }
 
-/// The agent's home the box left for the session's next turn (kept unopened; a tar holds its
-/// entries' names as they are).
-fn kept_home(world: &World, id: &str) -> Vec<u8> {
+/// The paths in the agent's home the box left for the session's next turn (kept unopened in
+/// the run's folder).
+fn kept_home(world: &World, id: &str) -> Vec<String> {
     let run_dir = world
         .home
         .run_dir(&runner_core::SessionId::parse(id).unwrap());
-    std::fs::read(engine_docker::RemotePlan::home_file_in(&run_dir)).unwrap_or_default()
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
+    let bytes = std::fs::read(engine_docker::RemotePlan::home_file_in(&run_dir)).unwrap();
+    let mut archive = tar::Archive::new(&bytes[..]);
+    archive
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().display().to_string())
+        .collect()
 }
 
 /// Codex as a container on the engine (which takes the box's seccomp profile): its own
@@ -198,10 +198,13 @@ fn codex_runs_on_an_engine_with_its_own_sandbox_on(
     let diff = text(&run(codehands(&world, image).args(["diff", &id])).stdout);
     assert!(diff.contains("getMonth() + 1"), "{diff}\n{all}");
     let home = kept_home(&world, &id);
-    assert!(!home.is_empty(), "the box kept Codex's home for a follow-up");
     assert!(
-        !contains(&home, "auth.json") && !contains(&home, "outside.txt"),
-        "the read-only login file never comes back, and the refused write left nothing"
+        home.iter().any(|p| p.starts_with(".codex/")),
+        "the box kept Codex's home for a follow-up: {home:?}"
+    );
+    assert!(
+        !home.iter().any(|p| p.ends_with("auth.json") || p.ends_with("outside.txt")),
+        "the read-only login file never comes back, and the refused write left nothing: {home:?}"
     );
     remote::wait_while_removing(&world, &id);
     let left = docker(&[
@@ -343,10 +346,13 @@ fn claude_code_runs_on_the_swarm_logged_in_by_its_file(
     let diff = text(&run(codehands(&world, image).args(["diff", &id])).stdout);
     assert!(diff.contains("getMonth() + 1"), "{diff}\n{all}");
     let home = kept_home(&world, &id);
-    assert!(!home.is_empty(), "the box kept Claude Code's home");
     assert!(
-        !contains(&home, ".credentials.json") && !contains(&home, CLAUDE_LOGIN_TOKEN),
-        "the read-only login file never comes back with the home"
+        home.iter().any(|p| p.starts_with(".claude/")),
+        "the box kept Claude Code's home: {home:?}"
+    );
+    assert!(
+        !home.iter().any(|p| p.ends_with(".credentials.json")),
+        "the read-only login file never comes back with the home: {home:?}"
     );
     remote::wait_while_removing(&world, &id);
     let left = left_on_swarm(&id);
