@@ -25,7 +25,13 @@ pub fn context_tar(base: &str, whole: &[KeptWhole<'_>]) -> Result<Vec<u8>, Strin
     let mut builder = tar::Builder::new(Vec::new());
     let dockerfile = format!("FROM {base}\nCOPY root/ /\n");
     let file = tar::EntryType::Regular;
-    crate::image::append(&mut builder, "Dockerfile", dockerfile.as_bytes(), 0o644, file)?;
+    crate::image::append(
+        &mut builder,
+        "Dockerfile",
+        dockerfile.as_bytes(),
+        0o644,
+        file,
+    )?;
     let shell = Path::new(SHELL);
     let bytes = std::fs::read(shell).map_err(|e| format!("cannot read {SHELL}: {e}"))?;
     crate::image::append(&mut builder, "root/bin/bash", &bytes, 0o755, file)?;

@@ -33,8 +33,7 @@ pub fn main(args: &[OsString]) -> i32 {
 }
 
 fn run(args: &[OsString]) -> Result<i32, String> {
-    const USAGE: &str =
-        "usage: __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… [--user UID:GID] \
+    const USAGE: &str = "usage: __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… [--user UID:GID] \
          [--nested-sandbox] -- PROGRAM ARGS…";
     let [worktree, mode, rest @ ..] = args else {
         return Err(USAGE.to_owned());

@@ -176,7 +176,8 @@ fn codex_runs_on_an_engine_with_its_own_sandbox_on(
     let events = json_lines(&out);
     let all = events.iter().map(|e| e.to_string()).collect::<String>();
     assert!(
-        out.status.success() && types(&events).last().map(String::as_str) == Some("approval.requested"),
+        out.status.success()
+            && types(&events).last().map(String::as_str) == Some("approval.requested"),
         "{:?}\n{}\n{all}",
         types(&events),
         text(&out.stderr)
@@ -203,7 +204,9 @@ fn codex_runs_on_an_engine_with_its_own_sandbox_on(
         "the box kept Codex's home for a follow-up: {home:?}"
     );
     assert!(
-        !home.iter().any(|p| p.ends_with("auth.json") || p.ends_with("outside.txt")),
+        !home
+            .iter()
+            .any(|p| p.ends_with("auth.json") || p.ends_with("outside.txt")),
         "the read-only login file never comes back, and the refused write left nothing: {home:?}"
     );
     remote::wait_while_removing(&world, &id);
@@ -266,7 +269,8 @@ fn codex_on_an_old_swarm_is_refused_with_the_reason(
 
 /// Claude Code as a swarm job, its only login the credentials file in the caller's home
 /// (handed in with the inputs, as Swarm secrets): the model server sees that file's token and
-/// no key; the file is in the box read-only, and never comes back with the home.
+/// no key; the file is in the box, readable and not writable (Claude Code itself refuses a
+/// command that writes it, so the check asks the kernel), and never comes back with the home.
 fn claude_code_runs_on_the_swarm_logged_in_by_its_file(
     runtime: &tokio::runtime::Runtime,
     image: &TestImage,
@@ -301,8 +305,8 @@ fn claude_code_runs_on_the_swarm_logged_in_by_its_file(
                     "toolu_login",
                     "Bash",
                     json!({
-                        "command": "echo changed >> ~/.claude/.credentials.json && echo login-writable || echo login-read-only",
-                        "description": "Try to change the login file",
+                        "command": "f=~/.claude/.credentials.json; test -r $f && echo login-readable; test -w $f && echo login-writable || echo login-read-only",
+                        "description": "Check the login file's access",
                     }),
                 )]),
                 Turn::blocks([Block::tool_use(
@@ -318,12 +322,27 @@ fn claude_code_runs_on_the_swarm_logged_in_by_its_file(
     let out = run(codehands(&world, image)
         .env("CLAUDE_BIN", claude)
         .env("ANTHROPIC_BASE_URL", server.base_url())
-        .args(["run", ".", "Fix the failing test.", "--agent", "claude-code"])
-        .args(["--engine", "swarm", "--then", "keep", "--json", "--session-id", &id]));
+        .args([
+            "run",
+            ".",
+            "Fix the failing test.",
+            "--agent",
+            "claude-code",
+        ])
+        .args([
+            "--engine",
+            "swarm",
+            "--then",
+            "keep",
+            "--json",
+            "--session-id",
+            &id,
+        ]));
     let events = json_lines(&out);
     let all = events.iter().map(|e| e.to_string()).collect::<String>();
     assert!(
-        out.status.success() && types(&events).last().map(String::as_str) == Some("approval.requested"),
+        out.status.success()
+            && types(&events).last().map(String::as_str) == Some("approval.requested"),
         "{:?}\n{}\n{all}",
         types(&events),
         text(&out.stderr)
@@ -336,11 +355,17 @@ fn claude_code_runs_on_the_swarm_logged_in_by_its_file(
             Some(format!("Bearer {CLAUDE_LOGIN_TOKEN}").as_str()),
             "every call carries the login file's token"
         );
-        assert_eq!(request.header("x-api-key"), None, "and no key from an env var");
+        assert_eq!(
+            request.header("x-api-key"),
+            None,
+            "and no key from an env var"
+        );
     }
     let results = support::tool_results(&server).join("\n");
     assert!(
-        results.contains("login-read-only") && !results.contains("login-writable"),
+        results.contains("login-readable")
+            && results.contains("login-read-only")
+            && !results.contains("login-writable"),
         "the login file is read-only in the box: {results}"
     );
     let diff = text(&run(codehands(&world, image).args(["diff", &id])).stdout);
