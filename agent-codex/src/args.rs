@@ -31,6 +31,10 @@ pub(crate) fn build(program: PathBuf, request: &AgentRequest) -> Result<Invocati
         None => None,
     };
     args.push("--json".into());
+    // The folder is codehands' own worktree, which on a remote box holds no `.git` (only the
+    // files travel): Codex's check that it runs in a repository guards a person's random
+    // folder, not this one.
+    args.push("--skip-git-repo-check".into());
     // A read-only turn (a workflow's plan or review) runs in Codex's read-only sandbox:
     // its commands may read, and nothing writes the worktree.
     let sandbox = if request.read_only {

@@ -155,17 +155,30 @@ impl Confinement for DockerEngine {
                 (file.clone(), format!("{i}-{name}"))
             })
             .collect();
+        // Likewise a base URL the agent was handed in an argument (Codex's provider is set by
+        // `-c` overrides) names the box's listener, as its variable does (`egress::plan`).
+        let mut renames: Vec<(String, String)> = files
+            .iter()
+            .map(|(file, name)| {
+                (
+                    file.display().to_string(),
+                    format!("{}/{name}", crate::plan::BOX_FILES),
+                )
+            })
+            .collect();
+        renames.extend(egress.env.iter().filter_map(|(name, value)| {
+            let before = request.env.iter().rev().find(|(k, _)| k == name)?;
+            Some((before.1.clone(), value.clone()))
+        }));
         let args = invocation
             .args
             .iter()
             .map(|a| {
                 a.to_str().map(|text| {
-                    files.iter().fold(text.to_owned(), |text, (file, name)| {
-                        text.replace(
-                            &file.display().to_string(),
-                            &format!("{}/{name}", crate::plan::BOX_FILES),
-                        )
-                    })
+                    renames
+                        .iter()
+                        .filter(|(from, _)| !from.is_empty())
+                        .fold(text.to_owned(), |text, (from, to)| text.replace(from, to))
                 })
             })
             .collect::<Option<Vec<_>>>()
@@ -224,6 +237,7 @@ impl Confinement for DockerEngine {
             home_file: Some(RemotePlan::home_file_in(request.run_dir)),
             user_image,
             derived: None,
+            nested_sandbox: request.needs.nested_sandbox,
         };
         let file = RemotePlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);

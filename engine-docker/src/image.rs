@@ -73,7 +73,8 @@ pub fn context_tar(codehands: &Path, programs: &[&Path]) -> Result<Vec<u8>, Stri
     builder.into_inner().map_err(|e| e.to_string())
 }
 
-fn append(
+/// Adds `data` as `name` (a file or folder of `mode`) to `builder`.
+pub(crate) fn append(
     builder: &mut tar::Builder<Vec<u8>>,
     name: &str,
     data: &[u8],
@@ -91,7 +92,7 @@ fn append(
 }
 
 /// The shared libraries `ldd` lists for `program` (with the loader).
-fn libraries(program: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn libraries(program: &Path) -> Result<Vec<PathBuf>, String> {
     let out = Command::new("ldd")
         .arg(program)
         .output()

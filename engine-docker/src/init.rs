@@ -1,4 +1,5 @@
-//! `codehands __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… -- PROGRAM ARGS…`:
+//! `codehands __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… [--user UID:GID]
+//! [--nested-sandbox] -- PROGRAM ARGS…`:
 //! the agent's start inside a remote box. It takes the box's inputs (and deletes the file they came in, so the agent's
 //! env exists only in the agent's own process), checks and unpacks the base tree into the
 //! worktree, runs the agent there with its env and prompt, and with `log` prints the result
@@ -52,8 +53,8 @@ pub fn main(args: &[OsString]) -> i32 {
 }
 
 fn run(args: &[OsString]) -> Result<i32, String> {
-    const USAGE: &str =
-        "usage: __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… -- PROGRAM ARGS…";
+    const USAGE: &str = "usage: __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… [--user UID:GID] \
+         [--nested-sandbox] -- PROGRAM ARGS…";
     let [worktree, mode, rest @ ..] = args else {
         return Err(USAGE.to_owned());
     };
@@ -61,16 +62,29 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     let mut forwards = Vec::new();
     // `--root DIR`: the box is the person's image, with ours under DIR (`plan::OWN_ROOT`).
     let mut own_root = false;
-    while let [flag, value, more @ ..] = rest {
-        if flag == "--forward" {
-            let forward = value.to_str().ok_or(USAGE)?;
-            forwards.push(crate::egress::tunnel::parse_forward(forward)?);
-        } else if flag == "--root" && value == crate::plan::OWN_ROOT {
-            own_root = true;
-        } else {
-            break;
+    let mut user = None;
+    let mut nested = false;
+    loop {
+        match rest {
+            [flag, more @ ..] if flag == "--nested-sandbox" => {
+                nested = true;
+                rest = more;
+            }
+            [flag, value, more @ ..] if flag == "--forward" => {
+                let forward = value.to_str().ok_or(USAGE)?;
+                forwards.push(crate::egress::tunnel::parse_forward(forward)?);
+                rest = more;
+            }
+            [flag, value, more @ ..] if flag == "--user" => {
+                user = Some(value.to_str().ok_or(USAGE)?.to_owned());
+                rest = more;
+            }
+            [flag, value, more @ ..] if flag == "--root" && value == crate::plan::OWN_ROOT => {
+                own_root = true;
+                rest = more;
+            }
+            _ => break,
         }
-        rest = more;
     }
     let [dashes, program, rest @ ..] = rest else {
         return Err(USAGE.to_owned());
@@ -104,6 +118,19 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     std::fs::create_dir_all(BOX_HOME).map_err(|e| format!("cannot make {BOX_HOME}: {e}"))?;
     restore_home(&home);
     write_login(&login)?;
+    // Last before the agent: the box's folders become its user's, the init drops to that user
+    // and confines itself (docs/remote-box.md, "The box's kernel settings").
+    let read_only: Vec<PathBuf> = login
+        .iter()
+        .filter(|l| l.read_only)
+        .map(|l| Path::new(BOX_HOME).join(&l.path))
+        .collect();
+    crate::security::confine_init(
+        user.as_deref(),
+        nested,
+        &[Path::new(BOX_DIR), worktree.as_path()],
+        &read_only,
+    )?;
     // The image's own env (a toolchain's `JAVA_HOME`, its PATH) under the agent's.
     let path = std::env::var("PATH").unwrap_or_else(|_| crate::plan::DEFAULT_PATH.to_owned());
     let mut command = agent_command(Path::new(program), &path, own_root);

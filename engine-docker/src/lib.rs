@@ -27,10 +27,12 @@ pub mod egress;
 mod engine;
 pub mod frame;
 pub mod image;
+pub mod image_agents;
 pub mod init;
 pub mod k8s;
 pub mod phases;
 pub mod plan;
+pub mod security;
 mod shim;
 
 pub use connect::check_host;

@@ -169,6 +169,10 @@ pub struct RemotePlan {
     /// before the box is made, never written to the plan's file.
     #[serde(skip)]
     pub derived: Option<(String, String)>,
+    /// The agent runs its own sandbox in the box (`BoxNeeds::nested_sandbox`): the box gets
+    /// the settings `security.rs` gives such an agent, or is refused where it cannot.
+    #[serde(default)]
+    pub nested_sandbox: bool,
 }
 
 impl RemotePlan {
@@ -230,6 +234,12 @@ impl RemotePlan {
         for forward in self.egress.forward_args() {
             command.push("--forward".to_owned());
             command.push(forward);
+        }
+        if let Some(user) = crate::security::hardening(self).agent_user {
+            command.extend(["--user".to_owned(), user]);
+        }
+        if self.nested_sandbox {
+            command.push("--nested-sandbox".to_owned());
         }
         command.extend(["--".to_owned(), self.program.clone()]);
         command.extend(self.args.iter().cloned());

@@ -48,6 +48,7 @@ fn plan(provider: bool) -> RemotePlan {
         home_file: None,
         user_image: None,
         derived: None,
+        nested_sandbox: false,
     }
 }
 

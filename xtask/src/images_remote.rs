@@ -1,7 +1,8 @@
 //! `cargo xtask images` (its last step): the remote box's image, `codehands/remote:1`
 //! (engine_docker::REMOTE_IMAGE): `FROM scratch` with the workspace's `codehands`, the pinned
-//! Claude Code when it is installed, and the C libraries they link (engine_docker::image):
-//! a few tens of MB without Claude Code, about 450 MB with it. Like the sandbox's images it is
+//! Claude Code when it is installed, and the C libraries they link (engine_docker::image),
+//! then a shell and the pinned Codex's install folder (engine_docker::image_agents): a few tens
+//! of MB without the agents, about 700 MB with both. Like the sandbox's images it is
 //! skipped when the engine has it, loaded from `$CODEHANDS_CACHE/images/` when saved there, and
 //! built (then saved) otherwise. A cluster gets it from a registry the user names
 //! (`docker push`, then `CODEHANDS_REMOTE_IMAGE`) or by `docker save | docker load` on each
@@ -39,9 +40,9 @@ pub fn run() -> Result<(), String> {
     if !built.success() {
         return Err("cargo build -p codehands failed".into());
     }
-    // The agents that can run in a remote box go in with it: Claude Code when it is
-    // installed (`cargo xtask install`). Codex cannot: its own sandbox needs user namespaces,
-    // which a container's seccomp profile refuses.
+    // The agents go in with it when they are installed (`cargo xtask install`): Claude Code,
+    // and Codex's install folder whole, on a layer with a shell (engine_docker::image_agents).
+    // Codex's own sandbox needs the box's profile for it (docs/remote-box.md).
     let claude = agent_claude::pinned::path_in(&cache_dir());
     let programs: Vec<&std::path::Path> = if claude.is_file() {
         println!("images: with Claude Code from {}", claude.display());
@@ -55,6 +56,18 @@ pub fn run() -> Result<(), String> {
         &crate::workspace_root().join("target/debug/codehands"),
         &programs,
     )?;
+    let codex = agent_codex::pinned::path_in(&cache_dir());
+    let whole: Vec<engine_docker::image_agents::KeptWhole<'_>> = if codex.is_file() {
+        println!("images: with Codex from {}", codex.display());
+        vec![engine_docker::image_agents::KeptWhole {
+            program: &codex,
+            levels_up: 2,
+        }]
+    } else {
+        println!("images: without Codex (not installed: `cargo xtask install`)");
+        Vec::new()
+    };
+    engine_docker::image_agents::build(REMOTE_IMAGE, REMOTE_IMAGE, &whole)?;
     save(&saved)?;
     println!("images: built {REMOTE_IMAGE}");
     Ok(())

@@ -9,62 +9,13 @@ use crate::support;
 use crate::support::remote;
 
 use remote::{
-    TestImage, approve, codehands, docker, docker_ready, run_kept, state, tree_and_parent, types,
-    wait_until,
+    Swarm, TestImage, approve, codehands, docker, docker_ready, left_on_swarm, run_kept, state,
+    tree_and_parent, types, wait_until,
 };
 use support::{World, run, text};
 
-/// This engine as a swarm manager for the test's length.
-struct Swarm {
-    joined: bool,
-}
-
-impl Swarm {
-    fn join() -> Option<Self> {
-        let state = docker(&[
-            "info",
-            "--format",
-            "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}",
-        ])?;
-        match state.trim() {
-            "active true" => Some(Self { joined: false }),
-            "inactive false" => {
-                let out = docker(&["swarm", "init", "--advertise-addr", "127.0.0.1"]);
-                assert!(
-                    out.is_some(),
-                    "docker swarm init --advertise-addr 127.0.0.1 failed"
-                );
-                Some(Self { joined: true })
-            }
-            other => {
-                runner_core::testkit::skip(&format!(
-                    "this engine is in a swarm it does not manage ({other}): the swarm test needs a manager"
-                ));
-                None
-            }
-        }
-    }
-}
-
-impl Drop for Swarm {
-    fn drop(&mut self) {
-        if self.joined {
-            let _ = docker(&["swarm", "leave", "--force"]);
-        }
-    }
-}
-
 fn new_id() -> String {
     runner_contract::SessionId::new_random().to_string()
-}
-
-/// The services, secrets and networks on the swarm that name session `id`.
-fn left_on_swarm(id: &str) -> String {
-    let filter = format!("label=codehands.session={id}");
-    let services = docker(&["service", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
-    let secrets = docker(&["secret", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
-    let networks = docker(&["network", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
-    format!("{services}{secrets}{networks}").trim().to_owned()
 }
 
 #[test]

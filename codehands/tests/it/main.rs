@@ -32,6 +32,7 @@ mod engine_ssh;
 mod engine_swarm;
 mod plugins;
 mod profile_boxed;
+mod remote_agents;
 mod remote_image;
 mod runner_claude;
 mod runner_converse;

@@ -99,7 +99,7 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         }
         name.clone()
     };
-    let body = ContainerCreateBody {
+    let mut body = ContainerCreateBody {
         image: Some(plan.box_image().to_owned()),
         cmd: Some(plan.command(false)),
         env: Some(plan.public_env()),
@@ -134,6 +134,9 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         }),
         ..ContainerCreateBody::default()
     };
+    if let Some(host) = body.host_config.as_mut() {
+        crate::security::apply_to_container(host, plan);
+    }
     let options = CreateContainerOptionsBuilder::default().name(&name).build();
     if let Err(e) = docker.create_container(Some(options), body).await {
         remove(docker, plan).await;

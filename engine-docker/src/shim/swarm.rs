@@ -259,6 +259,7 @@ async fn task_end(docker: &Docker, name: &str, state: &mut Option<TaskState>) ->
 }
 
 async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(), String> {
+    crate::security::check_engine(plan, docker)?;
     let name = plan.name();
     let mut secrets = Vec::new();
     for (i, chunk) in inputs.chunks(SECRET_CHUNK).enumerate() {
@@ -298,7 +299,8 @@ async fn create(docker: &Docker, plan: &RemotePlan, inputs: &[u8]) -> Result<(),
         }
     };
     let image = super::swarm_spec::pinned_image(docker, plan.box_image()).await;
-    let spec = super::swarm_spec::job_spec(plan, &image, secrets, &network);
+    let mut spec = super::swarm_spec::job_spec(plan, &image, secrets, &network);
+    crate::security::apply_to_service(&mut spec, plan, docker);
     if let Err(e) = docker.create_service(spec, None).await {
         remove(docker, plan).await;
         return Err(format!("the swarm refused the job {name}: {e}"));

@@ -371,3 +371,76 @@ pub fn wait_while_removing(world: &World, id: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+impl TestImage {
+    /// This image with a shell and Codex's install folder on it (`engine_docker::image_agents`,
+    /// as `cargo xtask images` builds `codehands/remote:1`).
+    pub fn with_agents(&self, codex: &Path) -> Self {
+        let tag = format!("{}-agents", self.tag);
+        let whole = [engine_docker::image_agents::KeptWhole {
+            program: codex,
+            levels_up: 2,
+        }];
+        engine_docker::image_agents::build(&tag, &self.tag, &whole).unwrap();
+        Self { tag }
+    }
+}
+
+/// This engine as a swarm manager while a [`Swarm`] lives: the tests of the binary that use
+/// the swarm share it, and it is left (when a test made it) after the last of them.
+pub struct Swarm(());
+
+/// How many [`Swarm`]s live, and whether the first of them made the swarm.
+static SWARM_USERS: std::sync::Mutex<(usize, bool)> = std::sync::Mutex::new((0, false));
+
+impl Swarm {
+    /// The engine as a manager (`docker swarm init --advertise-addr 127.0.0.1` unless it is one
+    /// already); a skip (a failure under CI) when it is in a swarm it does not manage.
+    pub fn join() -> Option<Self> {
+        let mut users = SWARM_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        let state = docker(&[
+            "info",
+            "--format",
+            "{{.Swarm.LocalNodeState}} {{.Swarm.ControlAvailable}}",
+        ])?;
+        match state.trim() {
+            "active true" => {}
+            "inactive false" => {
+                let out = docker(&["swarm", "init", "--advertise-addr", "127.0.0.1"]);
+                assert!(
+                    out.is_some(),
+                    "docker swarm init --advertise-addr 127.0.0.1 failed"
+                );
+                users.1 = true;
+            }
+            other => {
+                runner_core::testkit::skip(&format!(
+                    "this engine is in a swarm it does not manage ({other}): the swarm test needs a manager"
+                ));
+                return None;
+            }
+        }
+        users.0 += 1;
+        Some(Self(()))
+    }
+}
+
+impl Drop for Swarm {
+    fn drop(&mut self) {
+        let mut users = SWARM_USERS.lock().unwrap_or_else(|e| e.into_inner());
+        users.0 -= 1;
+        if users.0 == 0 && users.1 {
+            let _ = docker(&["swarm", "leave", "--force"]);
+            users.1 = false;
+        }
+    }
+}
+
+/// The services, secrets and networks on the swarm that name session `id`.
+pub fn left_on_swarm(id: &str) -> String {
+    let filter = format!("label=codehands.session={id}");
+    let services = docker(&["service", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
+    let secrets = docker(&["secret", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
+    let networks = docker(&["network", "ls", "--quiet", "--filter", &filter]).unwrap_or_default();
+    format!("{services}{secrets}{networks}").trim().to_owned()
+}
