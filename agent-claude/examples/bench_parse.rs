@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use agent_claude::{ClaudeCode, JsonlDecoder};
-use runner_core::Agent;
+use runner_contract::Agent;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -4,8 +4,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use agent_claude::ClaudeCode;
-use runner_core::testkit::expect_error;
-use runner_core::{Agent, AgentRequest, ErrorKind, ResumeFrom, SessionId, StdinClose};
+use runner_contract::{Agent, AgentRequest, ErrorKind, ResumeFrom, SessionId, StdinClose};
+use runner_testkit::expect_error;
 
 fn request() -> AgentRequest {
     AgentRequest {
@@ -72,7 +72,7 @@ fn a_resume() {
         resume: Some(ResumeFrom {
             agent_session_id: "3f2a9c1e-0b7d-4c55-9a57-2f0d8e6b1a42".into(),
         }),
-        prompt: runner_core::DEFAULT_RESUME_PROMPT.into(),
+        prompt: runner_contract::DEFAULT_RESUME_PROMPT.into(),
         model: None,
         notes: None,
         notes_file: None,
@@ -128,7 +128,7 @@ fn the_prompt_is_only_on_stdin_as_one_user_message() {
 fn an_asking_run_uses_the_stdio_permission_tool_and_initializes_first() {
     let agent = ClaudeCode::with_program("claude");
     let asking = AgentRequest {
-        permissions: runner_core::PermissionMode::Ask,
+        permissions: runner_contract::PermissionMode::Ask,
         ..request()
     };
     let args = args_of(&agent, &asking);
@@ -251,7 +251,7 @@ fn bad_requests_are_refused_with_what_to_do() {
         (
             "[agent] allow rule",
             AgentRequest {
-                tools: runner_core::ToolPolicy {
+                tools: runner_contract::ToolPolicy {
                     boxed: true,
                     allow: vec!["Bash(ls),Bash(curl:*)".into()],
                     deny: Vec::new(),
@@ -262,7 +262,7 @@ fn bad_requests_are_refused_with_what_to_do() {
         (
             "[agent] deny rule",
             AgentRequest {
-                tools: runner_core::ToolPolicy {
+                tools: runner_contract::ToolPolicy {
                     deny: vec!["Bash(curl:*".into()],
                     ..Default::default()
                 },
@@ -371,7 +371,7 @@ fn value_after(args: &[String], flag: &str) -> Option<String> {
 fn a_boxed_turn_may_run_any_command_and_keeps_the_deny_rules() {
     let agent = ClaudeCode::with_program("/opt/claude");
     let boxed = AgentRequest {
-        tools: runner_core::ToolPolicy {
+        tools: runner_contract::ToolPolicy {
             boxed: true,
             allow: vec!["WebFetch".into(), "Bash".into()],
             deny: vec!["Bash(curl:*)".into(), "WebSearch".into()],
@@ -402,7 +402,7 @@ fn an_unboxed_turn_may_run_the_test_command_with_its_arguments_and_the_settings_
     let agent = ClaudeCode::with_program("/opt/claude");
     let unboxed = AgentRequest {
         test_command: Some("cargo test".into()),
-        tools: runner_core::ToolPolicy {
+        tools: runner_contract::ToolPolicy {
             boxed: false,
             allow: vec!["Bash(make lint:*)".into()],
             deny: Vec::new(),

@@ -4,7 +4,7 @@
 use agent_claude::{ClaudeCode, Frame, JsonlDecoder};
 use agent_harness::Fixtures;
 use agent_harness::snapshot::without_durations;
-use runner_core::{Agent, EventBody};
+use runner_contract::{Agent, EventBody};
 use serde_json::{Value, json};
 
 fn fixtures() -> Fixtures {
@@ -236,7 +236,7 @@ fn the_budget_running_out_fails_the_task_with_its_cost() {
     };
     assert_eq!(
         failed.reason,
-        runner_core::event::FailureKind::BudgetExhausted
+        runner_contract::event::FailureKind::BudgetExhausted
     );
     assert_eq!(failed.cost_usd, Some(0.8400000000000001));
     assert!(

@@ -3,7 +3,7 @@
 
 use agent_claude::{ClaudeCode, JsonlDecoder};
 use proptest::prelude::*;
-use runner_core::{Agent, EventBody};
+use runner_contract::{Agent, EventBody};
 
 const REAL_LINES: &str = include_str!("fixtures/edit-files.jsonl");
 

@@ -4,8 +4,10 @@
 use std::path::Path;
 
 use agent_codex::Codex;
-use runner_core::testkit::expect_error;
-use runner_core::{Agent, AgentRequest, ErrorKind, Invocation, ResumeFrom, SessionId, StdinClose};
+use runner_contract::{
+    Agent, AgentRequest, ErrorKind, Invocation, ResumeFrom, SessionId, StdinClose,
+};
+use runner_testkit::expect_error;
 
 const THREAD: &str = "01a23690-c196-75e3-9541-355fde112d27";
 
@@ -90,7 +92,7 @@ fn a_resume_names_the_thread_after_the_flags() {
         resume: Some(ResumeFrom {
             agent_session_id: THREAD.into(),
         }),
-        prompt: runner_core::DEFAULT_RESUME_PROMPT.into(),
+        prompt: runner_contract::DEFAULT_RESUME_PROMPT.into(),
         ..request()
     };
     let invocation = invocation(&request);
@@ -106,7 +108,7 @@ fn a_resume_names_the_thread_after_the_flags() {
         !args.contains(&"--sandbox"),
         "`exec resume` has no --sandbox: the config key says it"
     );
-    assert_eq!(invocation.stdin, [runner_core::DEFAULT_RESUME_PROMPT]);
+    assert_eq!(invocation.stdin, [runner_contract::DEFAULT_RESUME_PROMPT]);
     let blank = AgentRequest {
         permissions: Default::default(),
         prompt: String::new(),

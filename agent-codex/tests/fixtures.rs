@@ -5,8 +5,8 @@
 use agent_codex::Codex;
 use agent_harness::Fixtures;
 use agent_harness::snapshot::{redact_runs, without_durations};
-use runner_core::EventBody;
-use runner_core::event::FailureKind;
+use runner_contract::EventBody;
+use runner_contract::event::FailureKind;
 use serde_json::{Value, json};
 
 fn fixtures() -> Fixtures {

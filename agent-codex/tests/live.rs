@@ -7,13 +7,13 @@ mod scenarios;
 
 use agent_codex::Codex;
 use agent_harness::{Fixtures, Harness, parse_lines};
-use runner_core::EventBody;
+use runner_contract::EventBody;
 
 /// The adapter pointed at the installed Codex, or a skip (a failure under CI=true).
 fn codex() -> Option<Codex> {
     let found = scenarios::installed();
     if found.is_none() {
-        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
+        runner_testkit::skip("Codex is not installed: run `cargo xtask agents`");
     }
     found.map(Codex::with_program)
 }

@@ -3,7 +3,7 @@
 
 use agent_codex::Codex;
 use proptest::prelude::*;
-use runner_core::Agent;
+use runner_contract::Agent;
 
 const SHAPES: &[&str] = &[
     r#"{"type":"thread.started","thread_id":1}"#,

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use runner_core::{Agent, EventBody};
+use runner_contract::{Agent, EventBody};
 
 /// The recordings of one agent crate.
 #[derive(Debug, Clone)]

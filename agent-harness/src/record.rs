@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use runner_core::Agent;
+use runner_contract::Agent;
 use runner_fake::model_server::ModelServer;
 
 use crate::fixtures::Fixtures;
@@ -136,7 +136,7 @@ impl Recorder {
         let agent = match (self.agent)() {
             Ok(agent) => agent,
             Err(missing) => {
-                runner_core::testkit::skip(&format!("nothing recorded: {missing}"));
+                runner_testkit::skip(&format!("nothing recorded: {missing}"));
                 return ExitCode::SUCCESS;
             }
         };

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use runner_core::event::PermissionRequested;
-use runner_core::options::PermissionAnswer;
-use runner_core::{Agent, AgentInput, AgentRequest, EventBody, ResumeFrom, SessionId, StdinClose};
+use runner_contract::event::PermissionRequested;
+use runner_contract::options::PermissionAnswer;
+use runner_contract::{
+    Agent, AgentInput, AgentRequest, EventBody, ResumeFrom, SessionId, StdinClose,
+};
 use runner_fake::model_server::{ModelServer, RecordedRequest};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -148,7 +150,7 @@ impl<'a> Harness<'a> {
             tools: Default::default(),
         };
         if !scenario.answers.is_empty() {
-            request.permissions = runner_core::options::PermissionMode::Ask;
+            request.permissions = runner_contract::options::PermissionMode::Ask;
         }
         adjust(&mut request);
         let invocation = self

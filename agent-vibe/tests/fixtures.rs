@@ -4,7 +4,7 @@
 use agent_harness::Fixtures;
 use agent_harness::snapshot::{redact_runs, without_durations};
 use agent_vibe::MistralVibe;
-use runner_core::EventBody;
+use runner_contract::EventBody;
 use serde_json::Value;
 
 fn fixtures() -> Fixtures {

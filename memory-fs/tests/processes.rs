@@ -9,7 +9,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use memory_fs::FileMemory;
-use runner_core::MemoryStore;
+use runner_contract::MemoryStore;
 
 const KEY: &str = "5eed5eed5eed";
 const WRITER_ROOT: &str = "MEMORY_FS_TEST_WRITER_ROOT";

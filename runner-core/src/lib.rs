@@ -1,5 +1,5 @@
-//! The codehands engine: the runner, the process layer, the session store, the report and
-//! the testkit, over the contract in `runner-contract`, whose modules it re-exports under
+//! The codehands engine: the runner, the process layer, the session store and the report,
+//! over the contract in `runner-contract`, whose modules it re-exports under
 //! the paths they had here (`runner_core::event`, `runner_core::Agent`, ...).
 //!
 //! - [`event`]: the events, the product; [`EventSequence`] numbers them.
@@ -15,7 +15,6 @@
 //! - [`text_lines`]: the parser for agents that print plain text.
 //! - [`testrun`]: recognising test commands and failures in their output, for every agent.
 //! - [`schema`]: the JSON Schemas of the contract, as committed under `schemas/`.
-//! - `testkit` (feature): conformance suites that every implementation runs.
 
 pub mod process;
 pub mod redact;
@@ -36,9 +35,6 @@ pub mod options {
     pub use runner_contract::options::*;
     pub use runner_contract::traits::runner::Sent;
 }
-
-#[cfg(feature = "testkit")]
-pub mod testkit;
 
 pub use agent_name::AgentName;
 pub use error::{Error, ErrorKind, Result};

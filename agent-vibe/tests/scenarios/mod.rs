@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use agent_harness::files::{BASE_FILES, NPM_FAILING};
 use agent_harness::{Fixtures, Recorder, Scenario};
 use agent_vibe::{MistralVibe, install};
-use runner_core::Agent;
+use runner_contract::Agent;
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 
@@ -35,7 +35,7 @@ pub fn install_folder() -> PathBuf {
     std::env::var_os(DIR_VAR)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| install::folder(&runner_core::testkit::agents::cache_root()))
+        .unwrap_or_else(|| install::folder(&runner_testkit::agents::cache_root()))
 }
 
 /// The provider variables that send Vibe to the scripted server (OpenAI Chat Completions).

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use runner_core::testkit::runner as suite;
 use runner_core::{AgentName, Isolation, Runner, SessionId, SessionState, StartOptions};
+use runner_testkit::runner as suite;
 use support::{World, process_running};
 
 fn options(world: &World, id: SessionId) -> StartOptions {

@@ -37,7 +37,7 @@ impl Swarm {
                 Some(Self { joined: true })
             }
             other => {
-                runner_core::testkit::skip(&format!(
+                runner_testkit::skip(&format!(
                     "this engine is in a swarm it does not manage ({other}): the swarm test needs a manager"
                 ));
                 None

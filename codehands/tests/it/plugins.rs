@@ -11,8 +11,8 @@ use std::path::Path;
 
 use codehands::RunnerBuilder;
 use runner_core::event::{FailureKind, TaskFailed};
-use runner_core::testkit::runner::collect;
 use runner_core::{AgentName, AgentOrigin, Event, EventBody, LocalRunner, Runner, StartOptions};
+use runner_testkit::runner::collect;
 use support::plugins::sample;
 use support::{World, new_id, types};
 

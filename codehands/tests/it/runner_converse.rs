@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use runner_core::event::PermissionOutcome;
-use runner_core::testkit::runner as suite;
 use runner_core::{
     AgentName, ErrorKind, Event, EventBody, EventStream, LocalRunner, PermissionAnswer,
     Permissions, Runner, Sent, SessionId, SessionState, StartOptions,
 };
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, assert_contiguous, claude_runner, codex, tool_results, types};
 

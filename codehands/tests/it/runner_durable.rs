@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use runner_core::event::FailureKind;
-use runner_core::testkit::runner as suite;
 use runner_core::{AgentName, Event, EventBody, Runner, SessionId, SessionState, StartOptions};
+use runner_testkit::runner as suite;
 use support::{World, assert_contiguous, new_id, types};
 
 fn options(world: &World, id: SessionId) -> StartOptions {

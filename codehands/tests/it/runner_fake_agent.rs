@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use runner_core::event::FailureKind;
-use runner_core::testkit::{expect_error, runner as suite};
 use runner_core::{AgentName, ErrorKind, EventBody, Runner, SessionState, StartOptions, Watchdog};
+use runner_testkit::{expect_error, runner as suite};
 use support::{World, new_id, types};
 
 fn options(world: &World, id: runner_core::SessionId) -> StartOptions {
@@ -467,7 +467,7 @@ async fn sandbox_ready() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "Docker or the image {image} is missing: run `cargo xtask images`"
         ));
     }

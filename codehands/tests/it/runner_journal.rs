@@ -3,10 +3,10 @@
 
 use crate::support;
 
-use runner_core::testkit::runner as suite;
 use runner_core::{
     AgentName, ErrorKind, Runner, SessionId, SessionRecord, SessionState, StartOptions, Vcs,
 };
+use runner_testkit::runner as suite;
 use support::{World, new_id};
 
 fn options(world: &World, id: SessionId) -> StartOptions {

@@ -5,9 +5,9 @@
 
 use crate::support;
 
-use runner_core::testkit::runner as suite;
 use runner_core::{AgentName, AttemptSpec, Runner, SessionId, SessionState, TaskId, TaskOptions};
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, json_lines, ok, run, text, worktree_for};
 

@@ -5,11 +5,11 @@
 
 use crate::support;
 
-use runner_core::testkit::runner as suite;
 use runner_core::{
     AgentName, AttemptSpec, ErrorKind, LocalRunner, PickOptions, Runner, SessionState, TaskId,
     TaskOptions, TaskRecord, TaskState,
 };
+use runner_testkit::runner as suite;
 use support::World;
 
 fn fake() -> AgentName {

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use base64::Engine;
 use futures::StreamExt;
-use runner_core::testkit::runner as suite;
 use runner_core::{AgentName, EventBody, MemoryStore, Runner, RunnerSettings, StartOptions};
+use runner_testkit::runner as suite;
 use support::{World, new_id, types};
 
 /// The secret given to the agent, under a name that says it is one.

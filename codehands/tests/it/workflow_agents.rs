@@ -6,10 +6,10 @@
 
 use crate::support;
 
-use runner_core::testkit::runner as suite;
 use runner_core::workflow::Severity;
 use runner_core::{EventBody, Isolation, Runner, SessionId, SessionState, WorkflowOptions};
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, worktree_for};
 

@@ -8,11 +8,11 @@ use crate::support;
 use std::path::Path;
 
 use runner_core::event::FailureKind;
-use runner_core::testkit::runner as suite;
 use runner_core::workflow::Severity;
 use runner_core::{
     EventBody, Isolation, LocalRunner, Runner, SessionId, SessionState, WorkflowOptions,
 };
+use runner_testkit::runner as suite;
 use support::World;
 
 /// A coder: notes each prompt it is given (outside the worktree), adds a line to `a.txt`.

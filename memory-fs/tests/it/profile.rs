@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 
 use memory_fs::{MAX_FILE_BYTES, detect_repo_profile};
-use runner_core::{Language, PackageManager, RepoProfile};
+use runner_contract::{Language, PackageManager, RepoProfile};
 
 use Language::{Go, Node, Python, Rust};
 use PackageManager::{Cargo, Npm, Pip, Pnpm, Poetry, Uv, Yarn};

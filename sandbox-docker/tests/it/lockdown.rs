@@ -5,7 +5,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::{BUSYBOX, DEBIAN, boxes_of, request, sandbox, worktree};
-use runner_core::Sandbox;
+use runner_contract::Sandbox;
 
 #[tokio::test]
 async fn no_privileges_inside() {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{BUSYBOX, boxes_of, request, sandbox, worktree};
-use runner_core::Sandbox;
+use runner_contract::Sandbox;
 use sandbox_docker::DockerSandbox;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixStream};

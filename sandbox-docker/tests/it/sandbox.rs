@@ -8,7 +8,7 @@ use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 use common::{BUSYBOX, DEBIAN, boxes_of, docker, engine, git, request, sandbox, worktree};
 use futures::StreamExt;
-use runner_core::{
+use runner_contract::{
     Language, PackageManager, RepoProfile, Sandbox, SandboxErrorKind, SandboxResult,
 };
 use sandbox_docker::{DockerSandbox, NOT_IGNORED, result_file};
@@ -562,8 +562,8 @@ async fn remove_leftovers_finds_a_sessions_boxes_by_label() {
         return;
     };
     let (crashed, other) = (
-        runner_core::SessionId::new_random(),
-        runner_core::SessionId::new_random(),
+        runner_contract::SessionId::new_random(),
+        runner_contract::SessionId::new_random(),
     );
     let docker = docker();
     // What a crash leaves: a box still running and one that exited, plus another session's.

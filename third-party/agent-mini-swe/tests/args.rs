@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use agent_mini_swe::{MiniSweAgent, install};
-use runner_core::testkit::expect_error;
-use runner_core::{Agent, AgentRequest, ErrorKind, ResumeFrom, SessionId};
+use runner_contract::{Agent, AgentRequest, ErrorKind, ResumeFrom, SessionId};
+use runner_testkit::expect_error;
 
 /// A config folder as `cargo xtask agents` makes it.
 fn config_dir(root: &Path) -> PathBuf {
@@ -57,7 +57,7 @@ fn a_run_puts_the_settings_on_stdin_and_only_flags_on_argv() {
     insta::assert_json_snapshot!("stdin", settings);
     assert_eq!(
         invocation.close_stdin,
-        runner_core::StdinClose::AfterWrite,
+        runner_contract::StdinClose::AfterWrite,
         "mini reads its stdin config to the end"
     );
     let env: Vec<(&str, &str)> = invocation

@@ -4,8 +4,8 @@
 use agent_harness::Fixtures;
 use agent_harness::snapshot::{redact_runs, without_durations};
 use agent_mini_swe::MiniSweAgent;
-use runner_core::EventBody;
-use runner_core::event::{FailureKind, ProviderState};
+use runner_contract::EventBody;
+use runner_contract::event::{FailureKind, ProviderState};
 use serde_json::Value;
 
 fn fixtures() -> Fixtures {

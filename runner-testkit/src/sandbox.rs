@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{
+use runner_contract::{
     BoxLimits, Language, RepoProfile, Sandbox, SandboxErrorKind, SandboxRequest, SandboxResult,
     SessionId,
 };

@@ -7,8 +7,8 @@ use super::fixture::{
     CheckoutSnapshot, Fixture, git, git_branch_exists, git_rev, git_worktrees, tree_files, write,
 };
 use super::{NOTHING_TO_APPROVE, git_missing};
-use crate::testkit::expect_error;
-use crate::{ErrorKind, Signature, Vcs};
+use crate::expect_error;
+use runner_contract::{ErrorKind, Signature, Vcs};
 
 /// The worktree's files, except `.git` and the given ignored paths: path → bytes.
 fn work_files(wt: &Path, ignored: &[&str]) -> std::collections::BTreeMap<String, Vec<u8>> {

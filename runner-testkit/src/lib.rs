@@ -1,11 +1,14 @@
 //! Conformance suites: free async functions over `&dyn Trait` that every
-//! implementation's tests call, so one body checks every adapter.
+//! implementation's tests call, so one body checks every adapter. Over the contract
+//! (`runner-contract`) only, so an adapter's tests never compile the engine (the lifecycle
+//! suite drives the real runner through the contract's `Runner` trait; the test builds it).
 //!
 //! Each function panics with a message naming the broken promise.
 
 pub mod agent;
 pub mod agents;
 pub mod cargo;
+pub mod confine;
 pub mod lifecycle;
 pub mod memory;
 pub mod runner;
@@ -13,7 +16,7 @@ pub mod sandbox;
 pub mod test_user;
 pub mod vcs;
 
-use crate::{ErrorKind, Result};
+use runner_contract::{ErrorKind, Result};
 
 /// Asserts that `result` is an error of `kind`, and returns its message.
 pub fn expect_error<T: std::fmt::Debug>(result: Result<T>, kind: ErrorKind, what: &str) -> String {

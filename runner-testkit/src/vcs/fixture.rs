@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::{SessionId, Vcs, WorktreeSpec};
+use runner_contract::{SessionId, Vcs, WorktreeSpec};
 
 /// Whether the `git` program can be run.
 pub fn git_available() -> bool {

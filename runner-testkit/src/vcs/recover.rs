@@ -2,7 +2,7 @@
 
 use super::fixture::{Fixture, git, git_branch_exists, git_worktrees, write};
 use super::git_missing;
-use crate::Vcs;
+use runner_contract::Vcs;
 
 /// Recovery: this tool's worktrees (and only those under the root) are listed with their
 /// branches, stale entries are pruned, and a branch tells whether the agent committed.

@@ -2,7 +2,7 @@
 //! can run them all ([`all`]); every store must pass every function.
 
 use super::expect_error;
-use crate::{
+use runner_contract::{
     DiffStat, ErrorKind, FileStat, Language, MemoryStore, PackageManager, RepoProfile, RunSummary,
     SessionId,
 };
@@ -97,7 +97,7 @@ pub fn sample_run() -> RunSummary {
             binary: false,
             too_large: false,
         }]),
-        finished_at: crate::now_rfc3339(),
+        finished_at: runner_contract::now_rfc3339(),
     }
 }
 
@@ -140,14 +140,14 @@ pub async fn record_outcome_marks_the_runs_note(store: &dyn MemoryStore) {
     store.record_run(key, &first).await.expect("record a run");
     store.record_run(key, &second).await.expect("record a run");
     store
-        .record_outcome(key, &first.branch, crate::SessionState::Approved)
+        .record_outcome(key, &first.branch, runner_contract::SessionState::Approved)
         .await
         .expect("record an outcome");
     store
         .record_outcome(
             key,
             "codehands/no-such-branch",
-            crate::SessionState::Rejected,
+            runner_contract::SessionState::Rejected,
         )
         .await
         .expect("an outcome without a note is fine");
@@ -159,7 +159,7 @@ pub async fn record_outcome_marks_the_runs_note(store: &dyn MemoryStore) {
         "{notes:?}"
     );
     store
-        .record_outcome(key, &second.branch, crate::SessionState::Rejected)
+        .record_outcome(key, &second.branch, runner_contract::SessionState::Rejected)
         .await
         .expect("record an outcome");
     let notes = store.notes(key).await.expect("notes");

@@ -2,7 +2,7 @@
 
 use super::fixture::{CheckoutSnapshot, Fixture, git, git_rev, write};
 use super::git_missing;
-use crate::Vcs;
+use runner_contract::Vcs;
 
 /// The worktree is on a new branch from base, outside the repo, and the person's checkout
 /// (HEAD, branch, index, working files, even uncommitted edits) is the same after create,

@@ -6,7 +6,7 @@ use super::fixture::{
     Fixture, binary_bytes, git, git_numstat, git_with_stdin, numbered_lines, write,
 };
 use super::git_missing;
-use crate::{FileStat, Vcs};
+use runner_contract::{FileStat, Vcs};
 
 /// Makes every kind of change in a fresh worktree: edits, a missing final newline, a deletion,
 /// two renames, binary edits and additions, untracked files in a new folder, an empty file,

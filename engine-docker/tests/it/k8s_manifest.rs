@@ -2,7 +2,7 @@
 //! object deserializes into the `k8s-openapi` types and serializes back to the same JSON (a
 //! field those types do not know would be dropped, and fail), it keeps the box's locks, and
 //! the committed example, `docs/kubernetes-box.json`, is what the generator makes today
-//! (`UPDATE_K8S_EXAMPLE=1 cargo test -p engine-docker --test k8s_manifest` writes it again).
+//! (`UPDATE_K8S_EXAMPLE=1 cargo test -p engine-docker --test it -- k8s_manifest` writes it again).
 
 use std::path::PathBuf;
 
@@ -135,7 +135,7 @@ fn the_committed_example_is_what_the_generator_makes() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert_eq!(
         committed, generated,
-        "docs/kubernetes-box.json is stale: UPDATE_K8S_EXAMPLE=1 cargo test -p engine-docker --test k8s_manifest"
+        "docs/kubernetes-box.json is stale: UPDATE_K8S_EXAMPLE=1 cargo test -p engine-docker --test it -- k8s_manifest"
     );
 }
 

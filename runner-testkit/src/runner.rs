@@ -3,7 +3,7 @@
 use futures::StreamExt;
 
 use super::expect_error;
-use crate::{
+use runner_contract::{
     ErrorKind, Event, EventBody, EventStream, Runner, SessionId, SessionState, StartOptions,
 };
 
