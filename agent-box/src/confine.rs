@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use runner_contract::private::PrivateRoot;
-use runner_contract::{ConfineRequest, Confinement, Error, ErrorKind, Invocation, Result};
+use runner_contract::{ConfineRequest, Confinement, Engine, Error, ErrorKind, Invocation, Result};
 
 use crate::plan::{BoxPlan, Limits};
 
@@ -87,6 +87,18 @@ fn unavailable(message: String) -> Error {
     Error::new(ErrorKind::Unsupported, message)
 }
 
+/// This box is on this machine: a session on another engine is never boxed here instead.
+fn local_only(engine: Engine) -> Result<()> {
+    if engine == Engine::Local {
+        return Ok(());
+    }
+    Err(unavailable(format!(
+        "the local box runs no box on the {} engine: build the runner with a confinement \
+         for it (codehands' `remote` feature), or pass --engine local",
+        engine.as_str()
+    )))
+}
+
 impl Confinement for BwrapBox {
     fn available(&self) -> Result<()> {
         let (bwrap, _) = self.parts()?;
@@ -96,7 +108,13 @@ impl Confinement for BwrapBox {
             .map_err(unavailable)
     }
 
+    fn available_on(&self, engine: Engine) -> Result<()> {
+        local_only(engine)?;
+        self.available()
+    }
+
     fn wrap(&self, request: &ConfineRequest<'_>) -> Result<Invocation> {
+        local_only(request.engine)?;
         let (bwrap, helper) = self.parts()?;
         let session = request.session_id.to_string();
         let mut needs = request.needs.clone();

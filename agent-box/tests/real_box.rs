@@ -17,7 +17,7 @@ fn support() -> Option<agent_box::probe::Support> {
     match agent_box::probe::support(std::env::var("PATH").ok().as_deref()) {
         Ok(support) => Some(support),
         Err(why) => {
-            runner_core::testkit::skip(&format!("no box on this machine: {why}"));
+            runner_testkit::skip(&format!("no box on this machine: {why}"));
             None
         }
     }
@@ -287,7 +287,7 @@ fn the_pids_limit_holds_where_the_machine_gives_a_cgroup() {
         return;
     }
     if let Err(why) = agent_box::cgroup::find("probe") {
-        runner_core::testkit::skip(&format!("no cgroup for limits here: {why}"));
+        runner_testkit::skip(&format!("no cgroup for limits here: {why}"));
         return;
     }
     let place = Place::new();
@@ -445,4 +445,27 @@ fn the_box_ends_when_its_outer_process_is_killed_alone() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     panic!("{marker} outlived its box");
+}
+
+/// `BwrapBox` under runner-testkit's `Confinement` suite, the boxes started for real.
+#[test]
+fn the_local_box_keeps_every_confinements_promises() {
+    let Some(support) = support() else { return };
+    let boxes = agent_box::BwrapBox::new(Some(PathBuf::from(HELPER)), Some(support.bwrap));
+    runner_testkit::confine::all(
+        &boxes,
+        &runner_testkit::confine::Capabilities {
+            engines: vec![runner_contract::Engine::Local],
+            runs_shell: vec![runner_contract::Engine::Local],
+        },
+    );
+}
+
+#[test]
+fn without_bubblewrap_or_its_helper_the_local_box_says_why_and_boxes_nothing() {
+    runner_testkit::confine::refuses_when_unavailable(&agent_box::BwrapBox::new(None, None));
+    runner_testkit::confine::refuses_when_unavailable(&agent_box::BwrapBox::new(
+        Some(PathBuf::from("/no/such/codehands")),
+        Some(PathBuf::from("/usr/bin/bwrap")),
+    ));
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use agent_claude::ClaudeCode;
 use runner_contract::{Agent, AgentRequest, ErrorKind, ResumeFrom, SessionId, StdinClose};
-use runner_core::testkit::expect_error;
+use runner_testkit::expect_error;
 
 fn request() -> AgentRequest {
     AgentRequest {

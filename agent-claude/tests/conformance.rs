@@ -1,7 +1,7 @@
-//! runner-core's `Agent` conformance suite, run on `ClaudeCode`.
+//! runner-testkit's `Agent` conformance suite, run on `ClaudeCode`.
 
 use agent_claude::ClaudeCode;
-use runner_core::testkit::agent;
+use runner_testkit::agent;
 
 #[test]
 fn claude_code_keeps_every_agent_promise() {

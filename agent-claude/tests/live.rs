@@ -8,7 +8,7 @@ mod scenarios;
 use agent_claude::ClaudeCode;
 use agent_harness::{Fixtures, Harness, npm_available, parse_lines};
 use runner_contract::{Agent, EventBody};
-use runner_core::testkit::skip;
+use runner_testkit::skip;
 
 /// The adapter pointed at the installed Claude Code, or a skip (a failure under CI=true).
 fn claude() -> Option<ClaudeCode> {

@@ -7,7 +7,7 @@ use agent_codex::Codex;
 use runner_contract::{
     Agent, AgentRequest, ErrorKind, Invocation, ResumeFrom, SessionId, StdinClose,
 };
-use runner_core::testkit::expect_error;
+use runner_testkit::expect_error;
 
 const THREAD: &str = "01a23690-c196-75e3-9541-355fde112d27";
 

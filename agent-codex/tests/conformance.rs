@@ -1,7 +1,7 @@
-//! runner-core's `Agent` conformance suite, run on `Codex`.
+//! runner-testkit's `Agent` conformance suite, run on `Codex`.
 
 use agent_codex::Codex;
-use runner_core::testkit::agent;
+use runner_testkit::agent;
 
 #[test]
 fn codex_keeps_every_agent_promise() {

@@ -13,7 +13,7 @@ use runner_contract::EventBody;
 fn codex() -> Option<Codex> {
     let found = scenarios::installed();
     if found.is_none() {
-        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
+        runner_testkit::skip("Codex is not installed: run `cargo xtask agents`");
     }
     found.map(Codex::with_program)
 }

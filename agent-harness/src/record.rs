@@ -136,7 +136,7 @@ impl Recorder {
         let agent = match (self.agent)() {
             Ok(agent) => agent,
             Err(missing) => {
-                runner_core::testkit::skip(&format!("nothing recorded: {missing}"));
+                runner_testkit::skip(&format!("nothing recorded: {missing}"));
                 return ExitCode::SUCCESS;
             }
         };

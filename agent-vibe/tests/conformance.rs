@@ -1,20 +1,15 @@
-//! runner-core's `Agent` conformance suite, run on `MistralVibe`: the prompt and a resume's
-//! session id reach Vibe in the lines the parser owes after the handshake.
+//! runner-testkit's `Agent` conformance suite, run on `MistralVibe`: the prompt and a resume's
+//! session id reach Vibe in the lines the parser owes after the handshake (ACP's, which the
+//! suite plays as `protocol()` names it).
 
 use agent_vibe::MistralVibe;
-use runner_core::testkit::agent;
-
-/// What `vibe-acp` answers to `initialize` and to `session/new` (cut to what is read).
-const HANDSHAKE: &[&str] = &[
-    r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"sessionCapabilities":{"list":{},"fork":{},"close":{}}},"authMethods":[]}}"#,
-    r#"{"jsonrpc":"2.0","id":2,"result":{"sessionId":"d9a7dbd3-6968-6b32-b4f4-450db45664de"}}"#,
-];
+use runner_testkit::agent;
 
 #[test]
 fn mistral_vibe_keeps_every_agent_promise() {
     let dir = tempfile::tempdir().unwrap();
     let vibe = MistralVibe::new("vibe-acp", Some(dir.path().join("vibe-home")));
-    agent::all_after_handshake(&vibe, dir.path(), "d9a7dbd3-earlier", HANDSHAKE);
+    agent::all(&vibe, dir.path(), "d9a7dbd3-earlier");
 }
 
 #[test]

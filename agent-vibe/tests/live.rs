@@ -8,7 +8,7 @@ use agent_harness::Harness;
 #[tokio::test]
 async fn the_notes_then_the_prompt_reach_the_model_as_the_users_message() {
     let Some(vibe) = scenarios::installed() else {
-        runner_core::testkit::skip("Mistral Vibe is not installed: run `cargo xtask agents`");
+        runner_testkit::skip("Mistral Vibe is not installed: run `cargo xtask agents`");
         return;
     };
     let harness = Harness::new(&vibe, &scenarios::provider_env);

@@ -179,13 +179,10 @@ fn runner_with(setup: Setup, agents: AgentRegistry) -> Result<LocalRunner> {
             .with_agents(agents);
         #[cfg(feature = "docker")]
         let runner = runner.with_sandbox(Arc::new(docker_sandbox(&setup)));
-        #[cfg(all(feature = "box", not(feature = "remote")))]
-        let runner = runner.with_confinement(Arc::new(agent_box(&setup)));
-        #[cfg(feature = "remote")]
-        let runner = runner.with_confinement(Arc::new(engines::Engines::new(
-            agent_box(&setup),
-            engines::docker_engine(&setup),
-        )));
+        let runner = match confinement(&setup) {
+            Some(confinement) => runner.with_confinement(confinement),
+            None => runner,
+        };
         Ok(runner)
     }
     #[cfg(not(feature = "git"))]
@@ -219,6 +216,29 @@ fn caller_var<'a>(setup: &'a Setup, name: &str) -> Option<&'a str> {
         .iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
+}
+
+/// The box the runner of `setup` puts agents in: the local box, and with the `remote` feature
+/// a box on a Docker engine or swarm as each session's engine says; `None` without `box`.
+pub fn confinement(setup: &Setup) -> Option<Arc<dyn runner_contract::Confinement>> {
+    #[cfg(feature = "remote")]
+    {
+        let boxes: Arc<dyn runner_contract::Confinement> = Arc::new(engines::Engines::new(
+            agent_box(setup),
+            engines::docker_engine(setup),
+        ));
+        Some(boxes)
+    }
+    #[cfg(all(feature = "box", not(feature = "remote")))]
+    {
+        let boxes: Arc<dyn runner_contract::Confinement> = Arc::new(agent_box(setup));
+        Some(boxes)
+    }
+    #[cfg(not(feature = "box"))]
+    {
+        let _ = setup;
+        None
+    }
 }
 
 /// The agent's box of this setup: bubblewrap from the caller's PATH, and the helper.

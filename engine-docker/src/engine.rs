@@ -99,6 +99,16 @@ fn unsupported(message: String) -> Error {
     Error::new(ErrorKind::Unsupported, message)
 }
 
+/// A local session is never boxed on an engine.
+fn remote_only(engine: Engine) -> Result<()> {
+    if engine == Engine::Local {
+        return Err(unsupported(
+            "the Docker engine runs no local box: use the local confinement".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
 /// The plan of `run_dir`, when there is one.
 pub(crate) fn plan_in(run_dir: &Path) -> Option<RemotePlan> {
     let bytes = runner_contract::private::read_no_follow(&RemotePlan::file_in(run_dir)).ok()??;
@@ -110,12 +120,13 @@ impl Confinement for DockerEngine {
         self.helper().map(drop)
     }
 
+    fn available_on(&self, engine: Engine) -> Result<()> {
+        remote_only(engine)?;
+        self.available()
+    }
+
     fn wrap(&self, request: &ConfineRequest<'_>) -> Result<Invocation> {
-        if request.engine == Engine::Local {
-            return Err(unsupported(
-                "the Docker engine runs no local box: use the local confinement".to_owned(),
-            ));
-        }
+        remote_only(request.engine)?;
         let helper = self.helper()?;
         crate::connect::check_host(self.docker_host.as_deref(), self.tls_verify)
             .map_err(unsupported)?;

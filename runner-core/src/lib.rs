@@ -8,7 +8,6 @@
 //! - [`registry`]: the agents a runner knows, by name.
 //! - [`report`]: the final report of a session, built from its record and event log.
 //! - [`redact`]: cutting secret values, in every form, out of what a reader sees.
-//! - `testkit` (feature): conformance suites that every implementation runs.
 
 pub mod process;
 pub mod redact;
@@ -16,9 +15,6 @@ pub mod registry;
 pub mod report;
 pub mod runner;
 pub mod store;
-
-#[cfg(feature = "testkit")]
-pub mod testkit;
 
 pub use registry::{AgentOrigin, AgentRegistry, RegisteredAgent};
 pub use report::ReportInput;

@@ -48,7 +48,7 @@ pub(crate) fn io(what: &str, path: &Path, err: &std::io::Error) -> Error {
     Error::new(kind, format!("{what} {}: {err}{hint}", path.display()))
 }
 
-/// The refusal for a path that cannot give a base commit, in the words every adapter's refusal carries (`runner_core::testkit::vcs`).
+/// The refusal for a path that cannot give a base commit, in the words every adapter's refusal carries (`runner_testkit::vcs`).
 pub(crate) fn not_a_repo(path: &Path, why: &str) -> Error {
     Error::invalid_input(format!(
         "{} is not a git repo or has no commits yet ({why}): pass the top folder of a \

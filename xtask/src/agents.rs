@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agent_claude::pinned::VERSION as CLAUDE_VERSION;
-use runner_core::testkit::agents::cache_root;
+use runner_testkit::agents::cache_root;
 
 fn claude_cache_path() -> PathBuf {
     agent_claude::pinned::path_in(&cache_root())

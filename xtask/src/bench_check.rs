@@ -382,8 +382,7 @@ mod tests {
     /// the runner without it, fails against the figures without it.
     #[test]
     fn the_gate_fails_on_a_planted_20_percent_slowdown() {
-        let profile =
-            runner_core::testkit::cargo::build(env!("CARGO_MANIFEST_DIR"), &["codehands"]);
+        let profile = runner_testkit::cargo::build(env!("CARGO_MANIFEST_DIR"), &["codehands"]);
         let measured = measure(&profile.join("codehands"), 7, Some(20)).unwrap();
         let before = Figures {
             figures: vec![measured.get(UNBOXED).unwrap().clone()],

@@ -43,9 +43,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         [flag, n] if flag == "--rounds" => n.parse().map_err(|_| "--rounds takes a number")?,
         _ => return Err("usage: cargo xtask bench run [--rounds N]".into()),
     };
-    let claude =
-        runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
-            .ok_or("Claude Code is not installed: run `cargo xtask agents`")?;
+    let claude = runner_testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
+        .ok_or("Claude Code is not installed: run `cargo xtask agents`")?;
     let codehands = build_codehands()?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(bench(&claude, &codehands, rounds))

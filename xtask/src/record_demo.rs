@@ -15,9 +15,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err("usage: cargo xtask record demo".into());
     }
-    let claude =
-        runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
-            .ok_or("Claude Code is not installed: run `cargo xtask agents` first")?;
+    let claude = runner_testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
+        .ok_or("Claude Code is not installed: run `cargo xtask agents` first")?;
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(record(&claude))
 }

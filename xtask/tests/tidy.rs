@@ -83,7 +83,7 @@ const ENV_READERS: &[(&str, &str)] = &[
     ("fuzz-harness/", "test support: the fuzz targets' bodies"),
     ("agent-harness/", "test support: the recording harness"),
     (
-        "runner-core/src/testkit/",
+        "runner-testkit/",
         "test support: the conformance suites (CI=true, the agents' cache)",
     ),
     (
@@ -366,7 +366,7 @@ fn no_product_file_is_over_600_lines() {
         .into_iter()
         .filter(|path| !is_test_code(path) && path != THIS_FILE)
         // The fuzz targets and the test-support crates are tests of their own kind.
-        .filter(|path| !path.starts_with("fuzz/") && !path.contains("/testkit/"))
+        .filter(|path| !path.starts_with("fuzz/") && !path.starts_with("runner-testkit/"))
         .filter_map(|path| {
             let text = read(&path);
             let lines = text
@@ -403,9 +403,51 @@ fn workspace_pins() -> Vec<String> {
         .collect()
 }
 
-/// Every member's manifest, the root's own left out (the fuzz crate is outside the
-/// workspace and pins its own).
-fn member_manifests() -> Vec<String> {
+/// Whether a member is an adapter: a crate that implements the contract (or serves one that
+/// does) and stands on runner-contract alone (ARCHITECTURE.md, "Invariants"). None lists
+/// runner-core, not even for its tests: they take the suites from runner-testkit, and an
+/// end-to-end test reaches the real runner through the facade (`codehands::core`).
+fn is_adapter(name: &str) -> bool {
+    name.starts_with("agent-")
+        || [
+            "vcs-git",
+            "sandbox-docker",
+            "memory-fs",
+            "engine-docker",
+            "claude-lifecycle",
+            "remote-transfer",
+        ]
+        .contains(&name)
+}
+
+#[test]
+fn no_adapter_lists_the_engine_even_for_its_tests() {
+    let metadata = workspace_metadata();
+    let mut found = Vec::new();
+    for package in metadata["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().expect("a name");
+        if !is_adapter(name) {
+            continue;
+        }
+        for dependency in package["dependencies"].as_array().expect("dependencies") {
+            if dependency["name"] == "runner-core" {
+                let kind = dependency["kind"].as_str().unwrap_or("normal");
+                found.push(format!("{name} ({kind})"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "an adapter lists runner-core, so its build (or its tests' build) compiles the engine: \
+         take the contract's items from runner-contract and the conformance suites from \
+         runner-testkit; an end-to-end test that needs the real runner gets it through the \
+         facade (`codehands::core`):\n{}",
+        found.join("\n")
+    );
+}
+
+/// `cargo metadata` of the workspace's members, without their dependencies' packages.
+fn workspace_metadata() -> serde_json::Value {
     let output = Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -418,9 +460,13 @@ fn member_manifests() -> Vec<String> {
         .output()
         .expect("cargo metadata runs");
     assert!(output.status.success(), "cargo metadata failed");
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
-    metadata["packages"]
+    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
+}
+
+/// Every member's manifest, the root's own left out (the fuzz crate is outside the
+/// workspace and pins its own).
+fn member_manifests() -> Vec<String> {
+    workspace_metadata()["packages"]
         .as_array()
         .expect("packages")
         .iter()
@@ -479,7 +525,7 @@ fn the_run_folders_names_are_spelled_in_one_module() {
             && path != RUN_FOLDER
             && !path.starts_with("xtask/")
             && !path.starts_with("fuzz")
-            && !path.contains("/testkit/");
+            && !path.starts_with("runner-testkit/");
         if !product {
             continue;
         }

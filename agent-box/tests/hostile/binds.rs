@@ -125,7 +125,7 @@ fn an_agent_in_dot_cargo_bin_reads_no_cargo_credentials() {
 #[test]
 fn a_venv_python_of_the_home_runs_its_script_and_reads_nothing_else_of_the_home() {
     if !Path::new("/usr/bin/python3").is_file() {
-        runner_core::testkit::skip("no /usr/bin/python3 to make a venv with");
+        runner_testkit::skip("no /usr/bin/python3 to make a venv with");
         return;
     }
     harness::for_each_caller(|caller| {

@@ -49,7 +49,7 @@ impl Caller {
     }
 }
 
-/// The callers to try: as root, root and the test user (`runner_core::testkit::test_user`);
+/// The callers to try: as root, root and the test user (`runner_testkit::test_user`);
 /// as anyone else, only them.
 pub fn callers() -> Vec<Caller> {
     let uid = nix::unistd::geteuid().as_raw();
@@ -61,7 +61,7 @@ pub fn callers() -> Vec<Caller> {
             gid,
         }];
     }
-    let (user_uid, user_gid) = runner_core::testkit::test_user::test_user();
+    let (user_uid, user_gid) = runner_testkit::test_user::test_user();
     vec![
         Caller {
             name: "root",
@@ -92,7 +92,7 @@ pub fn box_support() -> bool {
     match agent_box::probe::support(std::env::var("PATH").ok().as_deref()) {
         Ok(_) => true,
         Err(why) => {
-            runner_core::testkit::skip(&format!("no box on this machine: {why}"));
+            runner_testkit::skip(&format!("no box on this machine: {why}"));
             false
         }
     }

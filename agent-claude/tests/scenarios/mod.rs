@@ -19,7 +19,7 @@ pub const DUMMY_KEY: &str = "sk-ant-dummy-for-recordings";
 
 /// The Claude Code under test: `CLAUDE_BIN`, else the pinned one `cargo xtask agents` fetched.
 pub fn installed() -> Option<PathBuf> {
-    runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
+    runner_testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in)
 }
 
 /// The provider variables that send Claude Code to the scripted server.

@@ -19,7 +19,7 @@ pub const DUMMY_KEY: &str = "sk-dummy-for-recordings";
 
 /// The Codex under test: `CODEX_BIN`, else the pinned one `cargo xtask agents` fetched.
 pub fn installed() -> Option<PathBuf> {
-    runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in)
+    runner_testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in)
 }
 
 /// The provider variables that send Codex to the scripted server (OpenAI Responses).

@@ -35,7 +35,7 @@ pub fn install_folder() -> PathBuf {
     std::env::var_os(DIR_VAR)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| install::folder(&runner_core::testkit::agents::cache_root()))
+        .unwrap_or_else(|| install::folder(&runner_testkit::agents::cache_root()))
 }
 
 /// The provider variables that send Vibe to the scripted server (OpenAI Chat Completions).

@@ -8,15 +8,14 @@ use std::time::{Duration, Instant};
 use claude_lifecycle::{
     ClaudeRunner, Defaults, Job, Session, SessionEvent, SessionOptions, SessionState,
 };
-use runner_core::testkit::skip;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::skip;
 use serde_json::json;
 use tokio::sync::broadcast;
 
 /// The installed Claude Code, or a skip (a failure under CI=true).
 fn claude() -> Option<PathBuf> {
-    let found =
-        runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in);
+    let found = runner_testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in);
     if found.is_none() {
         skip("Claude Code is not installed: run `cargo xtask agents` (or set CLAUDE_BIN)");
     }

@@ -25,7 +25,7 @@ fn test_agent() -> Option<PathBuf> {
     if python.is_ok_and(|o| o.status.success()) {
         Some(script)
     } else {
-        runner_core::testkit::skip("python3 is not on PATH: the tests' ACP agent needs it");
+        runner_testkit::skip("python3 is not on PATH: the tests' ACP agent needs it");
         None
     }
 }

@@ -21,7 +21,7 @@ const ACP_SDK: &str = "0.12.1";
 /// The pinned ACP Python SDK's venv (`cargo xtask install` makes it), or a skip (a failure
 /// under CI).
 fn python() -> Option<PathBuf> {
-    let python = runner_core::testkit::agents::cache_root()
+    let python = runner_testkit::agents::cache_root()
         .join(format!("tools/acp-python-sdk-{ACP_SDK}/venv/bin/python"));
     let script = format!(
         "import importlib.metadata as m, acp, acp.schema; \
@@ -34,7 +34,7 @@ fn python() -> Option<PathBuf> {
     if ok {
         Some(python)
     } else {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "no venv of the ACP Python SDK {ACP_SDK}: run `cargo xtask install`"
         ));
         None
@@ -681,7 +681,7 @@ async fn session_load_of_a_session_whose_repo_is_gone_is_refused_naming_it() {
         AgentName::parse("fake").unwrap(),
     );
     options.isolation = runner_contract::Isolation::None;
-    let events = runner_core::testkit::runner::collect(runner.start(options).await.unwrap()).await;
+    let events = runner_testkit::runner::collect(runner.start(options).await.unwrap()).await;
     assert_eq!(support::types(&events).last(), Some(&"approval.requested"));
     let load = |cwd: &Path| {
         [

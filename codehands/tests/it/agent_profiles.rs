@@ -188,16 +188,16 @@ fn a_home_profile_must_match_its_file_name() {
 
 /// Ruff from the cache that `cargo xtask agents` fills, or a skip (a failure under CI).
 fn ruff() -> Option<PathBuf> {
-    let cached = std::fs::read_dir(runner_core::testkit::agents::cache_root().join("agents"))
+    let cached = std::fs::read_dir(runner_testkit::agents::cache_root().join("agents"))
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path().join("ruff"))
         .filter(|p| p.is_file())
         .max();
-    let found = runner_core::testkit::agents::find_program("RUFF_BIN", cached.unwrap_or_default());
+    let found = runner_testkit::agents::find_program("RUFF_BIN", cached.unwrap_or_default());
     if found.is_none() {
-        runner_core::testkit::skip("Ruff is not installed: run `cargo xtask agents`");
+        runner_testkit::skip("Ruff is not installed: run `cargo xtask agents`");
     }
     found
 }

@@ -9,7 +9,7 @@ use crate::support;
 use std::path::PathBuf;
 
 use runner_contract::{AgentName, Runner, SessionId, SessionState, StartOptions};
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::World;
 
 /// What the agent does to its worktree's HEAD, as a line of shell run in the worktree, and

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use runner_contract::{AgentName, Isolation, Runner, SessionId, SessionState, StartOptions};
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::{World, process_running};
 
 fn options(world: &World, id: SessionId) -> StartOptions {

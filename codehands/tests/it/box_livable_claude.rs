@@ -9,8 +9,8 @@ use crate::support;
 use std::path::{Path, PathBuf};
 
 use runner_contract::{AgentName, Event, EventBody, Runner, SessionId, StartOptions};
-use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, worktree_for};
 
@@ -106,7 +106,7 @@ async fn a_rust_crate_tests_offline_with_the_callers_rustup() {
 
 /// pytest's wheels, which `cargo xtask install` caches (xtask/src/agents/pytest.rs).
 fn pytest_wheels() -> Option<Vec<PathBuf>> {
-    let folder = runner_core::testkit::agents::cache_root().join("wheels/pytest-8.3.5");
+    let folder = runner_testkit::agents::cache_root().join("wheels/pytest-8.3.5");
     let wheels: Vec<PathBuf> = std::fs::read_dir(&folder)
         .into_iter()
         .flatten()
@@ -115,7 +115,7 @@ fn pytest_wheels() -> Option<Vec<PathBuf>> {
         .filter(|p| p.extension().is_some_and(|x| x == "whl"))
         .collect();
     if wheels.is_empty() {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "pytest's wheels are not in {}: run `cargo xtask install`",
             folder.display()
         ));
@@ -169,7 +169,7 @@ async fn a_node_package_tests_with_node_modules_on_the_callers_nvm_node() {
         .map(PathBuf::from)
         .find(|p| p.is_file())
     else {
-        runner_core::testkit::skip("node is not installed (/usr/bin/node)");
+        runner_testkit::skip("node is not installed (/usr/bin/node)");
         return;
     };
     let world = World::new(&[

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use runner_contract::event::EventBody;
 use runner_contract::{AgentName, Event, Isolation, Runner, SessionId, SessionState, StartOptions};
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::World;
 
 /// A runner whose agent `planter` fixes the month, then plants git whose config makes
@@ -99,7 +99,7 @@ async fn a_boxed_agents_planted_git_is_taken_out_and_the_persons_git_runs_nothin
     let marker = world.dir.path().join("agent-program-ran");
     let runner = planter_runner(&world, &marker);
     if let Err(e) = runner.box_available() {
-        runner_core::testkit::skip(&format!("no box can be made here: {e}"));
+        runner_testkit::skip(&format!("no box can be made here: {e}"));
         return;
     }
     let (id, events, worktree) = run(&runner, &world, Isolation::Box).await;

@@ -23,8 +23,8 @@ use runner_contract::{
     AgentName, AllowancesSource, Event, EventBody, Isolation, Runner, SessionId, StartOptions,
 };
 use runner_core::LocalRunner;
-use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, worktree_for};
 
@@ -198,7 +198,7 @@ async fn boxed_claude_code_runs_cargo_test_with_its_arguments_once_the_settings_
         return;
     };
     let Some((cargo_home, rustup_home)) = rustup_homes() else {
-        return runner_core::testkit::skip("no rustup install under CARGO_HOME/RUSTUP_HOME");
+        return runner_testkit::skip("no rustup install under CARGO_HOME/RUSTUP_HOME");
     };
     let world = World::new(&[
         (

@@ -72,14 +72,14 @@ impl Tmpfs {
                 path: path.to_owned(),
             }),
             Ok(out) => {
-                runner_core::testkit::skip(&format!(
+                runner_testkit::skip(&format!(
                     "cannot mount a tmpfs to fill ({}): run the test as root",
                     support::text(&out.stderr).trim()
                 ));
                 None
             }
             Err(e) => {
-                runner_core::testkit::skip(&format!("cannot run mount ({e}): install it"));
+                runner_testkit::skip(&format!("cannot run mount ({e}): install it"));
                 None
             }
         }

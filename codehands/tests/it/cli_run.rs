@@ -361,7 +361,7 @@ fn sandbox_runs_the_repos_tests_in_the_box_and_reports_the_failure() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !present {
-        return runner_core::testkit::skip(&format!(
+        return runner_testkit::skip(&format!(
             "Docker or {image} is missing: run `cargo xtask images`"
         ));
     }

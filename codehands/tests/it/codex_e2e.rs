@@ -1,6 +1,6 @@
 //! The real runner with the real Codex (0.163.0) talking to the scripted model
 //! server (OpenAI Responses) on 127.0.0.1: the lifecycle suite (approve, reject, stop and
-//! resume, a 401, the caller's secrets, a follow-up; runner-core's `testkit::lifecycle`),
+//! resume, a 401, the caller's secrets, a follow-up; runner-testkit's `lifecycle`),
 //! the command line, and Codex's own sandbox failing.
 
 use crate::support;
@@ -11,9 +11,9 @@ use std::sync::Arc;
 use runner_contract::{
     AgentName, Event, EventBody, Runner, SessionId, SessionRecord, StartOptions,
 };
-use runner_core::testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
-use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
+use runner_testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, codex, types};
 
@@ -134,7 +134,7 @@ fn codex_agent() -> Option<Codex> {
     Some(Codex { program: codex()? })
 }
 
-runner_core::lifecycle_tests!(codex_agent);
+runner_testkit::lifecycle_tests!(codex_agent);
 
 #[tokio::test]
 async fn codehands_run_agent_codex_approves_from_the_command_line() {

@@ -1,4 +1,4 @@
-//! runner-core's `Agent` conformance suite, run on the agents the facade makes itself: a
+//! runner-testkit's `Agent` conformance suite, run on the agents the facade makes itself: a
 //! profile of each kind (text, JSON lines, ACP), the fake agent, and an agent of a plugin
 //! library loaded for real. The adapter crates run it on theirs (their `tests/conformance.rs`).
 
@@ -9,14 +9,8 @@ use std::sync::Arc;
 
 use codehands::RunnerBuilder;
 use runner_contract::{Agent, AgentName};
-use runner_core::testkit::agent;
+use runner_testkit::agent;
 use support::World;
-
-/// An ACP agent's answers to `initialize` and to the opening of its session.
-const ACP_HANDSHAKE: &[&str] = &[
-    r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}"#,
-    r#"{"jsonrpc":"2.0","id":2,"result":{"sessionId":"sess-1"}}"#,
-];
 
 /// The agent named `name` of a runner built from `builder`.
 fn agent_of(builder: RunnerBuilder, name: &str) -> Arc<dyn Agent> {
@@ -58,7 +52,7 @@ parser = "text"
 api-key-env = "PATCHBOT_AUTH"
 "#,
     );
-    agent::all_plain_text(&*agent, worktree(&world), "earlier");
+    agent::all(&*agent, worktree(&world), "earlier");
     assert_eq!(agent.secret_envs(), ["PATCHBOT_AUTH"]);
 }
 
@@ -95,7 +89,7 @@ program = "/usr/bin/patchbot-acp"
 protocol = "acp"
 "#,
     );
-    agent::all_after_handshake(&*agent, worktree(&world), "sess-earlier", ACP_HANDSHAKE);
+    agent::all(&*agent, worktree(&world), "sess-earlier");
 }
 
 #[cfg(feature = "fake")]
@@ -119,6 +113,6 @@ fn a_plugin_agent_keeps_every_agent_promise() {
         .load_home(false)
         .plugin(support::plugins::sample("tee"));
     let tee = agent_of(builder, "tee-notes");
-    // The sample prints what `tee` prints: plain text.
-    agent::all_plain_text(&*tee, worktree(&world), "earlier");
+    // The sample prints what `tee` prints: plain text, which the suite sees from its parser.
+    agent::all(&*tee, worktree(&world), "earlier");
 }

@@ -39,7 +39,7 @@ fn keygen(path: &Path) {
 fn sshd(dir: &Path) -> Option<(Sshd, std::path::PathBuf)> {
     let sshd = Path::new("/usr/sbin/sshd");
     if !sshd.is_file() {
-        runner_core::testkit::skip("no /usr/sbin/sshd: `apt-get install openssh-server`");
+        runner_testkit::skip("no /usr/sbin/sshd: `apt-get install openssh-server`");
         return None;
     }
     keygen(&dir.join("host_key"));

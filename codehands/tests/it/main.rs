@@ -26,6 +26,7 @@ mod cli_run;
 mod cli_tasks;
 mod cli_ux;
 mod codex_e2e;
+mod confinement;
 mod conformance;
 mod engine_docker;
 mod engine_ssh;

@@ -12,8 +12,8 @@ use std::path::Path;
 use codehands::RunnerBuilder;
 use runner_contract::event::{FailureKind, TaskFailed};
 use runner_contract::{AgentName, Event, EventBody, Runner, StartOptions};
-use runner_core::testkit::runner::collect;
 use runner_core::{AgentOrigin, LocalRunner};
+use runner_testkit::runner::collect;
 use support::plugins::sample;
 use support::{World, new_id, types};
 

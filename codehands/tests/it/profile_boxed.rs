@@ -25,7 +25,7 @@ fn box_support() -> bool {
     match agent_box::probe::support(std::env::var("PATH").ok().as_deref()) {
         Ok(_) => true,
         Err(why) => {
-            runner_core::testkit::skip(&format!("no box on this machine: {why}"));
+            runner_testkit::skip(&format!("no box on this machine: {why}"));
             false
         }
     }
@@ -85,7 +85,7 @@ fn a_profile_of_an_interpreter_and_a_script_in_the_home_runs_boxed_and_reads_not
     }
     let python = Path::new("/usr/bin/python3");
     if !python.is_file() {
-        runner_core::testkit::skip("no /usr/bin/python3 to make a venv with");
+        runner_testkit::skip("no /usr/bin/python3 to make a venv with");
         return;
     }
     let world = World::new(&[("app.txt", "old\n")]);
@@ -400,7 +400,7 @@ fn as_an_unprivileged_user_the_version_call_sees_no_secret_either() {
         eprintln!("not root: the test above is this caller's");
         return;
     }
-    let (uid, gid) = runner_core::testkit::test_user::test_user();
+    let (uid, gid) = runner_testkit::test_user::test_user();
     let seer = Seer::new();
     let world = &seer.world;
     // The world becomes the user's, and the folders above it let them through, as a home's
@@ -432,7 +432,7 @@ fn as_an_unprivileged_user_the_version_call_sees_no_secret_either() {
     };
     let reachable = as_user(&["--version"]);
     if !reachable.status.success() {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "the test user cannot run this build's codehands (a folder above it is closed): {}",
             support::text(&reachable.stderr)
         ));

@@ -121,7 +121,7 @@ fn a_devcontainer_toolchain_runs_the_repos_tests_in_the_remote_box() {
         return;
     }
     if docker(&["image", "inspect", BASE]).is_none() {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "{BASE} is not on the engine: `cargo xtask images`"
         ));
         return;

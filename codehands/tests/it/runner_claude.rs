@@ -1,6 +1,6 @@
 //! The real runner with the real Claude Code (2.1.332) talking to the scripted
 //! model server on 127.0.0.1: the lifecycle suite (approve, reject, stop and resume, a 401,
-//! the caller's secrets, a follow-up; runner-core's `testkit::lifecycle`), a hostile prompt,
+//! the caller's secrets, a follow-up; runner-testkit's `lifecycle`), a hostile prompt,
 //! repo memory across runs, and the command line.
 
 use crate::support;
@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use runner_contract::{AgentName, Runner, SessionId, SessionState, StartOptions};
-use runner_core::testkit::lifecycle::{RealAgent, Scene, Stage};
-use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
+use runner_testkit::lifecycle::{RealAgent, Scene, Stage};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, claude_runner, types, worktree_for};
 
@@ -107,7 +107,7 @@ fn claude_code() -> Option<ClaudeCode> {
     })
 }
 
-runner_core::lifecycle_tests!(claude_code);
+runner_testkit::lifecycle_tests!(claude_code);
 
 #[tokio::test]
 async fn a_hostile_prompt_arrives_as_text() {

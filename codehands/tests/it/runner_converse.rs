@@ -15,8 +15,8 @@ use runner_contract::{
     Sent, SessionId, SessionState, StartOptions,
 };
 use runner_core::LocalRunner;
-use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, assert_contiguous, claude_runner, codex, tool_results, types};
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use runner_contract::event::FailureKind;
 use runner_contract::{AgentName, Event, EventBody, Runner, SessionId, SessionState, StartOptions};
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::{World, assert_contiguous, new_id, types};
 
 fn options(world: &World, id: SessionId) -> StartOptions {

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use runner_contract::event::FailureKind;
 use runner_contract::{AgentName, ErrorKind, EventBody, Runner, SessionState, StartOptions};
 use runner_core::Watchdog;
-use runner_core::testkit::{expect_error, runner as suite};
+use runner_testkit::{expect_error, runner as suite};
 use support::{World, new_id, types};
 
 fn options(world: &World, id: runner_contract::SessionId) -> StartOptions {
@@ -468,7 +468,7 @@ async fn sandbox_ready() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "Docker or the image {image} is missing: run `cargo xtask images`"
         ));
     }

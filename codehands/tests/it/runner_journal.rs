@@ -6,7 +6,7 @@ use crate::support;
 use runner_contract::{
     AgentName, ErrorKind, Runner, SessionId, SessionRecord, SessionState, StartOptions, Vcs,
 };
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::{World, new_id};
 
 fn options(world: &World, id: SessionId) -> StartOptions {

@@ -15,8 +15,8 @@ use runner_contract::{
     AgentName, AttemptSpec, EventBody, Runner, SessionId, SessionState, TaskId, TaskOptions,
     VerifyVerdict,
 };
-use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, json_lines, run, text, worktree_for};
 
@@ -47,7 +47,7 @@ fn sandbox_ready() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "Docker or the image {image} is missing: run `cargo xtask images`"
         ));
     }

@@ -5,13 +5,12 @@
 
 use crate::support;
 
-use runner_contract::PickOptions;
 use runner_contract::{
-    AgentName, AttemptSpec, ErrorKind, Runner, SessionState, TaskId, TaskOptions, TaskRecord,
-    TaskState,
+    AgentName, AttemptSpec, ErrorKind, PickOptions, Runner, SessionState, TaskId, TaskOptions,
+    TaskRecord, TaskState,
 };
 use runner_core::LocalRunner;
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::World;
 
 fn fake() -> AgentName {

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use futures::StreamExt;
 use runner_contract::{AgentName, EventBody, Runner, SessionId, StartOptions};
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::{World, new_id};
 
 fn options(world: &World, id: SessionId) -> StartOptions {
@@ -47,7 +47,7 @@ fn sandbox_ready() -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "Docker or the image {image} is missing: run `cargo xtask images` (test-<n>.json is not checked)"
         ));
     }

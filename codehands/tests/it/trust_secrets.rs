@@ -11,7 +11,7 @@ use base64::Engine;
 use futures::StreamExt;
 use runner_contract::{AgentName, EventBody, MemoryStore, Runner, StartOptions};
 use runner_core::RunnerSettings;
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::{World, new_id, types};
 
 /// The secret given to the agent, under a name that says it is one.

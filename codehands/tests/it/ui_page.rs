@@ -125,7 +125,7 @@ fn chromium() -> Option<(PathBuf, PathBuf)> {
     match (find("chromedriver"), find("chromium")) {
         (Some(driver), Some(browser)) => Some((driver, browser)),
         _ => {
-            runner_core::testkit::skip(
+            runner_testkit::skip(
                 "chromium and chromedriver are not installed: run `cargo xtask install` \
                  (Debian's chromium and chromium-driver)",
             );

@@ -19,11 +19,11 @@ const ID: &str = "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
 /// The pinned `vibe-acp` from the cache (or `VIBE_ACP_BIN`), or a skip (a failure under CI).
 fn vibe() -> Option<PathBuf> {
     let cached = agent_vibe::install::program(&agent_vibe::install::folder(
-        &runner_core::testkit::agents::cache_root(),
+        &runner_testkit::agents::cache_root(),
     ));
-    let found = runner_core::testkit::agents::find_program("VIBE_ACP_BIN", cached);
+    let found = runner_testkit::agents::find_program("VIBE_ACP_BIN", cached);
     if found.is_none() {
-        runner_core::testkit::skip("Mistral Vibe is not installed: run `cargo xtask agents`");
+        runner_testkit::skip("Mistral Vibe is not installed: run `cargo xtask agents`");
     }
     found
 }

@@ -8,8 +8,8 @@ use crate::support;
 
 use runner_contract::workflow::Severity;
 use runner_contract::{EventBody, Isolation, Runner, SessionId, SessionState, WorkflowOptions};
-use runner_core::testkit::runner as suite;
 use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, worktree_for};
 

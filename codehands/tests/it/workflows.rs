@@ -11,7 +11,7 @@ use runner_contract::event::FailureKind;
 use runner_contract::workflow::Severity;
 use runner_contract::{EventBody, Isolation, Runner, SessionId, SessionState, WorkflowOptions};
 use runner_core::LocalRunner;
-use runner_core::testkit::runner as suite;
+use runner_testkit::runner as suite;
 use support::World;
 
 /// A coder: notes each prompt it is given (outside the worktree), adds a line to `a.txt`.

@@ -1,7 +1,7 @@
-//! Both stores pass runner-core's `MemoryStore` conformance suite.
+//! Both stores pass runner-testkit's `MemoryStore` conformance suite.
 
 use memory_fs::{FileMemory, InMemory};
-use runner_core::testkit::memory;
+use runner_testkit::memory;
 
 #[tokio::test]
 async fn in_memory_passes_the_suite() {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use memory_fs::FileMemory;
 use runner_contract::{ErrorKind, Language, MemoryStore, PackageManager, RepoProfile};
-use runner_core::testkit::{expect_error, memory::BAD_REPO_KEYS};
+use runner_testkit::{expect_error, memory::BAD_REPO_KEYS};
 
 const KEY: &str = "3f2a9c1e0b7d";
 
@@ -113,7 +113,7 @@ async fn bad_repo_keys_make_no_folder() {
         let _ = store.add_note(key, "x").await;
         let _ = store.save_profile(key, &node_profile()).await;
     }
-    runner_core::testkit::memory::bad_repo_keys_are_refused(&store).await;
+    runner_testkit::memory::bad_repo_keys_are_refused(&store).await;
     assert!(
         entries(home.path()).is_empty(),
         "{:?}",

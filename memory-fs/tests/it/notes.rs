@@ -5,7 +5,7 @@ use memory_fs::{
     validate_repo_key,
 };
 use runner_contract::{DiffStat, ErrorKind, FileStat};
-use runner_core::testkit::memory::sample_run;
+use runner_testkit::memory::sample_run;
 
 fn file(path: &str) -> FileStat {
     FileStat {
@@ -220,7 +220,7 @@ fn repo_keys_are_12_lowercase_hex_characters() {
     for good in ["0123456789ab", "ffffffffffff", "3f2a9c1e0b7d"] {
         assert!(validate_repo_key(good).is_ok(), "{good:?} is a key");
     }
-    for bad in runner_core::testkit::memory::BAD_REPO_KEYS {
+    for bad in runner_testkit::memory::BAD_REPO_KEYS {
         let err = validate_repo_key(bad).expect_err(bad);
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}");
     }

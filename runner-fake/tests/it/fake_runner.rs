@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use runner_contract::{AgentName, EventBody, Runner, SessionId, StartOptions};
-use runner_core::testkit::runner as suite;
 use runner_fake::{FakeRunner, FakeRunnerOptions};
+use runner_testkit::runner as suite;
 
 fn instant() -> FakeRunner {
     FakeRunner::new(FakeRunnerOptions {

@@ -1,8 +1,8 @@
-//! runner-core's `Sandbox` conformance suite, against the real engine.
+//! runner-testkit's `Sandbox` conformance suite, against the real engine.
 
 use crate::common;
 
-use runner_core::testkit::sandbox::{SandboxFixture, run_all};
+use runner_testkit::sandbox::{SandboxFixture, run_all};
 
 #[tokio::test]
 async fn docker_sandbox_conforms() {

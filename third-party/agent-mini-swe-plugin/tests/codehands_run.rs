@@ -24,13 +24,11 @@ fn mini_install() -> Option<PathBuf> {
     let folder = std::env::var_os("MINI_SWE_AGENT_DIR")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            agent_mini_swe::install::folder(&runner_core::testkit::agents::cache_root())
-        });
+        .unwrap_or_else(|| agent_mini_swe::install::folder(&runner_testkit::agents::cache_root()));
     if agent_mini_swe::install::program(&folder).is_file() {
         return Some(folder);
     }
-    runner_core::testkit::skip(
+    runner_testkit::skip(
         "mini-swe-agent is not installed: run `cargo xtask agents` (or set MINI_SWE_AGENT_DIR)",
     );
     None
@@ -40,7 +38,7 @@ fn mini_install() -> Option<PathBuf> {
 fn built() -> (PathBuf, PathBuf) {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     let folder = BUILT.get_or_init(|| {
-        runner_core::testkit::cargo::build(
+        runner_testkit::cargo::build(
             env!("CARGO_MANIFEST_DIR"),
             &["agent-mini-swe-plugin", "codehands"],
         )

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use agent_mini_swe::{MiniSweAgent, install};
 use runner_contract::{Agent, AgentRequest, ErrorKind, ResumeFrom, SessionId};
-use runner_core::testkit::expect_error;
+use runner_testkit::expect_error;
 
 /// A config folder as `cargo xtask agents` makes it.
 fn config_dir(root: &Path) -> PathBuf {

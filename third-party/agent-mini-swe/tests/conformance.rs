@@ -1,7 +1,7 @@
-//! runner-core's `Agent` conformance suite, run on `MiniSweAgent`.
+//! runner-testkit's `Agent` conformance suite, run on `MiniSweAgent`.
 
 use agent_mini_swe::{MiniSweAgent, install};
-use runner_core::testkit::agent;
+use runner_testkit::agent;
 
 #[test]
 fn mini_swe_agent_keeps_every_agent_promise() {

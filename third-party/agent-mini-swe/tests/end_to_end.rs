@@ -1,7 +1,7 @@
 //! The whole flow with this crate's agent registered on the facade's runner, as a
 //! third party would: a real git repo in a temp folder, the real mini-swe-agent
-//! talking to the scripted model server, through runner-core's lifecycle suite
-//! (`testkit::lifecycle`: approve, reject, a stop (and no resume: mini cannot), a 401, the
+//! talking to the scripted model server, through runner-testkit's lifecycle suite
+//! (`lifecycle`: approve, reject, a stop (and no resume: mini cannot), a 401, the
 //! caller's secrets, and a follow-up refused).
 
 mod scenarios;
@@ -11,18 +11,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_mini_swe::{MiniSweAgent, NAME};
+use codehands::core::{LocalRunner, RunnerSettings};
 use codehands::{FakeAgentSetup, SandboxImages, Setup};
 use runner_contract::{AgentName, Event, EventBody, Home, SessionId, SessionRecord};
-use runner_core::testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
-use runner_core::{LocalRunner, RunnerSettings};
 use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
+use runner_testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
 use scenarios::{FIX_MONTH, SUBMIT, bash};
 
 /// The installed mini-swe-agent, or a skip (a failure under CI=true).
 fn mini() -> Option<MiniSweAgent> {
     let found = scenarios::installed();
     if found.is_none() {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "mini-swe-agent is not installed: run `cargo xtask agents` (or set {})",
             scenarios::DIR_VAR
         ));
@@ -63,7 +63,7 @@ fn runner(
         sandbox_images: SandboxImages::Local,
         // The agent's box needs its helper program: codehands' own, built for the test.
         box_helper: Some(
-            runner_core::testkit::cargo::build(env!("CARGO_MANIFEST_DIR"), &["codehands"])
+            runner_testkit::cargo::build(env!("CARGO_MANIFEST_DIR"), &["codehands"])
                 .join("codehands"),
         ),
     };
@@ -128,7 +128,7 @@ impl RealAgent for MiniOnStage {
         let runner = runner(dir.path(), self.agent.clone(), &server, extra);
         let seen = server.clone();
         Stage {
-            runner,
+            runner: Box::new(runner),
             repo,
             home: Home::new(dir.path().join("codehands-home")),
             requests: Box::new(move || {
@@ -181,4 +181,4 @@ fn mini_on_stage() -> Option<MiniOnStage> {
     Some(MiniOnStage { agent: mini()? })
 }
 
-runner_core::lifecycle_tests!(mini_on_stage);
+runner_testkit::lifecycle_tests!(mini_on_stage);

@@ -12,7 +12,7 @@ use agent_mini_swe::MiniSweAgent;
 fn mini() -> Option<MiniSweAgent> {
     let found = scenarios::installed();
     if found.is_none() {
-        runner_core::testkit::skip(&format!(
+        runner_testkit::skip(&format!(
             "mini-swe-agent is not installed: run `cargo xtask agents` (or set {})",
             scenarios::DIR_VAR
         ));

@@ -4,17 +4,17 @@
 use std::path::Path;
 
 use runner_contract::{ErrorKind, Vcs, WorktreeSpec};
-use runner_core::testkit::expect_error;
-use runner_core::testkit::vcs::fixture::{
+use runner_testkit::expect_error;
+use runner_testkit::vcs::fixture::{
     Fixture, git, git_branch_exists, git_rev, git_with_stdin, write,
 };
 use vcs_git::GitVcs;
 
 fn git_missing() -> bool {
-    if runner_core::testkit::vcs::fixture::git_available() {
+    if runner_testkit::vcs::fixture::git_available() {
         return false;
     }
-    runner_core::testkit::skip("the git program is not installed");
+    runner_testkit::skip("the git program is not installed");
     true
 }
 
@@ -498,7 +498,7 @@ async fn a_new_worktree_leaves_every_registered_one_alone() {
             dir.display()
         );
     }
-    let listed = runner_core::testkit::vcs::fixture::git_worktrees(&f.repo);
+    let listed = runner_testkit::vcs::fixture::git_worktrees(&f.repo);
     // The checkout itself, the person's, the same-named one, the kept ones and the new one.
     assert_eq!(listed.len(), 1 + 1 + 1 + kept.len() + 1, "{listed:?}");
 }

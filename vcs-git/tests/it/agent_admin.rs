@@ -8,16 +8,16 @@
 use std::path::{Path, PathBuf};
 
 use runner_contract::{Vcs, WorktreeSpec};
-use runner_core::testkit::vcs::fixture::{
+use runner_testkit::vcs::fixture::{
     Fixture, git, git_branch_exists, git_rev, git_worktrees, write,
 };
 use vcs_git::GitVcs;
 
 fn git_missing() -> bool {
-    if runner_core::testkit::vcs::fixture::git_available() {
+    if runner_testkit::vcs::fixture::git_available() {
         return false;
     }
-    runner_core::testkit::skip("the git program is not installed");
+    runner_testkit::skip("the git program is not installed");
     true
 }
 

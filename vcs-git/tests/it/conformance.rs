@@ -1,6 +1,6 @@
 //! The `Vcs` conformance suite against `GitVcs`, on real repositories in temp folders.
 
-use runner_core::testkit::vcs as suite;
+use runner_testkit::vcs as suite;
 use vcs_git::GitVcs;
 
 macro_rules! conformance {

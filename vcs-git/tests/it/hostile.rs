@@ -6,15 +6,15 @@
 use std::path::{Path, PathBuf};
 
 use runner_contract::{ErrorKind, Vcs, WorktreeSpec};
-use runner_core::testkit::expect_error;
-use runner_core::testkit::vcs::fixture::{Fixture, git, git_rev, write};
+use runner_testkit::expect_error;
+use runner_testkit::vcs::fixture::{Fixture, git, git_rev, write};
 use vcs_git::GitVcs;
 
 fn git_missing() -> bool {
-    if runner_core::testkit::vcs::fixture::git_available() {
+    if runner_testkit::vcs::fixture::git_available() {
         return false;
     }
-    runner_core::testkit::skip("the git program is not installed");
+    runner_testkit::skip("the git program is not installed");
     true
 }
 

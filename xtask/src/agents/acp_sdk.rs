@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use runner_core::testkit::agents::cache_root;
+use runner_testkit::agents::cache_root;
 
 /// The pinned SDK.
 pub const VERSION: &str = "0.12.1";

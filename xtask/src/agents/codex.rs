@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use agent_codex::pinned::VERSION as CODEX_VERSION;
-use runner_core::testkit::agents::cache_root;
+use runner_testkit::agents::cache_root;
 
 fn codex_cache_path() -> std::path::PathBuf {
     agent_codex::pinned::path_in(&cache_root())

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agent_mini_swe::install::{self, VERSION};
-use runner_core::testkit::agents::cache_root;
+use runner_testkit::agents::cache_root;
 
 /// Installs mini-swe-agent into the cache unless the installed one is whole and pinned.
 pub(super) fn ensure() -> Result<(), String> {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use runner_core::testkit::agents::cache_root;
+use runner_testkit::agents::cache_root;
 
 /// The pinned packages (pytest and what it imports), each a `py3-none-any` wheel.
 pub const PACKAGES: &[&str] = &[

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use runner_core::testkit::agents::cache_root;
+use runner_testkit::agents::cache_root;
 
 /// The pinned Ruff.
 pub const VERSION: &str = "0.17.6";

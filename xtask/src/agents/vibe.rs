@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agent_vibe::install::{self, MIN_PYTHON, VERSION};
-use runner_core::testkit::agents::cache_root;
+use runner_testkit::agents::cache_root;
 
 /// The variable naming a Python 3.12+ to build the venv with.
 const PYTHON_VAR: &str = "CODEHANDS_VIBE_PYTHON";

@@ -170,10 +170,9 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 /// The pinned Claude Code, or a skip (a failure under CI=true).
 pub fn claude() -> Option<PathBuf> {
-    let found =
-        runner_core::testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in);
+    let found = runner_testkit::agents::find_pinned("CLAUDE_BIN", agent_claude::pinned::path_in);
     if found.is_none() {
-        runner_core::testkit::skip("Claude Code is not installed: run `cargo xtask agents`");
+        runner_testkit::skip("Claude Code is not installed: run `cargo xtask agents`");
     }
     found
 }
@@ -222,10 +221,9 @@ pub fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
 
 /// The pinned Codex, or a skip (a failure under CI=true).
 pub fn codex() -> Option<PathBuf> {
-    let found =
-        runner_core::testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
+    let found = runner_testkit::agents::find_pinned("CODEX_BIN", agent_codex::pinned::path_in);
     if found.is_none() {
-        runner_core::testkit::skip("Codex is not installed: run `cargo xtask agents`");
+        runner_testkit::skip("Codex is not installed: run `cargo xtask agents`");
     }
     found
 }
@@ -241,16 +239,16 @@ pub fn stage(
     world: World,
     runner: LocalRunner,
     server: std::sync::Arc<runner_fake::model_server::ModelServer>,
-) -> runner_core::testkit::lifecycle::Stage {
+) -> runner_testkit::lifecycle::Stage {
     let seen = server.clone();
-    runner_core::testkit::lifecycle::Stage {
-        runner,
+    runner_testkit::lifecycle::Stage {
+        runner: Box::new(runner),
         repo: world.repo.clone(),
         home: world.home.clone(),
         requests: Box::new(move || {
             seen.requests()
                 .into_iter()
-                .map(|r| runner_core::testkit::lifecycle::SeenRequest {
+                .map(|r| runner_testkit::lifecycle::SeenRequest {
                     path: r.path,
                     headers: r.headers,
                     body: r.body,
@@ -505,7 +503,7 @@ pub fn callers_cargo_home() -> Option<PathBuf> {
         .map(|h| PathBuf::from(h).join(".cargo"))
         .filter(|c| c.join("bin/cargo").is_file() && c.join("registry").is_dir());
     if found.is_none() {
-        runner_core::testkit::skip("no rustup under this user's home (~/.cargo/bin/cargo)");
+        runner_testkit::skip("no rustup under this user's home (~/.cargo/bin/cargo)");
     }
     found
 }

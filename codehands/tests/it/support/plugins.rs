@@ -17,7 +17,7 @@ pub fn sample(name: &str) -> PathBuf {
             .map(|s| format!("plugin-sample-{s}"))
             .collect();
         let packages: Vec<&str> = packages.iter().map(String::as_str).collect();
-        runner_core::testkit::cargo::build(env!("CARGO_MANIFEST_DIR"), &packages)
+        runner_testkit::cargo::build(env!("CARGO_MANIFEST_DIR"), &packages)
     });
     folder.join(format!("libplugin_sample_{}.so", name.replace('-', "_")))
 }

@@ -14,9 +14,7 @@ use crate::support::{World, json_lines, run, text};
 pub fn docker_ready() -> bool {
     let ok = docker(&["version", "--format", "{{.Server.Version}}"]).is_some();
     if !ok {
-        runner_core::testkit::skip(
-            "no Docker engine answers: start Docker to test the remote engines",
-        );
+        runner_testkit::skip("no Docker engine answers: start Docker to test the remote engines");
     }
     ok
 }
@@ -414,7 +412,7 @@ impl Swarm {
                 users.1 = true;
             }
             other => {
-                runner_core::testkit::skip(&format!(
+                runner_testkit::skip(&format!(
                     "this engine is in a swarm it does not manage ({other}): the swarm test needs a manager"
                 ));
                 return None;

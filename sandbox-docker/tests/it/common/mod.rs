@@ -8,7 +8,7 @@ use std::path::Path;
 use bollard::Docker;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use runner_contract::{BoxLimits, Language, RepoProfile, Sandbox, SandboxRequest, SessionId};
-use runner_core::testkit::skip;
+use runner_testkit::skip;
 use sandbox_docker::{DockerSandbox, ImageMap, LOCAL_BUSYBOX_IMAGE, LOCAL_DEBIAN_IMAGE};
 use tempfile::TempDir;
 

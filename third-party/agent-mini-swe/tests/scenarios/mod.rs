@@ -26,7 +26,7 @@ pub fn installed() -> Option<MiniSweAgent> {
     let folder = std::env::var_os(DIR_VAR)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| install::folder(&runner_core::testkit::agents::cache_root()));
+        .unwrap_or_else(|| install::folder(&runner_testkit::agents::cache_root()));
     install::program(&folder)
         .is_file()
         .then(|| MiniSweAgent::from_install(&folder))

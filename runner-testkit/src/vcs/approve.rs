@@ -7,7 +7,7 @@ use super::fixture::{
     CheckoutSnapshot, Fixture, git, git_branch_exists, git_rev, git_worktrees, tree_files, write,
 };
 use super::{NOTHING_TO_APPROVE, git_missing};
-use crate::testkit::expect_error;
+use crate::expect_error;
 use runner_contract::{ErrorKind, Signature, Vcs};
 
 /// The worktree's files, except `.git` and the given ignored paths: path → bytes.

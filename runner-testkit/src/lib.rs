@@ -1,11 +1,14 @@
 //! Conformance suites: free async functions over `&dyn Trait` that every
-//! implementation's tests call, so one body checks every adapter.
+//! implementation's tests call, so one body checks every adapter. Over the contract
+//! (`runner-contract`) only, so an adapter's tests never compile the engine (the lifecycle
+//! suite drives the real runner through the contract's `Runner` trait; the test builds it).
 //!
 //! Each function panics with a message naming the broken promise.
 
 pub mod agent;
 pub mod agents;
 pub mod cargo;
+pub mod confine;
 pub mod lifecycle;
 pub mod memory;
 pub mod runner;

@@ -5,7 +5,7 @@ use super::fixture::{
     CheckoutSnapshot, Fixture, git, git_branch_exists, git_rev, git_worktrees, tree_files, write,
 };
 use super::git_missing;
-use crate::testkit::expect_error;
+use crate::expect_error;
 use runner_contract::{ErrorKind, Vcs, WorktreeSpec};
 
 /// Leftovers of a crash are refused with a clear error and nothing new is left behind: a branch

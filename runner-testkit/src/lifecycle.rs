@@ -7,6 +7,10 @@
 //! API to play the scene, a runner whose agent talks to it). [`lifecycle_tests!`] then
 //! makes one test per step of the suite; each step is also a public async function.
 //!
+//! The suite drives the runner through the contract's `Runner` trait only: the stage
+//! builds the real runner (`LocalRunner`, in the engine the agent's tests already depend
+//! on), so this crate stays over the contract.
+//!
 //! [`lifecycle_tests!`]: crate::lifecycle_tests
 
 use std::any::Any;
@@ -16,13 +20,11 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use super::expect_error;
-use super::runner::{assert_well_formed_run, collect};
-use crate::LocalRunner;
-use runner_contract::Sent;
+use crate::expect_error;
+use crate::runner::{assert_well_formed_run, collect};
 use runner_contract::{
-    AgentName, ErrorKind, Event, EventBody, Home, Runner, SessionId, SessionRecord, SessionState,
-    StartOptions,
+    AgentName, ErrorKind, Event, EventBody, Home, Runner, Sent, SessionId, SessionRecord,
+    SessionState, StartOptions,
 };
 
 /// What the scripted model does in a scene; each agent's tests script it in their API.
@@ -62,8 +64,8 @@ pub struct SeenRequest {
 
 /// A scene set for one session: its repo, home and runner, and the server playing the model.
 pub struct Stage {
-    /// The runner, whose agent talks to the scripted server.
-    pub runner: LocalRunner,
+    /// The runner (the real one, boxed), whose agent talks to the scripted server.
+    pub runner: Box<dyn Runner>,
     /// The person's repository (the demo's files, one commit on `main`).
     pub repo: PathBuf,
     /// The codehands home of the runner.
@@ -541,7 +543,7 @@ pub async fn follow_up(agent: &dyn RealAgent) {
 }
 
 /// One test per step of the lifecycle suite for the agent `make()` gives (`None`: skipped,
-/// having said why). Use once in a test file: `runner_core::lifecycle_tests!(my_agent);`
+/// having said why). Use once in a test file: `runner_testkit::lifecycle_tests!(my_agent);`
 /// where `fn my_agent() -> Option<impl RealAgent>`.
 #[macro_export]
 macro_rules! lifecycle_tests {
@@ -552,42 +554,42 @@ macro_rules! lifecycle_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_change_is_approved_as_one_commit_on_its_branch() {
                 if let Some(agent) = ($make)() {
-                    $crate::testkit::lifecycle::approve(&agent).await;
+                    $crate::lifecycle::approve(&agent).await;
                 }
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_rejected_change_leaves_nothing() {
                 if let Some(agent) = ($make)() {
-                    $crate::testkit::lifecycle::reject(&agent).await;
+                    $crate::lifecycle::reject(&agent).await;
                 }
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_stopped_run_ends_its_command_and_resumes_where_it_can() {
                 if let Some(agent) = ($make)() {
-                    $crate::testkit::lifecycle::stop_and_resume(&agent).await;
+                    $crate::lifecycle::stop_and_resume(&agent).await;
                 }
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_401_fails_at_the_first_sign_and_approve_is_refused() {
                 if let Some(agent) = ($make)() {
-                    $crate::testkit::lifecycle::unauthorized(&agent).await;
+                    $crate::lifecycle::unauthorized(&agent).await;
                 }
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn the_callers_secrets_never_reach_the_agent_and_its_key_no_reader() {
                 if let Some(agent) = ($make)() {
-                    $crate::testkit::lifecycle::secrets(&agent).await;
+                    $crate::lifecycle::secrets(&agent).await;
                 }
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_follow_up_continues_the_conversation_where_it_can() {
                 if let Some(agent) = ($make)() {
-                    $crate::testkit::lifecycle::follow_up(&agent).await;
+                    $crate::lifecycle::follow_up(&agent).await;
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! reach only its egress proxy (and the cluster's DNS, to find it), the proxy only the allow
 //! list's ports, and the agent's env and key travel in the Secret, never in the Job. The
 //! committed example, `docs/kubernetes-box.json`, is what the generator makes today
-//! (`UPDATE_K8S_EXAMPLE=1 cargo test -p engine-docker --test k8s_manifest` writes it again).
+//! (`UPDATE_K8S_EXAMPLE=1 cargo test -p engine-docker --test it -- k8s_manifest` writes it again).
 
 use std::path::PathBuf;
 
@@ -288,7 +288,7 @@ fn the_committed_example_is_what_the_generator_makes() {
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert_eq!(
         committed, generated,
-        "docs/kubernetes-box.json is stale: UPDATE_K8S_EXAMPLE=1 cargo test -p engine-docker --test k8s_manifest"
+        "docs/kubernetes-box.json is stale: UPDATE_K8S_EXAMPLE=1 cargo test -p engine-docker --test it -- k8s_manifest"
     );
 }
 

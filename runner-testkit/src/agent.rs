@@ -1,8 +1,11 @@
 //! The `Agent` conformance suite: promises every agent adapter keeps, checked
 //! without running the agent (its invocation is data, its parser a function).
 //!
-//! [`all`] runs every check ([`all_plain_text`] for a program that prints plain text, not
-//! JSON); each failure says what is wrong and what to change:
+//! [`all`] runs every check that applies to the agent, chosen from what it declares: its
+//! capabilities (`Agent::capabilities`: resume, budget, steer, interrupt, ask_permission,
+//! read_only) and its protocol (`Agent::protocol`: a program that speaks ACP owes the prompt
+//! after the protocol's handshake, which this suite plays). Each failure says what is wrong
+//! and what to change:
 //! - the prompt reaches the program on stdin (`Invocation::stdin`, or for a protocol the
 //!   lines the parser owes), never on argv, and a multi-line prompt is one stdin message per
 //!   line (split it at `\n`, or encode it, as JSON does): the runner writes each message
@@ -16,14 +19,24 @@
 //!   caller is the runner);
 //! - an agent whose capabilities say it resumes names the agent's session id in a resume's
 //!   invocation; one that cannot refuses a resume with `ErrorKind::Unsupported`;
-//! - the parser never panics on broken lines, keeps a line that is not JSON as a `message`,
-//!   skips JSON of a type it does not know, and owes nothing after an empty run but the
-//!   run's end (`finish` may give one `task.finished` or `task.failed`).
+//! - input while a turn runs matches the capabilities: an agent that steers or is
+//!   interrupted gives one line for that input, the same each time, and is invoked as a
+//!   conversation (its stdin stays open); one that cannot refuses it as `Unsupported`, as it
+//!   does a permission answer when it never asks; a read-only request is taken, and an agent
+//!   that says it holds a turn to read-only tools tells its program so;
+//! - the parser never panics on broken lines and keeps a line that is not JSON as a
+//!   `message`; it either reads JSON (skips JSON of a type it does not know) or keeps plain
+//!   text (every line a `message` with its text), as its answer to such a line shows; it owes
+//!   nothing after an empty run but the run's end (`finish` may give one `task.finished` or
+//!   `task.failed`).
 
 use std::path::Path;
 
 use super::expect_error;
-use runner_contract::{Agent, AgentRequest, ErrorKind, EventBody, ResumeFrom, SessionId};
+use runner_contract::{
+    Agent, AgentInput, AgentRequest, ErrorKind, EventBody, PermissionAnswer, ResumeFrom, SessionId,
+    StdinClose,
+};
 
 /// A prompt that looks like a flag: it must reach the agent as text, never as an argument.
 pub const FLAG_LIKE_PROMPT: &str = "--dangerously-skip-permissions and fix the test";
@@ -342,34 +355,174 @@ pub fn parser_keeps_plain_text(agent: &dyn Agent) {
     );
 }
 
-/// Every check of this suite.
+/// What an ACP agent answers to `initialize` and to the opening of its session: the lines
+/// after which its parser owes the prompt.
+pub const ACP_HANDSHAKE: &[&str] = &[
+    r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}"#,
+    r#"{"jsonrpc":"2.0","id":2,"result":{"sessionId":"sess-1"}}"#,
+];
+
+/// The lines a program speaking `protocol` prints before it takes the prompt.
+pub fn handshake_of(protocol: Option<&str>) -> &'static [&'static str] {
+    match protocol {
+        None => &[],
+        Some("acp") => ACP_HANDSHAKE,
+        Some(other) => panic!(
+            "the suite knows no handshake of the protocol {other:?}: add its first answers to \
+             `runner_testkit::agent::handshake_of`"
+        ),
+    }
+}
+
+/// Every check of this suite that applies to `agent`, chosen from its capabilities and its
+/// protocol.
 pub fn all(agent: &dyn Agent, worktree: &Path, agent_session_id: &str) {
-    all_after_handshake(agent, worktree, agent_session_id, &[]);
-}
-
-/// Every check of this suite for an agent whose program prints plain text, not JSON: the
-/// parser checks are [`parser_keeps_plain_text`]'s.
-pub fn all_plain_text(agent: &dyn Agent, worktree: &Path, agent_session_id: &str) {
-    prompt_reaches_stdin_after(agent, worktree, &[]);
-    provider_env_reaches_the_agent(agent, worktree);
-    refuses_bad_requests(agent, worktree);
-    resume_named_after(agent, worktree, agent_session_id, &[]);
-    parser_keeps_plain_text(agent);
-}
-
-/// Every check of this suite, for an agent that speaks a request/response protocol on
-/// stdio: its parser owes the program the prompt (and a resume's id) once it has read
-/// `handshake`, what the program prints first (an ACP agent's answers to `initialize` and to
-/// the opening of its session).
-pub fn all_after_handshake(
-    agent: &dyn Agent,
-    worktree: &Path,
-    agent_session_id: &str,
-    handshake: &[&str],
-) {
+    let handshake = handshake_of(agent.protocol());
     prompt_reaches_stdin_after(agent, worktree, handshake);
     provider_env_reaches_the_agent(agent, worktree);
     refuses_bad_requests(agent, worktree);
     resume_named_after(agent, worktree, agent_session_id, handshake);
-    parser_survives_broken_lines(agent);
+    input_matches_capabilities(agent, worktree);
+    read_only_matches_capabilities(agent, worktree);
+    parser_reads_json_or_keeps_text(agent);
+}
+
+/// Input while a turn runs is taken as the capabilities say: a steer (`steer`) and an
+/// interrupt (`interrupt`) each give one line, the same for the same input, and an agent that
+/// takes either (or asks permission) is invoked as a conversation; what the agent cannot take
+/// is refused as `Unsupported`.
+pub fn input_matches_capabilities(agent: &dyn Agent, worktree: &Path) {
+    let can = agent.capabilities();
+    let steer = AgentInput::User {
+        id: "5b0f3c1e-6a2d-4c1b-9e8f-7a6b5c4d3e2f".to_owned(),
+        text: "Also keep the tests green".to_owned(),
+    };
+    let interrupt = AgentInput::Interrupt {
+        id: "0c9d8e7f-1a2b-4c3d-8e5f-6a7b8c9d0e1f".to_owned(),
+        agent_session_id: Some("sess-1".to_owned()),
+    };
+    for (input, able, capability) in [
+        (&steer, can.steer, "steer"),
+        (&interrupt, can.interrupt, "interrupt"),
+    ] {
+        let line = agent.input_line(input);
+        if able {
+            let line = line.unwrap_or_else(|e| {
+                panic!(
+                    "`input_line` refuses {input:?} ({e}) though `capabilities().{capabilities}` \
+                     says it takes it: give its stdin line, or say `{capabilities}: false`",
+                    capabilities = capability
+                )
+            });
+            assert!(
+                !line.contains('\n') && !line.trim().is_empty(),
+                "`input_line` for {input:?} gave {line:?}: give one non-empty line (no line \
+                 break: the runner ends it with one)"
+            );
+            assert_eq!(
+                agent.input_line(input).ok().as_deref(),
+                Some(line.as_str()),
+                "`input_line` gave two lines for one input: the runner finds what it delivered \
+                 by looking for the line, so the same input must give the same line"
+            );
+            if let AgentInput::User { text, .. } = input {
+                assert!(
+                    line.contains(text.as_str()),
+                    "the steering line {line:?} does not hold the caller's text {text:?}"
+                );
+            }
+        } else {
+            let kind = line.as_ref().err().map(runner_contract::Error::kind);
+            assert_eq!(
+                kind,
+                Some(ErrorKind::Unsupported),
+                "`input_line` for {input:?} gave {line:?} though `capabilities().{capability}` is \
+                 false: refuse it with `ErrorKind::Unsupported` (the default `input_line` does), \
+                 or say `{capability}: true`"
+            );
+        }
+    }
+    if !can.ask_permission {
+        let answer = AgentInput::Permission {
+            request_id: "1".to_owned(),
+            input: serde_json::json!({"command": "ls"}),
+            answer: PermissionAnswer::Deny {
+                message: Some("no".to_owned()),
+            },
+        };
+        let line = agent.input_line(&answer);
+        assert_eq!(
+            line.as_ref().err().map(runner_contract::Error::kind),
+            Some(ErrorKind::Unsupported),
+            "`input_line` takes a permission answer ({line:?}) though `capabilities().\
+             ask_permission` is false: refuse it with `ErrorKind::Unsupported`, or say \
+             `ask_permission: true`"
+        );
+    }
+    if can.steer || can.interrupt || can.ask_permission {
+        let request = sample_request(worktree);
+        let invocation = agent.invocation(&request).unwrap_or_else(|e| {
+            panic!("a plain request is refused ({e}): accept any request `request.check()` passes")
+        });
+        assert_eq!(
+            invocation.close_stdin,
+            StdinClose::Conversation,
+            "the agent takes input while it runs (steer, interrupt or permission answers), but \
+             its stdin closes before: invoke it with `StdinClose::Conversation`, or say it \
+             takes no such input in `capabilities()`"
+        );
+    }
+}
+
+/// A read-only request (a workflow's plan or review) is taken; an agent that says it holds
+/// such a turn to read-only tools (`read_only`) tells its program, so the invocation differs.
+pub fn read_only_matches_capabilities(agent: &dyn Agent, worktree: &Path) {
+    let plain = sample_request(worktree);
+    let read_only = AgentRequest {
+        read_only: true,
+        ..sample_request(worktree)
+    };
+    let shown = |request: &AgentRequest| {
+        let invocation = agent.invocation(request).unwrap_or_else(|e| {
+            panic!(
+                "a request is refused ({e}), read-only: {}: accept it (the runner checks the \
+                 worktree after a read-only turn whatever the agent does)",
+                request.read_only
+            )
+        });
+        let mut parser = agent.parser_for(request);
+        (
+            invocation.args,
+            invocation.env,
+            invocation.stdin,
+            parser.owed_input(),
+        )
+    };
+    let plain = shown(&plain);
+    let read_only = shown(&read_only);
+    if agent.capabilities().read_only {
+        assert!(
+            plain != read_only,
+            "`capabilities().read_only` says the program holds a read-only turn to read-only \
+             tools, but a read-only request's invocation is the same as a plain one's: tell the \
+             program (a flag, a mode), or say `read_only: false`"
+        );
+    }
+}
+
+/// The parser reads JSON or keeps plain text, and holds to that kind's promises: what it
+/// gives for a JSON line of a type no agent prints says which (nothing: JSON; a `message`
+/// with the line: plain text; anything else fails).
+pub fn parser_reads_json_or_keeps_text(agent: &dyn Agent) {
+    let unknown = "{\"type\":\"a-type-no-agent-prints\",\"x\":1}";
+    let events = agent.parser().parse_line(unknown);
+    let plain_text = matches!(
+        events.as_slice(),
+        [EventBody::Message(m)] if m.text == unknown
+    );
+    if plain_text {
+        parser_keeps_plain_text(agent);
+    } else {
+        parser_survives_broken_lines(agent);
+    }
 }

@@ -2,7 +2,7 @@
 
 use super::fixture::{Fixture, git, git_branch_exists, git_output, git_rev};
 use super::{NOT_A_REPO, git_missing};
-use crate::testkit::expect_error;
+use crate::expect_error;
 use runner_contract::{ErrorKind, SessionId, Vcs};
 
 /// A missing path, a plain folder, a bare repo and a repo without commits are all refused with
