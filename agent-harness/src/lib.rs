@@ -4,7 +4,7 @@
 //! An agent crate defines its scenarios ([`Scenario`]: a repo, a prompt and a script for the
 //! scripted model server) in `tests/scenarios/mod.rs`, and this crate does the rest:
 //! - [`Harness`] runs a scenario with the real program: a temp git repo, the
-//!   [`ModelServer`](runner_fake::model_server::ModelServer) playing the script, the
+//!   [`ModelServer`](model_server::ModelServer) playing the script, the
 //!   `Invocation` the adapter builds, an environment built from scratch; it returns what the
 //!   program printed and what the server received.
 //! - [`Fixtures`] reads and writes the recordings (`tests/fixtures/<scenario>.jsonl`), replays

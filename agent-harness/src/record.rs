@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use model_server::ModelServer;
 use runner_contract::Agent;
-use runner_fake::model_server::ModelServer;
 
 use crate::fixtures::Fixtures;
 use crate::run::Harness;

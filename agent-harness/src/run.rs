@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use model_server::{ModelServer, RecordedRequest};
 use runner_contract::event::PermissionRequested;
 use runner_contract::options::PermissionAnswer;
 use runner_contract::{
     Agent, AgentInput, AgentRequest, EventBody, ResumeFrom, SessionId, StdinClose,
 };
-use runner_fake::model_server::{ModelServer, RecordedRequest};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use crate::repo::make_repo;

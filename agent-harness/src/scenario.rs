@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use runner_fake::model_server::Script;
+use model_server::Script;
 
 /// One scenario: a repo, a request and the model's script. An agent crate lists its own in
 /// `tests/scenarios/mod.rs`; its fixture `tests/fixtures/<name>.jsonl` is what the real

@@ -2,7 +2,7 @@
 //! here, each missing piece is one problem naming the file and what to do.
 
 use agent_harness::{Fixtures, Recorder, Scenario};
-use runner_fake::model_server::{Script, Turn};
+use model_server::{Script, Turn};
 
 fn scenario(name: &'static str) -> Scenario {
     Scenario {

@@ -63,8 +63,8 @@ pub fn write(dir: &std::path::Path) -> std::io::Result<()> {
 /// run the tests, fix the month, run the tests again, say what changed.
 /// `worktree` is the absolute folder the agent works in (its tools want absolute paths).
 #[cfg(feature = "model-server")]
-pub fn script(worktree: &std::path::Path) -> crate::model_server::Script {
-    use crate::model_server::{Block, Script, Turn};
+pub fn script(worktree: &std::path::Path) -> model_server::Script {
+    use model_server::{Block, Script, Turn};
     use serde_json::json;
     let file = worktree.join("src/date.js").display().to_string();
     let npm_test = || json!({ "command": "npm test", "description": "Run the tests" });

@@ -5,14 +5,14 @@
 //! - [`fake_agent`]: the fake agent program, which replays a recording of Claude Code
 //!   and performs its file edits, so a real run needs no model.
 //! - [`demo_repo`]: the small repo with a failing test that `codehands demo` makes.
-//! - `model_server` (feature `model-server`): the scripted model server that real agent CLIs
-//!   talk to in tests; test support, so what ships does not compile it.
+//!
+//! The scripted model server that real agent CLIs talk to in tests is the `model-server` crate
+//! (test support, so what ships does not compile it); feature `model-server` adds the demo's
+//! script for it ([`demo_repo::script`]).
 
 pub mod demo_repo;
 pub mod fake_agent;
 mod fake_runner;
-#[cfg(feature = "model-server")]
-pub mod model_server;
 mod script;
 
 pub use fake_runner::{FakeRunner, FakeRunnerOptions};

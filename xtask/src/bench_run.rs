@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use model_server::{ModelServer, Script, Turn};
 use runner_contract::{Agent, AgentRequest, SessionId, StdinClose};
-use runner_fake::model_server::{ModelServer, Script, Turn};
 
 const ROUNDS: usize = 41;
 const PROMPT: &str = "Say hello.";

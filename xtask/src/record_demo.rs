@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 
 use futures::StreamExt;
+use model_server::ModelServer;
 use runner_contract::{AgentName, EventBody, Home, Runner, SessionId, StartOptions, Vcs};
-use runner_fake::model_server::ModelServer;
 
 /// Records; `args` is empty.
 pub fn run(args: &[String]) -> Result<(), String> {

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use agent_claude::ClaudeCode;
 use agent_harness::files::{BASE_FILES, NPM_FAILING, NPM_PASSING};
 use agent_harness::{Fixtures, Recorder, Scenario};
+use model_server::{Block, HttpError, ModelServer, Reply, Script, Turn, Usage};
 use runner_contract::Agent;
-use runner_fake::model_server::{Block, HttpError, ModelServer, Reply, Script, Turn, Usage};
 use serde_json::json;
 
 /// The key the recordings use; the server accepts any.

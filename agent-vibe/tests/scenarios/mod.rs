@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use agent_harness::files::{BASE_FILES, NPM_FAILING};
 use agent_harness::{Fixtures, Recorder, Scenario};
 use agent_vibe::{MistralVibe, install};
+use model_server::{Block, HttpError, ModelServer, Script, Turn};
 use runner_contract::Agent;
-use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 
 /// The variable naming an install folder to test instead of the cached one.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use claude_lifecycle::{
     ClaudeRunner, Defaults, Job, Session, SessionEvent, SessionOptions, SessionState,
 };
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use model_server::{Block, ModelServer, Script, Turn};
 use runner_testkit::skip;
 use serde_json::json;
 use tokio::sync::broadcast;

@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use model_server::{Block, ModelServer, Script, Turn};
 use runner_contract::{AgentName, Event, EventBody, Runner, SessionId, StartOptions};
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, types, worktree_for};

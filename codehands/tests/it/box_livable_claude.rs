@@ -8,8 +8,8 @@ use crate::support;
 
 use std::path::{Path, PathBuf};
 
+use model_server::{Block, ModelServer, Script, Turn};
 use runner_contract::{AgentName, Event, EventBody, Runner, SessionId, StartOptions};
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, worktree_for};

@@ -19,11 +19,11 @@ use crate::support;
 use std::path::Path;
 use std::sync::Arc;
 
+use model_server::{Block, ModelServer, Script, Turn};
 use runner_contract::{
     AgentName, AllowancesSource, Event, EventBody, Isolation, Runner, SessionId, StartOptions,
 };
 use runner_core::LocalRunner;
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, worktree_for};

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
 use support::terminal::OnTerminal;
 use support::{World, ok, run, text};

@@ -8,10 +8,10 @@ use crate::support;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use model_server::{Block, HttpError, ModelServer, Script, Turn};
 use runner_contract::{
     AgentName, Event, EventBody, Runner, SessionId, SessionRecord, StartOptions,
 };
-use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use runner_testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
 use runner_testkit::runner as suite;
 use serde_json::json;

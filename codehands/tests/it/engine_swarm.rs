@@ -192,11 +192,11 @@ fn a_real_agent_reaches_its_provider_and_nothing_else(world: &World) {
     let id = runner_contract::SessionId::new_random();
     let worktree = runtime.block_on(support::worktree_for(world, &id));
     let server = runtime
-        .block_on(runner_fake::model_server::ModelServer::start_on(
+        .block_on(model_server::ModelServer::start_on(
             gateway,
             runner_fake::demo_repo::script(&worktree).follow_up(
                 "Say what you changed.",
-                runner_fake::model_server::Script::new([runner_fake::model_server::Turn::text(
+                model_server::Script::new([model_server::Turn::text(
                     "I added 1 to getMonth() in src/date.js.",
                 )]),
             ),

@@ -11,8 +11,8 @@ use std::path::Path;
 use crate::support;
 use crate::support::remote;
 
+use model_server::{Block, ModelServer, Script, Turn};
 use remote::{Swarm, TestImage, docker, docker_ready, left_on_swarm, types};
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use serde_json::json;
 use support::{World, json_lines, run, text};
 

@@ -8,8 +8,8 @@ use crate::support;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use model_server::{Block, HttpError, ModelServer, Script, Turn};
 use runner_contract::{AgentName, Runner, SessionId, SessionState, StartOptions};
-use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use runner_testkit::lifecycle::{RealAgent, Scene, Stage};
 use runner_testkit::runner as suite;
 use serde_json::json;

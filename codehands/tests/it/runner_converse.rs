@@ -9,13 +9,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
+use model_server::{Block, ModelServer, Script, Turn};
 use runner_contract::event::PermissionOutcome;
 use runner_contract::{
     AgentName, ErrorKind, Event, EventBody, EventStream, PermissionAnswer, Permissions, Runner,
     Sent, SessionId, SessionState, StartOptions,
 };
 use runner_core::LocalRunner;
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, assert_contiguous, claude_runner, codex, tool_results, types};

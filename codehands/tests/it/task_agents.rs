@@ -5,10 +5,10 @@
 
 use crate::support;
 
+use model_server::{Block, ModelServer, Script, Turn};
 use runner_contract::{
     AgentName, AttemptSpec, Runner, SessionId, SessionState, TaskId, TaskOptions,
 };
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, json_lines, ok, run, text, worktree_for};

@@ -10,12 +10,12 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
+use model_server::{Block, ModelServer, Script, Turn};
 use runner_contract::event::FailureKind;
 use runner_contract::{
     AgentName, AttemptSpec, EventBody, Runner, SessionId, SessionState, TaskId, TaskOptions,
     VerifyVerdict,
 };
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, json_lines, run, text, worktree_for};

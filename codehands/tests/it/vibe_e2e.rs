@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use model_server::{Block, ModelServer, Script, Turn};
 use serde_json::{Value, json};
 use support::World;
 

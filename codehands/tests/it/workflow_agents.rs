@@ -6,9 +6,9 @@
 
 use crate::support;
 
+use model_server::{Block, ModelServer, Script, Turn};
 use runner_contract::workflow::Severity;
 use runner_contract::{EventBody, Isolation, Runner, SessionId, SessionState, WorkflowOptions};
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
 use runner_testkit::runner as suite;
 use serde_json::json;
 use support::{World, worktree_for};

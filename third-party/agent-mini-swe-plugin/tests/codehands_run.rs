@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use runner_fake::model_server::{Block, ModelServer, Script, Turn};
+use model_server::{Block, ModelServer, Script, Turn};
 use serde_json::{Value, json};
 
 /// The fix of the demo repo's failing date test.

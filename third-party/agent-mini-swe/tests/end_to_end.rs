@@ -13,8 +13,8 @@ use std::time::Duration;
 use agent_mini_swe::{MiniSweAgent, NAME};
 use codehands::core::{LocalRunner, RunnerSettings};
 use codehands::{FakeAgentSetup, SandboxImages, Setup};
+use model_server::{Block, HttpError, ModelServer, Script, Turn};
 use runner_contract::{AgentName, Event, EventBody, Home, SessionId, SessionRecord};
-use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
 use runner_testkit::lifecycle::{RealAgent, Scene, SeenRequest, Stage};
 use scenarios::{FIX_MONTH, SUBMIT, bash};
 

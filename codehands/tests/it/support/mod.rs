@@ -238,7 +238,7 @@ pub const CODEX_TEST_KEY: &str = "sk-dummy-for-codex-tests";
 pub fn stage(
     world: World,
     runner: LocalRunner,
-    server: std::sync::Arc<runner_fake::model_server::ModelServer>,
+    server: std::sync::Arc<model_server::ModelServer>,
 ) -> runner_testkit::lifecycle::Stage {
     let seen = server.clone();
     runner_testkit::lifecycle::Stage {
@@ -263,7 +263,7 @@ pub fn stage(
 pub fn claude_runner(
     world: &World,
     claude: &Path,
-    server: &runner_fake::model_server::ModelServer,
+    server: &model_server::ModelServer,
     extra: &[(&str, &str)],
 ) -> LocalRunner {
     let mut settings = world.settings();
@@ -284,7 +284,7 @@ pub fn claude_runner(
 pub fn codex_runner(
     world: &World,
     codex: &Path,
-    server: &runner_fake::model_server::ModelServer,
+    server: &model_server::ModelServer,
 ) -> LocalRunner {
     codex_runner_with(world, codex, server, &[])
 }
@@ -293,7 +293,7 @@ pub fn codex_runner(
 pub fn codex_runner_with(
     world: &World,
     codex: &Path,
-    server: &runner_fake::model_server::ModelServer,
+    server: &model_server::ModelServer,
     extra: &[(&str, &str)],
 ) -> LocalRunner {
     let mut settings = world.settings();
@@ -318,7 +318,7 @@ pub async fn worktree_for(world: &World, id: &SessionId) -> PathBuf {
 }
 
 /// Every `tool_result` the server was sent, as JSON text, in order.
-pub fn tool_results(server: &runner_fake::model_server::ModelServer) -> Vec<String> {
+pub fn tool_results(server: &model_server::ModelServer) -> Vec<String> {
     let mut out = Vec::new();
     for request in server.message_requests() {
         for message in request["messages"].as_array().into_iter().flatten() {

@@ -1,6 +1,6 @@
 //! The scripted model server over real HTTP on 127.0.0.1.
 
-use runner_fake::model_server::{Block, HttpError, ModelServer, Script, Turn};
+use model_server::{Block, HttpError, ModelServer, Script, Turn};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use runner_fake::model_server::{ModelServer, Script, Turn};
+//! use model_server::{ModelServer, Script, Turn};
 //! let server = ModelServer::start(Script::new([Turn::text("Hello.")])).await?;
 //! // Point the agent at it: ANTHROPIC_BASE_URL = server.base_url()
 //! let requests = server.requests();

@@ -216,7 +216,7 @@ fn sse_body(reply: &Reply, id: &str, model: &str, with_usage: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_server::HttpError;
+    use crate::HttpError;
 
     fn chunks_of(body: &str) -> Vec<Value> {
         body.lines()
