@@ -355,7 +355,10 @@ mod tests {
         let state = "/home/me/.codehands/runs/S/box/etc";
         let etc = position(&["--ro-bind", state, "/etc"]);
         assert!(etc < position(&["--ro-bind", "/etc/ssl", "/etc/ssl"]));
-        assert!(!has(&["--ro-bind", "/etc", "/etc"]), "never the host's /etc whole");
+        assert!(
+            !has(&["--ro-bind", "/etc", "/etc"]),
+            "never the host's /etc whole"
+        );
         assert!(!has(&["--bind", state, "/etc"]));
         // The files are copies in that folder (`etc.rs`), not binds.
         assert!(!own().iter().any(|a| a == "/etc/ld.so.cache"));

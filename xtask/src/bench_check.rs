@@ -242,13 +242,22 @@ pub const HOOKS_FEATURE: &str = "bench-hooks";
 fn build_debug_codehands() -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "codehands", "--features", HOOKS_FEATURE])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "codehands",
+            "--features",
+            HOOKS_FEATURE,
+        ])
         .current_dir(crate::workspace_root())
         .status()
         .map_err(|e| e.to_string())?
         .success();
     if !ok {
-        return Err(format!("cargo build -p codehands --features {HOOKS_FEATURE} failed"));
+        return Err(format!(
+            "cargo build -p codehands --features {HOOKS_FEATURE} failed"
+        ));
     }
     Ok(crate::workspace_root().join("target/debug/codehands"))
 }
