@@ -10,7 +10,7 @@ use crate::plan::{BoxPlan, LoginHow, SOCKETS_INSIDE};
 /// The host name inside every box.
 pub const HOSTNAME: &str = "codehands-box";
 
-/// The generated `/etc` files the box gets instead of the host's.
+/// The generated `/etc` files the box gets instead of the host's (`etc.rs`).
 pub const GENERATED_ETC: &[&str] = &["passwd", "group", "hosts"];
 
 /// Host-wide files and folders of `/proc` every box gets read-only (Docker's list): kernel
@@ -69,6 +69,16 @@ impl HostProc {
     }
 }
 
+/// What the box's command line takes from the host at the box's start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Host {
+    /// Its `/proc`.
+    pub proc: HostProc,
+    /// The entries of the plan's `/etc` selection that are folders ([`crate::etc::host_folders`]):
+    /// bound over the box's `/etc`, whose files are copies.
+    pub etc_folders: Vec<PathBuf>,
+}
+
 /// The descriptors bubblewrap inherits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Descriptors {
@@ -80,8 +90,8 @@ pub struct Descriptors {
 }
 
 /// Every argument of `bwrap`, then `--`, then the init (`helper __box-init …`), for the
-/// descriptors `fds` and the host's `/proc`.
-pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host_proc: &HostProc) -> Vec<OsString> {
+/// descriptors `fds` and what `host` has.
+pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host: &Host) -> Vec<OsString> {
     let mut args = Args::default();
     // Namespaces: user, pid, network, ipc, uts and cgroup; the user namespace is required
     // (`--unshare-all` alone only tries it).
@@ -112,16 +122,13 @@ pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host_proc: &HostProc) -> Vec
             None => args.same("--ro-bind", &system.path),
         }
     }
-    for etc in &plan.etc {
-        args.same("--ro-bind", etc);
-    }
-    let generated = plan.etc_dir();
-    for name in GENERATED_ETC {
-        args.two(
-            "--ro-bind",
-            &generated.join(name),
-            &Path::new("/etc").join(name),
-        );
+    // `/etc` is one read-only folder the outer filled (`etc.rs`: the generated files and
+    // copies of the host's selected files), with the selected host folders over it: one
+    // mount where there was one per file, each of which made bubblewrap read the mount
+    // table again.
+    args.two("--ro-bind", &plan.etc_dir(), Path::new("/etc"));
+    for folder in &host.etc_folders {
+        args.same("--ro-bind", folder);
     }
     // A fresh /tmp for each box, before any bind: a bound path under the host's /tmp (a
     // worktree in a temp folder) gets its mount point there, never in a folder the agent
@@ -133,7 +140,11 @@ pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host_proc: &HostProc) -> Vec
     for link in &plan.links {
         args.two("--symlink", &link.target, &link.path);
     }
-    args.same("--ro-bind", &plan.helper);
+    // Once: a tool folder that holds it (or the tool that is it, as for the fake agent)
+    // shows it already, read-only; another mount would only cost bubblewrap's set-up.
+    if !plan.tools.iter().any(|tool| plan.helper.starts_with(tool)) {
+        args.same("--ro-bind", &plan.helper);
+    }
     if let Some(git) = &plan.git {
         args.same("--ro-bind", &git.common);
         args.same("--bind", &git.admin);
@@ -165,7 +176,7 @@ pub fn bwrap_args(plan: &BoxPlan, fds: Descriptors, host_proc: &HostProc) -> Vec
     for path in PROC_READ_ONLY {
         args.same("--ro-bind-try", Path::new(path));
     }
-    for (path, is_dir) in &host_proc.masked {
+    for (path, is_dir) in &host.proc.masked {
         if *is_dir {
             args.flag("--tmpfs").arg(path);
             args.flag("--remount-ro").arg(path);
@@ -220,10 +231,14 @@ mod tests {
     use super::*;
     use crate::plan::tests::sample;
 
-    /// A host whose /proc has a masked file and a masked folder.
-    fn host_proc() -> HostProc {
-        HostProc {
-            masked: vec![("/proc/keys".into(), false), ("/proc/acpi".into(), true)],
+    /// A host whose /proc has a masked file and a masked folder, and whose /etc selection
+    /// has the folder /etc/ssl.
+    fn host() -> Host {
+        Host {
+            proc: HostProc {
+                masked: vec![("/proc/keys".into(), false), ("/proc/acpi".into(), true)],
+            },
+            etc_folders: vec!["/etc/ssl".into()],
         }
     }
 
@@ -232,7 +247,7 @@ mod tests {
             outer: 9,
             seccomp: 10,
         };
-        bwrap_args(&sample(), fds, &host_proc())
+        bwrap_args(&sample(), fds, &host())
             .into_iter()
             .map(|a| a.into_string().unwrap())
             .collect()
@@ -267,7 +282,7 @@ mod tests {
             outer: 9,
             seccomp: 10,
         };
-        let args: Vec<String> = bwrap_args(&plan, fds, &host_proc())
+        let args: Vec<String> = bwrap_args(&plan, fds, &host())
             .into_iter()
             .map(|a| a.into_string().unwrap())
             .collect();
@@ -317,18 +332,36 @@ mod tests {
     }
 
     #[test]
-    fn only_the_selected_etc_files_and_generated_ones() {
-        assert!(has(&["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]));
-        assert!(has(&["--ro-bind", "/etc/ssl", "/etc/ssl"]));
-        assert!(!has(&["--ro-bind", "/etc", "/etc"]));
+    fn a_helper_that_a_tool_folder_shows_is_not_bound_again() {
+        let helper = "/opt/codehands/bin/codehands";
+        let mut plan = sample();
+        plan.tools.push("/opt/codehands".into());
+        let fds = Descriptors {
+            outer: 9,
+            seccomp: 10,
+        };
+        let args: Vec<String> = bwrap_args(&plan, fds, &host())
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        let tool = ["--ro-bind", "/opt/codehands", "/opt/codehands"].map(str::to_owned);
+        let again = ["--ro-bind", helper, helper].map(str::to_owned);
+        assert!(args.windows(3).any(|w| w == tool), "{args:?}");
+        assert!(!args.windows(3).any(|w| w == again), "{args:?}");
+    }
+
+    #[test]
+    fn etc_is_the_boxs_own_folder_read_only_with_the_selected_host_folders_over_it() {
         let state = "/home/me/.codehands/runs/S/box/etc";
-        for name in GENERATED_ETC {
-            assert!(has(&[
-                "--ro-bind",
-                &format!("{state}/{name}"),
-                &format!("/etc/{name}")
-            ]));
-        }
+        let etc = position(&["--ro-bind", state, "/etc"]);
+        assert!(etc < position(&["--ro-bind", "/etc/ssl", "/etc/ssl"]));
+        assert!(
+            !has(&["--ro-bind", "/etc", "/etc"]),
+            "never the host's /etc whole"
+        );
+        assert!(!has(&["--bind", state, "/etc"]));
+        // The files are copies in that folder (`etc.rs`), not binds.
+        assert!(!own().iter().any(|a| a == "/etc/ld.so.cache"));
     }
 
     #[test]

@@ -135,12 +135,15 @@ fn run_bwrap(plan: &BoxPlan, signals: nix::sys::signal::SigSet) -> i32 {
         outer: watched.as_raw_fd(),
         seccomp: filter.as_raw_fd(),
     };
-    let host_proc = crate::argv::HostProc::read();
+    let host = crate::argv::Host {
+        proc: crate::argv::HostProc::read(),
+        etc_folders: crate::etc::host_folders(plan),
+    };
     // bubblewrap gets the default signal mask (std does not reset it): unblocked just for
     // the spawn.
     let _ = signals.thread_unblock();
     let spawned = std::process::Command::new(&plan.bwrap)
-        .args(crate::argv::bwrap_args(plan, fds, &host_proc))
+        .args(crate::argv::bwrap_args(plan, fds, &host))
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
         .process_group(0)
         .spawn();
@@ -249,12 +252,7 @@ pub fn prepare(plan: &BoxPlan) -> Result<Vec<(UnixListener, Destination)>, Strin
     for dir in [&plan.state, &plan.home, &plan.tmp] {
         root.ensure_dir(dir).map_err(|e| e.to_string())?;
     }
-    root.ensure_dir(&plan.etc_dir())
-        .map_err(|e| e.to_string())?;
-    for (name, text) in crate::etc::files(plan) {
-        root.replace_file(&plan.etc_dir().join(name), text.as_bytes())
-            .map_err(|e| e.to_string())?;
-    }
+    crate::etc::fill(&root, plan)?;
     for login in &plan.login {
         place_login(&root, &plan.home, login)?;
     }

@@ -11,7 +11,8 @@
 //!
 //! `CODEHANDS_PLANT_SLOWDOWN_PCT=N` makes `codehands run` N% slower: it waits N% of its own
 //! time (from `main` on) before it exits. The planted regression that shows `cargo xtask
-//! bench check` fails on one, whatever the load of the machine that runs it.
+//! bench check` fails on one, whatever the load of the machine that runs it. Only a build
+//! with the `bench-hooks` feature (off by default, never shipped) reads the variable.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -26,7 +27,8 @@ use tracing_subscriber::registry::LookupSpan;
 /// The variable that names the file the spans go to.
 pub const TIMING_ENV: &str = "CODEHANDS_TIMING";
 
-/// The variable that plants a slowdown in `codehands run` (percent), for the gate's test.
+/// The variable that plants a slowdown in `codehands run` (percent), for the gate's test;
+/// read only by a build with the `bench-hooks` feature.
 pub const PLANT_SLOWDOWN_ENV: &str = "CODEHANDS_PLANT_SLOWDOWN_PCT";
 
 /// When `main` began, once [`mark_process_start`] has been called.
@@ -53,7 +55,9 @@ pub fn layer_from_env() -> Option<TimingLayer> {
 }
 
 /// The wait `CODEHANDS_PLANT_SLOWDOWN_PCT` asks for now, if any: its share of the time since
-/// [`mark_process_start`] (or since the first call, when it was not called).
+/// [`mark_process_start`] (or since the first call, when it was not called). Only in a
+/// build with the `bench-hooks` feature.
+#[cfg(feature = "bench-hooks")]
 pub fn planted_slowdown() -> Option<std::time::Duration> {
     let percent: u32 = std::env::var(PLANT_SLOWDOWN_ENV).ok()?.parse().ok()?;
     let since = PROCESS_START.get_or_init(std::time::Instant::now).elapsed();

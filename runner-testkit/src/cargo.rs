@@ -9,6 +9,16 @@ use std::process::Command;
 /// usually the caller's `env!("CARGO_MANIFEST_DIR")`) and returns the profile's folder
 /// (`target/debug` under `cargo test`), where the libraries and binaries land.
 pub fn build(manifest_dir: impl AsRef<Path>, packages: &[&str]) -> PathBuf {
+    build_with_features(manifest_dir, packages, &[])
+}
+
+/// [`build`] with `features` turned on (`--features`, names of the packages' own features,
+/// such as a test-only hook that no shipped build has).
+pub fn build_with_features(
+    manifest_dir: impl AsRef<Path>,
+    packages: &[&str],
+    features: &[&str],
+) -> PathBuf {
     // A test binary is target/<profile folder>/deps/<name>-<hash>.
     let exe = std::env::current_exe().expect("the test binary's path");
     let profile_dir = exe
@@ -28,6 +38,9 @@ pub fn build(manifest_dir: impl AsRef<Path>, packages: &[&str]) -> PathBuf {
         .current_dir(manifest_dir);
     for package in packages {
         cmd.args(["-p", package]);
+    }
+    if !features.is_empty() {
+        cmd.arg("--features").arg(features.join(","));
     }
     let status = cmd
         .status()

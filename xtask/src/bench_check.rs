@@ -232,17 +232,32 @@ pub fn compare(baseline: &Figures, measured: &Figures) -> Vec<String> {
         .collect()
 }
 
-/// `cargo build -p codehands` (debug): the binary the tests use, so in CI it is built already.
+/// The feature of `codehands` that the gate's own binary has and no shipped one does: it
+/// reads `CODEHANDS_PLANT_SLOWDOWN_PCT` (codehands::timing), the planted slowdown.
+pub const HOOKS_FEATURE: &str = "bench-hooks";
+
+/// `cargo build -p codehands --features bench-hooks` (debug): the binary the tests use (in
+/// CI it is built already; the feature recompiles the `codehands` crate alone) with the
+/// test hook that can plant a slowdown, which stays off unless its variable is set.
 fn build_debug_codehands() -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "codehands"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "codehands",
+            "--features",
+            HOOKS_FEATURE,
+        ])
         .current_dir(crate::workspace_root())
         .status()
         .map_err(|e| e.to_string())?
         .success();
     if !ok {
-        return Err("cargo build -p codehands failed".into());
+        return Err(format!(
+            "cargo build -p codehands --features {HOOKS_FEATURE} failed"
+        ));
     }
     Ok(crate::workspace_root().join("target/debug/codehands"))
 }
@@ -378,11 +393,16 @@ mod tests {
     }
 
     /// The gate on the real path: the debug `codehands` made 20% slower
-    /// (`CODEHANDS_PLANT_SLOWDOWN_PCT`, read by `codehands run`), timed in the same rounds as
-    /// the runner without it, fails against the figures without it.
+    /// (`CODEHANDS_PLANT_SLOWDOWN_PCT`, read by a `codehands run` built with the test-only
+    /// feature `bench-hooks`), timed in the same rounds as the runner without it, fails
+    /// against the figures without it.
     #[test]
     fn the_gate_fails_on_a_planted_20_percent_slowdown() {
-        let profile = runner_testkit::cargo::build(env!("CARGO_MANIFEST_DIR"), &["codehands"]);
+        let profile = runner_testkit::cargo::build_with_features(
+            env!("CARGO_MANIFEST_DIR"),
+            &["codehands"],
+            &[HOOKS_FEATURE],
+        );
         let measured = measure(&profile.join("codehands"), 7, Some(20)).unwrap();
         let before = Figures {
             figures: vec![measured.get(UNBOXED).unwrap().clone()],
