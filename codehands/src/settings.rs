@@ -132,7 +132,7 @@ impl SettingsFiles {
             allowances.box_read.push(path);
         }
         if let Some(image) = &file.boxed.image {
-            check_image(image.get_ref()).map_err(|why| {
+            runner_contract::allowances::check_image_name(image.get_ref()).map_err(|why| {
                 Error::invalid_input(format!("{}: [box] image {why}", at(image.span())))
             })?;
             allowances.box_image = Some(image.get_ref().clone());
@@ -196,25 +196,6 @@ impl SettingsFiles {
             ));
         }
         Ok(path)
-    }
-}
-
-/// An image reference as the Docker CLI takes one (`node:22`, `registry:5000/team/dev@sha256:…`),
-/// or why not: the engine is asked for it by name, so nothing else may ride along (the same
-/// rule as `engine_docker::image::check_name`, which a build without engines lacks).
-pub fn check_image(image: &str) -> std::result::Result<(), String> {
-    let plain = !image.is_empty()
-        && image.len() <= 255
-        && !image.starts_with(['-', '.', '/', ':', '@'])
-        && image
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
-    if plain {
-        Ok(())
-    } else {
-        Err(format!(
-            "{image:?} is not an image name: write it as `docker pull` takes it (\"node:22\", \"registry.example.com/team/dev:3\")"
-        ))
     }
 }
 

@@ -66,7 +66,8 @@ pub fn read(worktree: &Path) -> Result<Option<UserImage>, String> {
     let Some(dockerfile) = dockerfile else {
         return match spec.image {
             Some(image) => {
-                crate::image::check_name(&image).map_err(|why| format!("{FILE}: image {why}"))?;
+                runner_contract::allowances::check_image_name(&image)
+                    .map_err(|why| format!("{FILE}: image {why}"))?;
                 Ok(Some(UserImage::Named { name: image }))
             }
             None => Err(format!(

@@ -113,39 +113,24 @@ pub(crate) fn libraries(program: &Path) -> Result<Vec<PathBuf>, String> {
         .collect())
 }
 
-/// An image reference as the Docker CLI takes one (`node:22`,
-/// `registry.example.com:5000/team/dev@sha256:…`), or why not: the engine is asked for it by
-/// name, so nothing else may ride along (a flag, a space, a control character).
-pub fn check_name(image: &str) -> Result<(), String> {
-    let plain = !image.is_empty()
-        && image.len() <= 255
-        && !image.starts_with(['-', '.', '/', ':', '@'])
-        && image
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
-    if plain {
-        Ok(())
-    } else {
-        Err(format!(
-            "{image:?} is not an image name: write it as `docker pull` takes it (\"node:22\", \"registry.example.com/team/dev:3\")"
-        ))
-    }
-}
-
 /// Builds `tag` from [`context_tar`] with the engine's CLI (`docker build -`).
 pub fn build(tag: &str, codehands: &Path, programs: &[&Path]) -> Result<(), String> {
+    build_context(tag, &context_tar(codehands, programs)?)
+}
+
+/// Builds `tag` from a build context packed as a tar, with the engine's CLI (`docker build -`).
+pub(crate) fn build_context(tag: &str, context: &[u8]) -> Result<(), String> {
     use std::io::Write;
-    let context = context_tar(codehands, programs)?;
     let mut child = Command::new("docker")
         .args(["build", "--quiet", "--tag", tag, "-"])
         .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run docker: {e}"))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
-            .write_all(&context)
+            .write_all(context)
             .map_err(|e| format!("docker build: {e}"))?;
     }
     let out = child

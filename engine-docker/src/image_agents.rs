@@ -79,30 +79,5 @@ fn link(builder: &mut tar::Builder<Vec<u8>>, name: &str, target: &str) -> Result
 
 /// Builds `tag` from [`context_tar`] with the engine's CLI (`docker build -`).
 pub fn build(tag: &str, base: &str, whole: &[KeptWhole<'_>]) -> Result<(), String> {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let context = context_tar(base, whole)?;
-    let mut child = Command::new("docker")
-        .args(["build", "--quiet", "--tag", tag, "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run docker: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(&context)
-            .map_err(|e| format!("docker build: {e}"))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("docker build: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "docker build of {tag} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
+    crate::image::build_context(tag, &context_tar(base, whole)?)
 }

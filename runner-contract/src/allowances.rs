@@ -80,6 +80,25 @@ impl std::fmt::Debug for AllowancesSource {
     }
 }
 
+/// An image reference (`Allowances::box_image`, `--image`) as the Docker CLI takes one (`node:22`,
+/// `registry.example.com:5000/team/dev@sha256:…`), or why not: the engine is asked for it by
+/// name, so nothing else may ride along (a flag, a space, a control character).
+pub fn check_image_name(image: &str) -> std::result::Result<(), String> {
+    let plain = !image.is_empty()
+        && image.len() <= 255
+        && !image.starts_with(['-', '.', '/', ':', '@'])
+        && image
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
+    if plain {
+        Ok(())
+    } else {
+        Err(format!(
+            "{image:?} is not an image name: write it as `docker pull` takes it (\"node:22\", \"registry.example.com/team/dev:3\")"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -300,7 +300,7 @@ fn isolation(text: &str) -> std::result::Result<runner_contract::Isolation, Stri
 }
 
 fn image(text: &str) -> std::result::Result<String, String> {
-    codehands::settings::check_image(text).map(|()| text.to_owned())
+    runner_contract::allowances::check_image_name(text).map(|()| text.to_owned())
 }
 
 fn engine(text: &str) -> std::result::Result<runner_contract::Engine, String> {

@@ -20,14 +20,14 @@ impl LocalRunner {
         options: ApproveOptions,
     ) -> Result<ApproveResult> {
         let shared = &self.shared;
-        // The decision's lock first: nothing (a supervisor the healing launches among them)
-        // can move the session between the look and the approve.
-        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
-        self.healed(shared.store.get(session_id)?).await?;
-        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
-        record
-            .state
-            .check_move(SessionState::Approving, SessionState::Approved, "approve")?;
+        let (_lock, record) = self
+            .locked_for(
+                session_id,
+                SessionState::Approving,
+                SessionState::Approved,
+                "approve",
+            )
+            .await?;
         // A workflow's change is approved only once its last phase has run.
         workflow::check_finished(
             &RunFiles::in_home(&shared.home, session_id),
@@ -52,13 +52,14 @@ impl LocalRunner {
     /// agent committed to is kept, as `recover` keeps a failed session's.
     pub(crate) async fn reject_and_say(&self, session_id: &SessionId) -> Result<RejectResult> {
         let shared = &self.shared;
-        // The lock first, as approve takes it (`approve_with`).
-        let _lock = journal::SessionLock::acquire(shared, session_id).await?;
-        self.healed(shared.store.get(session_id)?).await?;
-        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
-        record
-            .state
-            .check_move(SessionState::Rejecting, SessionState::Rejected, "reject")?;
+        let (_lock, record) = self
+            .locked_for(
+                session_id,
+                SessionState::Rejecting,
+                SessionState::Rejected,
+                "reject",
+            )
+            .await?;
         cleanup::check_kept(&record)?;
         let kept = journal::reject(shared, &record)
             .await
@@ -68,6 +69,24 @@ impl LocalRunner {
             session_id: *session_id,
             kept_branch: kept.then(|| record.branch.clone()),
         })
+    }
+
+    /// The decision's lock, then the session healed and settled, checked to move through
+    /// `via` to `to`: nothing (a supervisor the healing launches among them) can move the
+    /// session between the look and the decision.
+    async fn locked_for(
+        &self,
+        session_id: &SessionId,
+        via: SessionState,
+        to: SessionState,
+        what: &str,
+    ) -> Result<(journal::SessionLock, SessionRecord)> {
+        let shared = &self.shared;
+        let lock = journal::SessionLock::acquire(shared, session_id).await?;
+        self.healed(shared.store.get(session_id)?).await?;
+        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        record.state.check_move(via, to, what)?;
+        Ok((lock, record))
     }
 }
 
