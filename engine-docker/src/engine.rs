@@ -25,6 +25,7 @@ pub struct DockerEngine {
     ssh_env: Vec<(String, String)>,
     tls_verify: bool,
     caller_home: Option<PathBuf>,
+    pool: u32,
 }
 
 impl DockerEngine {
@@ -40,7 +41,15 @@ impl DockerEngine {
             ssh_env: Vec::new(),
             tls_verify: false,
             caller_home: None,
+            pool: 0,
         }
+    }
+
+    /// On a swarm, `size` warm boxes kept started ahead of the runs, each taking one run
+    /// (docs/remote-box.md, "Warm boxes"); 0: none.
+    pub fn with_pool(mut self, size: u32) -> Self {
+        self.pool = size;
+        self
     }
 
     /// The caller's home, where the agents' login files are (`~/.claude/.credentials.json`).
@@ -204,6 +213,12 @@ impl Confinement for DockerEngine {
             files,
             login,
             home_file: Some(RemotePlan::home_file_in(request.run_dir)),
+            // Warm boxes are a swarm's: an engine's box is one container, made as fast.
+            pool: if request.engine == Engine::Swarm {
+                self.pool
+            } else {
+                0
+            },
         };
         let file = RemotePlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);

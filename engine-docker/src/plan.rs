@@ -102,6 +102,10 @@ pub struct RemotePlan {
     /// bytes never unpacked here), for the next turn's box to start from.
     #[serde(default)]
     pub home_file: Option<PathBuf>,
+    /// On a swarm: how many warm boxes of this plan's kind to keep started ahead of the runs
+    /// (docs/remote-box.md, "Warm boxes"); 0: none, every turn makes its own.
+    #[serde(default)]
+    pub pool: u32,
 }
 
 impl RemotePlan {

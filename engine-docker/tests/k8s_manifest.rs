@@ -35,6 +35,7 @@ fn plan() -> RemotePlan {
         stdin_lines: None,
         files: Vec::new(),
         home_file: None,
+        pool: 0,
     }
 }
 
