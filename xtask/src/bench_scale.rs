@@ -12,9 +12,9 @@
 //!
 //! The swarm's runs take warm boxes (`CODEHANDS_SWARM_POOL`, docs/remote-box.md "Warm
 //! boxes"): one run made first gives the boxes' kind, the pool is filled to the batch's size
-//! from it, and before each swarm batch the bench waits until the pool is whole again (each
-//! run's cleanup makes the box that replaces the one it took). That wait is the pool's refill,
-//! reported apart: it is not on any run's path.
+//! from it, and after each swarm batch the bench waits until the pool is whole again (each
+//! run's cleanup makes the box that replaces the one it took) before the next batch starts.
+//! That wait is the pool's refill, reported apart: it is not on any run's path.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -84,18 +84,22 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
         };
         for engine in order {
             let home = if engine == "swarm" {
-                let refill = pool_ready()?;
-                println!(
-                    "bench scale: round {} swarm: the pool whole again after {:.1} s",
-                    round + 1,
-                    refill.as_secs_f64()
-                );
-                refills.push(refill.as_secs_f64() * 1000.0);
                 swarm_home.clone()
             } else {
                 dir.join(format!("home-{round}-{engine}"))
             };
             let batch = measure(codehands, image, &repo, &home, engine)?;
+            // The next batch (of either engine) starts once the boxes taken are removed and
+            // replaced: the engine's work after a batch does not load the next one.
+            if engine == "swarm" {
+                let refill = pool_ready()?;
+                println!(
+                    "bench scale: round {} swarm: the pool whole again {:.1} s after the batch",
+                    round + 1,
+                    refill.as_secs_f64()
+                );
+                refills.push(refill.as_secs_f64() * 1000.0);
+            }
             let warm = batch.phases.iter().filter(|p| p.warm).count();
             println!(
                 "bench scale: round {} {engine}: {}/{RUNS} ok in {:.1} s{} (load {:.1})",
