@@ -92,7 +92,7 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
             // The next batch (of either engine) starts once the boxes taken are removed and
             // replaced: the engine's work after a batch does not load the next one.
             if engine == "swarm" {
-                let refill = pool_ready()?;
+                let refill = pool_ready(image)?;
                 println!(
                     "bench scale: round {} swarm: the pool whole again {:.1} s after the batch",
                     round + 1,
@@ -320,37 +320,55 @@ fn fill_pool(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Result<
     let id = runner_core::SessionId::new_random().to_string();
     let ran = command(codehands, image, repo, home)
         .args(["run", ".", "Fix the failing test.", "--agent", "fake"])
-        .args(["--then", "reject", "--engine", "swarm", "--session-id", &id])
+        .args(["--then", "keep", "--engine", "swarm", "--session-id", &id])
         .status()
         .map_err(|e| e.to_string())?;
     if !ran.success() {
         return Err("the first swarm run (which gives the pool's kind of box) failed".into());
     }
     let plan = std::fs::read(home.join("runs").join(&id).join("remote.json"))
-        .map_err(|e| format!("the first run's plan: {e}"))?;
-    let plan = engine_docker::RemotePlan::from_json(&plan)?;
+        .map_err(|e| format!("the first run's plan: {e}"));
+    let _ = command(codehands, image, repo, home)
+        .args(["reject", &id])
+        .status();
+    let plan = engine_docker::RemotePlan::from_json(&plan?)?;
     let started = Instant::now();
     engine_docker::fill_pool(&plan, RUNS as u32)?;
-    pool_ready()?;
+    pool_ready(image)?;
     Ok(started.elapsed())
 }
 
 /// Waits until the swarm holds [`RUNS`] warm boxes, all running, and no box a run took;
 /// how long that took. The wait lasts as long as the swarm makes progress (a box more
 /// running, or one fewer left over), and fails after [`STALLED`] without any.
-fn pool_ready() -> Result<Duration, String> {
+fn pool_ready(image: &str) -> Result<Duration, String> {
     const STALLED: Duration = Duration::from_secs(180);
     let started = Instant::now();
-    let count = |args: &[&str]| {
-        docker(args).map(|out| out.split_whitespace().count())
-    };
+    let count = |args: &[&str]| docker(args).map(|out| out.split_whitespace().count());
+    // The bench's boxes: those of its image.
+    let ours = format!("label=codehands.image={image}");
     let mut last = (usize::MAX, usize::MAX);
     let mut progress = Instant::now();
     loop {
         let running = count(&[
-            "ps", "--quiet", "--filter", "label=codehands.pool", "--filter", "status=running",
+            "ps",
+            "--quiet",
+            "--filter",
+            "label=codehands.pool",
+            "--filter",
+            &ours,
+            "--filter",
+            "status=running",
         ])?;
-        let services = count(&["service", "ls", "--quiet", "--filter", "label=codehands.pool"])?;
+        let services = count(&[
+            "service",
+            "ls",
+            "--quiet",
+            "--filter",
+            "label=codehands.pool",
+            "--filter",
+            &ours,
+        ])?;
         if running >= RUNS && services == running {
             return Ok(started.elapsed());
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::MountType;
+use bollard::models::{MountType, TaskState};
 use bollard::query_parameters::{ListContainersOptionsBuilder, ListServicesOptionsBuilder};
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -253,7 +253,9 @@ pub(super) async fn make(docker: &Docker, plan: &RemotePlan, count: u32) -> Resu
     Ok(made)
 }
 
-/// How many boxes of `plan`'s kind the swarm holds (warm, or taken and not yet removed).
+/// How many boxes of `plan`'s kind the swarm holds (warm, or taken and not yet removed). A
+/// box the swarm could not start (its image gone, its node turned it down) is removed, not
+/// counted: it would never run.
 pub(super) async fn count(docker: &Docker, plan: &RemotePlan) -> usize {
     let Some(key) = key(plan) else {
         return 0;
@@ -262,10 +264,46 @@ pub(super) async fn count(docker: &Docker, plan: &RemotePlan) -> usize {
     let options = ListServicesOptionsBuilder::default()
         .filters(&filters)
         .build();
-    docker
+    let services: Vec<String> = docker
         .list_services(Some(options))
         .await
-        .map_or(0, |s| s.len())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| s.id)
+        .collect();
+    if services.is_empty() {
+        return 0;
+    }
+    let by_service = HashMap::from([("service".to_owned(), services.clone())]);
+    let tasks = docker
+        .list_tasks(Some(
+            bollard::query_parameters::ListTasksOptionsBuilder::default()
+                .filters(&by_service)
+                .build(),
+        ))
+        .await
+        .unwrap_or_default();
+    let mut alive = 0;
+    for service in services {
+        let states: Vec<TaskState> = tasks
+            .iter()
+            .filter(|t| t.service_id.as_deref() == Some(&service))
+            .filter_map(|t| t.status.as_ref()?.state)
+            .collect();
+        let dead = !states.is_empty()
+            && states.iter().all(|s| {
+                matches!(
+                    s,
+                    TaskState::REJECTED | TaskState::FAILED | TaskState::ORPHANED
+                )
+            });
+        if dead {
+            let _ = docker.delete_service(&service).await;
+        } else {
+            alive += 1;
+        }
+    }
+    alive
 }
 
 /// After a turn of `plan` (its box removed): a warm box it took is replaced by one; a turn
