@@ -37,7 +37,10 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     if let [wait] = args
         && wait == crate::handin::WAIT_FLAG
     {
-        return run(&crate::handin::wait()?);
+        // Its task ends well once the run's exit line is out (the code travels in it): the
+        // swarm starts again only a box that failed before its run (its restart policy),
+        // never one whose run is over.
+        return run(&crate::handin::wait()?).map(|_| 0);
     }
     const USAGE: &str =
         "usage: __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… -- PROGRAM ARGS…";

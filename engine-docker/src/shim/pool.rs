@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::models::{MountType, TaskState};
+use bollard::models::{
+    MountType, TaskSpecRestartPolicy, TaskSpecRestartPolicyConditionEnum, TaskState,
+};
 use bollard::query_parameters::{ListContainersOptionsBuilder, ListServicesOptionsBuilder};
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -244,6 +246,17 @@ pub(super) async fn make(docker: &Docker, plan: &RemotePlan, count: u32) -> Resu
                     mount.target = Some(folder.display().to_string());
                 }
             }
+        }
+        // A node may turn a box down (many made at once: the reservations race) or the box
+        // fail before its run: the swarm starts it again. A box whose run is over exits 0
+        // (`__remote-init --wait`) and is not started again.
+        if let Some(task) = spec.task_template.as_mut() {
+            task.restart_policy = Some(TaskSpecRestartPolicy {
+                condition: Some(TaskSpecRestartPolicyConditionEnum::ON_FAILURE),
+                delay: Some(500_000_000),
+                max_attempts: Some(20),
+                ..TaskSpecRestartPolicy::default()
+            });
         }
         match docker.create_service(spec, None).await {
             Ok(_) => made += 1,

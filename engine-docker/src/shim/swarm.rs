@@ -99,7 +99,8 @@ pub(super) async fn run(
                 whole = true;
                 break code;
             }
-            Some(End::Exited(code)) => break code,
+            // A warm box's task exits 0 whatever its agent did: its exit line says.
+            Some(End::Exited(code)) => break output.exit().0.get().unwrap_or(code),
             // The node turned the task down before it started (the scheduler placed more
             // tasks than their reservations fit, a known race of the swarm's): the agent never
             // ran, so the job is made again, after a pause that grows.
