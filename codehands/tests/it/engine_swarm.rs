@@ -389,7 +389,11 @@ fn a_warm_box_takes_one_run(
     };
     let plan = std::fs::read(run_dir(cold_id).join("remote.json")).unwrap();
     let plan = engine_docker::RemotePlan::from_json(&plan).unwrap();
-    assert_eq!(engine_docker::fill_pool(&plan, 1), Ok(1), "one warm box made");
+    assert_eq!(
+        engine_docker::fill_pool(&plan, 1),
+        Ok(1),
+        "one warm box made"
+    );
     let warm = || {
         docker(&[
             "ps",
@@ -417,7 +421,11 @@ fn a_warm_box_takes_one_run(
     let phases = engine_docker::Phases::read(&run_dir(&id)).expect("the run's phases");
     assert!(phases.warm, "the run took a warm box: {phases:?}");
     let taken = plan_box(world, &id);
-    assert_eq!(ahead, [taken.clone()], "the plan names the box started ahead");
+    assert_eq!(
+        ahead,
+        [taken.clone()],
+        "the plan names the box started ahead"
+    );
     let diff = run(codehands(world, "replay", 0, None, &image.tag).args(["diff", &id]));
     assert!(text(&diff.stdout).contains("getMonth() + 1"));
     remote::wait_while_removing(world, &id);
@@ -431,9 +439,15 @@ fn a_warm_box_takes_one_run(
     });
     let rejected = run(codehands(world, "replay", 0, None, &image.tag).args(["reject", &id]));
     assert!(rejected.status.success(), "{}", text(&rejected.stderr));
-    for service in docker(&["service", "ls", "--quiet", "--filter", "label=codehands.pool"])
-        .unwrap_or_default()
-        .split_whitespace()
+    for service in docker(&[
+        "service",
+        "ls",
+        "--quiet",
+        "--filter",
+        "label=codehands.pool",
+    ])
+    .unwrap_or_default()
+    .split_whitespace()
     {
         let _ = docker(&["service", "rm", service]);
     }

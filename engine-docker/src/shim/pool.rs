@@ -97,9 +97,7 @@ pub(super) async fn claim(
             Ok(false) => {}
             // A box that failed its hand-in takes no run: it goes.
             Err(_) => {
-                let _ = docker
-                    .delete_service(&format!("codehands-{box_id}"))
-                    .await;
+                let _ = docker.delete_service(&format!("codehands-{box_id}")).await;
             }
         }
     }
