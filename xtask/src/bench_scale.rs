@@ -29,6 +29,7 @@ struct Batch {
     runs: Vec<Duration>,
     succeeded: usize,
     phases: Vec<engine_docker::Phases>,
+    run_dirs: Vec<std::path::PathBuf>,
     /// The load average (1 min) as the batch ended: others build on this machine.
     load: f64,
 }
@@ -88,7 +89,7 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
             } else {
                 dir.join(format!("home-{round}-{engine}"))
             };
-            let batch = measure(codehands, image, &repo, &home, engine)?;
+            let mut batch = measure(codehands, image, &repo, &home, engine)?;
             // The next batch (of either engine) starts once the boxes taken are removed and
             // replaced: the engine's work after a batch does not load the next one.
             if engine == "swarm" {
@@ -99,6 +100,12 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
                     refill.as_secs_f64()
                 );
                 refills.push(refill.as_secs_f64() * 1000.0);
+                // Read again: each run's cleanup (done now) added its own phase.
+                batch.phases = batch
+                    .run_dirs
+                    .iter()
+                    .filter_map(|d| engine_docker::Phases::read(d))
+                    .collect();
             }
             let warm = batch.phases.iter().filter(|p| p.warm).count();
             println!(
@@ -288,9 +295,13 @@ fn measure(
         );
     }
     let runs = children.iter().filter_map(|(_, _, d)| *d).collect();
-    let phases = children
+    let run_dirs: Vec<_> = children
         .iter()
-        .filter_map(|(id, _, _)| engine_docker::Phases::read(&home.join("runs").join(id)))
+        .map(|(id, _, _)| home.join("runs").join(id))
+        .collect();
+    let phases = run_dirs
+        .iter()
+        .filter_map(|d| engine_docker::Phases::read(d))
         .collect();
     for (id, _, _) in &children {
         let _ = command(codehands, image, repo, home)
@@ -302,6 +313,7 @@ fn measure(
         runs,
         succeeded,
         phases,
+        run_dirs,
         load: load_average(),
     })
 }
