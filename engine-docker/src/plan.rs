@@ -28,8 +28,8 @@ pub struct RemoteLimits {
     pub pids: i64,
     /// CPUs, in billionths.
     pub nano_cpus: i64,
-    /// What a swarm reserves on the node it picks (memory, in bytes), so a node does not
-    /// take more runs than it holds.
+    /// What a Kubernetes Job requests (memory, in bytes), so a node does not take more runs
+    /// than it holds (a swarm job reserves nothing: README.md, "Where runs run").
     pub reserve_memory_bytes: i64,
     /// CPUs reserved, in billionths.
     pub reserve_nano_cpus: i64,

@@ -245,17 +245,10 @@ pub(super) async fn make(docker: &Docker, plan: &RemotePlan, count: u32) -> Resu
                 }
             }
         }
-        // A node may turn a box down (many made at once: the reservations race) or the box
-        // fail before its run: the swarm starts it again. A box whose run is over exits 0
+        // A node may turn a box down or the box fail before its run: the swarm starts it
+        // again. A box whose run is over exits 0
         // (`__remote-init --wait`) and is not started again.
         if let Some(task) = spec.task_template.as_mut() {
-            // No reservation: the pool's size bounds the boxes, on the one node they are
-            // pinned to. With one, boxes made while others run over-commit the node in a
-            // race of the scheduler's, and the swarm's constraint enforcer then stops running
-            // boxes mid-run ("assigned node no longer meets constraints", seen at 64).
-            if let Some(resources) = task.resources.as_mut() {
-                resources.reservations = None;
-            }
             task.restart_policy = Some(TaskSpecRestartPolicy {
                 condition: Some(TaskSpecRestartPolicyConditionEnum::ON_FAILURE),
                 delay: Some(500_000_000),
