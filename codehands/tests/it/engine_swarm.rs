@@ -451,6 +451,11 @@ fn a_warm_box_takes_one_run(
     {
         let _ = docker(&["service", "rm", service]);
     }
+    // A job's container outlives its service (Docker 20.10).
+    let left = docker(&["ps", "--all", "--quiet", "--filter", "label=codehands.pool"]);
+    for container in left.unwrap_or_default().split_whitespace() {
+        let _ = docker(&["rm", "--force", container]);
+    }
 }
 
 /// Waits for the removal of session `id`'s box to end, then says what it left.

@@ -57,6 +57,9 @@ pub(super) async fn claim(
     inputs: &[u8],
     run_dir: Option<&Path>,
 ) -> Option<String> {
+    if plan.pool == 0 {
+        return None;
+    }
     let key = key(plan)?;
     let filters = HashMap::from([
         ("label".to_owned(), vec![format!("{LABEL_POOL}={key}")]),
