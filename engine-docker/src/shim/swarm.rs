@@ -86,7 +86,7 @@ pub(super) async fn run(
     let code = loop {
         let ended = tokio::select! {
             () = stops.recv() => None,
-            ended = follow(docker, &name, output, &mut out, &mut err, clock) => Some(ended),
+            ended = follow(docker, &name, output, (&mut out, &mut err), clock, warm) => Some(ended),
         };
         match ended {
             None => {
@@ -123,7 +123,7 @@ pub(super) async fn run(
     // a follow opened before the task ran may miss its first lines. What was passed on
     // already is skipped.
     // A warm box's log was followed from before its run began: it has come whole.
-    if !(warm && whole) {
+    if !whole {
         output.replay(out, err);
         read_log(docker, &name, output, false, &mut 0, &mut 0).await;
     }
@@ -171,13 +171,16 @@ enum End {
 
 /// The log as it comes while the task runs; how the task ended. The phases are marked as the
 /// task's state and the log show them.
+/// With `warm` (the log is followed from before the run began, so nothing is missed), the
+/// turn ends once both streams came to their end lines; else once the task has ended, since
+/// the log is then read once more from its start and must be there whole.
 async fn follow(
     docker: &Docker,
     name: &str,
     output: &mut Output,
-    out: &mut u64,
-    err: &mut u64,
+    (out, err): (&mut u64, &mut u64),
     clock: &mut Clock,
+    warm: bool,
 ) -> End {
     let first_output = output.first_output();
     let result_ended = output.result_ended();
@@ -195,7 +198,7 @@ async fn follow(
             () = exit_notice.notified() => {
                 if let Some(code) = exited.get() {
                     clock.mark(AGENT);
-                    if stdout_ended.get() {
+                    if warm && stdout_ended.get() {
                         return End::Whole(code);
                     }
                     wait = POLL_FAST;
