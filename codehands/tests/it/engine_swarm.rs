@@ -423,7 +423,7 @@ fn a_warm_box_takes_one_run(
     let taken = plan_box(world, &id);
     assert_eq!(
         ahead,
-        [taken.clone()],
+        std::slice::from_ref(&taken),
         "the plan names the box started ahead"
     );
     let diff = run(codehands(world, "replay", 0, None, &image.tag).args(["diff", &id]));
