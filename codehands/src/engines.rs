@@ -22,7 +22,8 @@ impl Engines {
 /// The remote engine of `setup`: `DOCKER_HOST` from the caller's env (with `PATH`, `HOME`
 /// and `SSH_AUTH_SOCK` for an `ssh://` one; `DOCKER_TLS_VERIFY` refused), the image from
 /// `CODEHANDS_REMOTE_IMAGE` (default `codehands/remote:1`), swarm placement constraints from
-/// `CODEHANDS_SWARM_CONSTRAINTS` (comma-separated, `node.labels.codehands==runs`).
+/// `CODEHANDS_SWARM_CONSTRAINTS` (comma-separated, `node.labels.codehands==runs`), warm boxes
+/// kept ahead on a swarm from `CODEHANDS_SWARM_POOL` (docs/remote-box.md, "Warm boxes").
 pub(crate) fn docker_engine(setup: &Setup) -> engine_docker::DockerEngine {
     let var = |name: &str| {
         setup
@@ -43,6 +44,9 @@ pub(crate) fn docker_engine(setup: &Setup) -> engine_docker::DockerEngine {
         .with_caller_home(var("HOME").map(std::path::PathBuf::from));
     if let Some(image) = var("CODEHANDS_REMOTE_IMAGE") {
         engine = engine.with_image(image);
+    }
+    if let Some(pool) = var("CODEHANDS_SWARM_POOL").and_then(|n| n.parse().ok()) {
+        engine = engine.with_pool(pool);
     }
     if let Some(constraints) = var("CODEHANDS_SWARM_CONSTRAINTS") {
         engine = engine.with_constraints(

@@ -25,6 +25,7 @@ pub struct DockerEngine {
     ssh_env: Vec<(String, String)>,
     tls_verify: bool,
     caller_home: Option<PathBuf>,
+    pool: u32,
 }
 
 impl DockerEngine {
@@ -40,7 +41,15 @@ impl DockerEngine {
             ssh_env: Vec::new(),
             tls_verify: false,
             caller_home: None,
+            pool: 0,
         }
+    }
+
+    /// On a swarm, `size` warm boxes kept started ahead of the runs, each taking one run
+    /// (docs/remote-box.md, "Warm boxes"); 0: none.
+    pub fn with_pool(mut self, size: u32) -> Self {
+        self.pool = size;
+        self
     }
 
     /// The caller's home, where the agents' login files are (`~/.claude/.credentials.json`).
@@ -228,6 +237,7 @@ impl Confinement for DockerEngine {
                 )
             })?,
         };
+        let user_image_is_none = user_image.is_none();
         let plan = RemotePlan {
             engine: request.engine,
             box_id: uuid::Uuid::new_v4().simple().to_string(),
@@ -249,6 +259,17 @@ impl Confinement for DockerEngine {
             user_image,
             derived: None,
             nested_sandbox: request.needs.nested_sandbox,
+            // Warm boxes are a swarm's (an engine's box is one container, made as fast), and only
+            // for codehands' own image without a nested sandbox: a warm box is started before
+            // its run, so it cannot know the person's image or the nested-sandbox settings.
+            pool: if request.engine == Engine::Swarm
+                && user_image_is_none
+                && !request.needs.nested_sandbox
+            {
+                self.pool
+            } else {
+                0
+            },
         };
         let file = RemotePlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);

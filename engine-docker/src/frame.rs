@@ -217,6 +217,13 @@ pub fn exit_line(nonce: &str, code: i32) -> String {
     format!("{RESULT_MARK}-exit {nonce} {code}")
 }
 
+/// The box's last line on stdout, after the agent's (which ended): with the exit line on
+/// stderr, the shim has both streams whole without waiting for the engine to say the task
+/// ended (docs/remote-box.md, "Warm boxes").
+pub fn stdout_end_line(nonce: &str) -> String {
+    format!("{RESULT_MARK}-stdout-end {nonce}")
+}
+
 /// Collects the result from stderr lines, for one nonce. A line seen twice counts once, so
 /// the same collector may read a log more than once (the shim reads a swarm's log as it comes
 /// and again from its start once the task has ended: a line missing from one read is found in

@@ -1,5 +1,6 @@
 //! `codehands __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… [--user UID:GID]
-//! [--nested-sandbox] -- PROGRAM ARGS…`:
+//! [--nested-sandbox] [--root DIR] -- PROGRAM ARGS…` (or `__remote-init --wait`: a warm box, whose
+//! arguments are handed in with its inputs, `handin`):
 //! the agent's start inside a remote box. It takes the box's inputs (and deletes the file they came in, so the agent's
 //! env exists only in the agent's own process), checks and unpacks the base tree into the
 //! worktree, runs the agent there with its env and prompt, and with `log` prints the result
@@ -53,6 +54,15 @@ pub fn main(args: &[OsString]) -> i32 {
 }
 
 fn run(args: &[OsString]) -> Result<i32, String> {
+    // A warm box: its run's command and inputs are handed in once a run takes it.
+    if let [wait] = args
+        && wait == crate::handin::WAIT_FLAG
+    {
+        // Its task ends well once the run's exit line is out (the code travels in it): the
+        // swarm starts again only a box that failed before its run (its restart policy),
+        // never one whose run is over.
+        return run(&crate::handin::wait()?).map(|_| 0);
+    }
     const USAGE: &str = "usage: __remote-init WORKTREE log|keep [--forward LISTEN=HOST:PORT]… [--user UID:GID] \
          [--nested-sandbox] -- PROGRAM ARGS…";
     let [worktree, mode, rest @ ..] = args else {
@@ -176,6 +186,12 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         // write to a full pipe would then fail and the result lose its lines (seen with
         // Claude Code past 64 KiB).
         blocking_stderr();
+        // Stdout's last line: what the agent printed has all gone before it.
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", crate::frame::stdout_end_line(&nonce))
+            .and_then(|()| out.flush())
+            .map_err(|e| format!("cannot end the output: {e}"))?;
+        drop(out);
         let mut err = std::io::stderr().lock();
         let mut lines = home
             .map(|home| result_lines(&crate::frame::home_nonce(&nonce), &home))
@@ -189,16 +205,20 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     Ok(code)
 }
 
-/// Makes stderr blocking again, whatever the agent did to the file description it shared.
+/// Makes stdout and stderr blocking again, whatever the agent did to the file descriptions
+/// it shared.
 fn blocking_stderr() {
     use nix::fcntl::{FcntlArg, OFlag, fcntl};
-    let stderr = std::io::stderr();
-    if let Ok(bits) = fcntl(&stderr, FcntlArg::F_GETFL) {
-        let flags = OFlag::from_bits_truncate(bits);
-        if flags.contains(OFlag::O_NONBLOCK) {
-            let _ = fcntl(&stderr, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK));
+    fn blocking(fd: impl std::os::fd::AsFd) {
+        if let Ok(bits) = fcntl(&fd, FcntlArg::F_GETFL) {
+            let flags = OFlag::from_bits_truncate(bits);
+            if flags.contains(OFlag::O_NONBLOCK) {
+                let _ = fcntl(&fd, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK));
+            }
         }
     }
+    blocking(std::io::stdout());
+    blocking(std::io::stderr());
 }
 
 /// Where the agent's home is left packed for an engine's shim to download.

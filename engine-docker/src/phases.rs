@@ -16,6 +16,10 @@ pub struct Phases {
     /// The box these are of (the plan's id): a turn's phases are not another's.
     #[serde(default)]
     pub box_id: String,
+    /// Whether the turn took a warm box (started ahead, docs/remote-box.md "Warm boxes"):
+    /// then `create` is the hand-in, and `schedule` and `start` are nil.
+    #[serde(default)]
+    pub warm: bool,
     /// From the shim's start to the engine holding the box: the inputs packed and sent, the
     /// service (or container) made.
     pub create_ms: Option<u64>,
@@ -92,7 +96,12 @@ impl Phases {
             .total_ms
             .map(|ms| format!(" (total {ms} ms)"))
             .unwrap_or_default();
-        format!("remote box ({}): {}{total}", self.engine, parts.join(", "))
+        let warm = if self.warm { ", a warm box" } else { "" };
+        format!(
+            "remote box ({}{warm}): {}{total}",
+            self.engine,
+            parts.join(", ")
+        )
     }
 }
 
@@ -111,6 +120,7 @@ pub(crate) struct Clock {
     box_id: String,
     started: Instant,
     marks: [Option<Instant>; 7],
+    warm: bool,
 }
 
 impl Clock {
@@ -121,7 +131,14 @@ impl Clock {
             box_id: box_id.to_owned(),
             started: Instant::now(),
             marks: [None; 7],
+            warm: false,
         }
+    }
+
+    /// The turn took the warm box `box_id`: the phases are that box's.
+    pub(crate) fn warm(&mut self, box_id: &str) {
+        self.box_id = box_id.to_owned();
+        self.warm = true;
     }
 
     /// Phase `phase` ended now (once: a later mark of it is ignored).
@@ -158,6 +175,7 @@ impl Clock {
         Phases {
             engine: self.engine.clone(),
             box_id: self.box_id.clone(),
+            warm: self.warm,
             create_ms: ms[CREATE],
             schedule_ms: ms[SCHEDULE],
             start_ms: ms[START],

@@ -87,8 +87,8 @@ pub struct RemoteLimits {
     pub pids: i64,
     /// CPUs, in billionths.
     pub nano_cpus: i64,
-    /// What a swarm reserves on the node it picks (memory, in bytes), so a node does not
-    /// take more runs than it holds.
+    /// What a Kubernetes Job requests (memory, in bytes), so a node does not take more runs
+    /// than it holds (a swarm job reserves nothing: README.md, "Where runs run").
     pub reserve_memory_bytes: i64,
     /// CPUs reserved, in billionths.
     pub reserve_nano_cpus: i64,
@@ -173,6 +173,10 @@ pub struct RemotePlan {
     /// the settings `security.rs` gives such an agent, or is refused where it cannot.
     #[serde(default)]
     pub nested_sandbox: bool,
+    /// On a swarm: how many warm boxes of this plan's kind to keep started ahead of the runs
+    /// (docs/remote-box.md, "Warm boxes"); 0: none, every turn makes its own.
+    #[serde(default)]
+    pub pool: u32,
 }
 
 impl RemotePlan {

@@ -9,6 +9,12 @@
 //! It runs the dev build of `codehands` (both engines run the same binary, and the time that
 //! matters here is the engine's: a service, its secrets and network, a container, a log),
 //! in an image made from that binary for the bench and removed after it.
+//!
+//! The swarm's runs take warm boxes (`CODEHANDS_SWARM_POOL`, docs/remote-box.md "Warm
+//! boxes"): one run made first gives the boxes' kind, the pool is filled to the batch's size
+//! from it, and after each swarm batch the bench waits until the pool is whole again (each
+//! run's cleanup makes the box that replaces the one it took) before the next batch starts.
+//! That wait is the pool's refill, reported apart: it is not on any run's path.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -23,6 +29,9 @@ struct Batch {
     runs: Vec<Duration>,
     succeeded: usize,
     phases: Vec<engine_docker::Phases>,
+    run_dirs: Vec<std::path::PathBuf>,
+    /// The load average (1 min) as the batch ended: others build on this machine.
+    load: f64,
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -60,6 +69,13 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
     std::fs::create_dir_all(&repo).map_err(|e| e.to_string())?;
     crate::bench_run::make_repo(&repo)?;
     let (mut swarm, mut local) = (Vec::new(), Vec::new());
+    let swarm_home = dir.join("home-swarm");
+    let filled = fill_pool(codehands, image, &repo, &swarm_home)?;
+    println!(
+        "bench scale: the pool of {RUNS} warm boxes made and started in {:.1} s",
+        filled.as_secs_f64()
+    );
+    let mut refills = Vec::new();
     for round in 0..rounds {
         // Interleaved, and the order turned each round, so neither engine always goes first.
         let order = if round % 2 == 0 {
@@ -68,13 +84,41 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
             ["local", "swarm"]
         };
         for engine in order {
-            let home = dir.join(format!("home-{round}-{engine}"));
-            let batch = measure(codehands, image, &repo, &home, engine)?;
+            let home = if engine == "swarm" {
+                swarm_home.clone()
+            } else {
+                dir.join(format!("home-{round}-{engine}"))
+            };
+            let mut batch = measure(codehands, image, &repo, &home, engine)?;
+            // The next batch (of either engine) starts once the boxes taken are removed and
+            // replaced: the engine's work after a batch does not load the next one.
+            if engine == "swarm" {
+                let refill = pool_ready(image)?;
+                println!(
+                    "bench scale: round {} swarm: the pool whole again {:.1} s after the batch",
+                    round + 1,
+                    refill.as_secs_f64()
+                );
+                refills.push(refill.as_secs_f64() * 1000.0);
+                // Read again: each run's cleanup (done now) added its own phase.
+                batch.phases = batch
+                    .run_dirs
+                    .iter()
+                    .filter_map(|d| engine_docker::Phases::read(d))
+                    .collect();
+            }
+            let warm = batch.phases.iter().filter(|p| p.warm).count();
             println!(
-                "bench scale: round {} {engine}: {}/{RUNS} ok in {:.1} s",
+                "bench scale: round {} {engine}: {}/{RUNS} ok in {:.1} s{} (load {:.1})",
                 round + 1,
                 batch.succeeded,
-                batch.wall.as_secs_f64()
+                batch.wall.as_secs_f64(),
+                if engine == "swarm" {
+                    format!(", {warm} in warm boxes")
+                } else {
+                    String::new()
+                },
+                batch.load
             );
             if engine == "swarm" {
                 swarm.push(batch)
@@ -107,6 +151,17 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
         ok(&local),
         sr - lr
     );
+    let loads: Vec<f64> = swarm.iter().chain(&local).map(|b| b.load).collect();
+    let warm = swarm
+        .iter()
+        .map(|b| b.phases.iter().filter(|p| p.warm).count())
+        .min()
+        .unwrap_or(0);
+    println!(
+        "  warm boxes taken (worst round): {warm}/{RUNS}; the pool's refill between rounds: {:.1} s \
+         (median, no run waits for it); load average (1 min) at each batch's end: {loads:.1?}",
+        median(refills.clone()) / 1000.0
+    );
     println!("\n  phases of a swarm run (median, p90; ms; from each run's remote-phases.json)");
     for (name, median, p90) in &phases {
         println!("    {name:<12} {median:>8.0} {p90:>8.0}");
@@ -118,6 +173,13 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
         "swarm": { "succeededWorstRound": ok(&swarm), "wallMs": sw, "medianRunMs": sr },
         "local": { "succeededWorstRound": ok(&local), "wallMs": lw, "medianRunMs": lr },
         "overheadPerRunMs": sr - lr,
+        "pool": {
+            "size": RUNS,
+            "filledMs": filled.as_secs_f64() * 1000.0,
+            "refillMs": refills,
+            "warmRunsWorstRound": warm,
+        },
+        "loadAverage": loads,
         "phases": phases
             .iter()
             .map(|(name, median, p90)| {
@@ -233,9 +295,13 @@ fn measure(
         );
     }
     let runs = children.iter().filter_map(|(_, _, d)| *d).collect();
-    let phases = children
+    let run_dirs: Vec<_> = children
         .iter()
-        .filter_map(|(id, _, _)| engine_docker::Phases::read(&home.join("runs").join(id)))
+        .map(|(id, _, _)| home.join("runs").join(id))
+        .collect();
+    let phases = run_dirs
+        .iter()
+        .filter_map(|d| engine_docker::Phases::read(d))
         .collect();
     for (id, _, _) in &children {
         let _ = command(codehands, image, repo, home)
@@ -247,7 +313,88 @@ fn measure(
         runs,
         succeeded,
         phases,
+        run_dirs,
+        load: load_average(),
     })
+}
+
+/// The machine's load average over the last minute.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// One swarm run (a box made for it), whose plan gives the kind of box the bench's runs
+/// need; then the pool filled to [`RUNS`] boxes of that kind and waited for.
+fn fill_pool(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Result<Duration, String> {
+    let id = runner_contract::SessionId::new_random().to_string();
+    let ran = command(codehands, image, repo, home)
+        .args(["run", ".", "Fix the failing test.", "--agent", "fake"])
+        .args(["--then", "keep", "--engine", "swarm", "--session-id", &id])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !ran.success() {
+        return Err("the first swarm run (which gives the pool's kind of box) failed".into());
+    }
+    let plan = std::fs::read(home.join("runs").join(&id).join("remote.json"))
+        .map_err(|e| format!("the first run's plan: {e}"));
+    let _ = command(codehands, image, repo, home)
+        .args(["reject", &id])
+        .status();
+    let plan = engine_docker::RemotePlan::from_json(&plan?)?;
+    let started = Instant::now();
+    engine_docker::fill_pool(&plan, RUNS as u32)?;
+    pool_ready(image)?;
+    Ok(started.elapsed())
+}
+
+/// Waits until the swarm holds [`RUNS`] warm boxes, all running, and no box a run took;
+/// how long that took. The wait lasts as long as the swarm makes progress (a box more
+/// running, or one fewer left over), and fails after [`STALLED`] without any.
+fn pool_ready(image: &str) -> Result<Duration, String> {
+    const STALLED: Duration = Duration::from_secs(180);
+    let started = Instant::now();
+    let count = |args: &[&str]| docker(args).map(|out| out.split_whitespace().count());
+    // The bench's boxes: those of its image.
+    let ours = format!("label=codehands.image={image}");
+    let mut last = (usize::MAX, usize::MAX);
+    let mut progress = Instant::now();
+    loop {
+        let running = count(&[
+            "ps",
+            "--quiet",
+            "--filter",
+            "label=codehands.pool",
+            "--filter",
+            &ours,
+            "--filter",
+            "status=running",
+        ])?;
+        let services = count(&[
+            "service",
+            "ls",
+            "--quiet",
+            "--filter",
+            "label=codehands.pool",
+            "--filter",
+            &ours,
+        ])?;
+        if running >= RUNS && services == running {
+            return Ok(started.elapsed());
+        }
+        if (running, services) != last {
+            last = (running, services);
+            progress = Instant::now();
+        }
+        if progress.elapsed() > STALLED {
+            return Err(format!(
+                "the pool stalled: {running} warm boxes running of {services} (want {RUNS})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 fn command(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Command {
@@ -259,6 +406,7 @@ fn command(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Command {
         .env("CODEHANDS_FAKE_MODE", "replay")
         .env("CODEHANDS_FAKE_DELAY_MS", "0")
         .env("CODEHANDS_REMOTE_IMAGE", image)
+        .env("CODEHANDS_SWARM_POOL", RUNS.to_string())
         .current_dir(repo)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -48,6 +48,7 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
         "the same diff"
     );
     wait_for_cleanup(&world, &swarm_id);
+    a_warm_box_takes_one_run(&world, &image, &local_events, &swarm_id);
     let local_commit = approve(&mut ch("replay", 0), &local_id);
     let swarm_commit = approve(&mut ch("replay", 0), &swarm_id);
     assert_eq!(
@@ -320,6 +321,91 @@ fn attempts_run_each_in_a_box_of_its_own(world: &World, image: &TestImage) {
     for (id, want) in ids.iter().zip(["approved", "rejected", "rejected"]) {
         assert_eq!(state(world, id).as_deref(), Some(want), "{id}");
         wait_for_cleanup(world, id);
+    }
+}
+
+/// `CODEHANDS_SWARM_POOL`: a run takes a box started ahead of it (its phases say so, and its
+/// plan names that box), with the events and diff of a local run; the box takes no second
+/// run: it is gone after its run, and a new one runs in its place.
+fn a_warm_box_takes_one_run(
+    world: &World,
+    image: &TestImage,
+    local_events: &[serde_json::Value],
+    cold_id: &str,
+) {
+    let run_dir = |id: &str| {
+        world
+            .home
+            .run_dir(&runner_contract::SessionId::parse(id).unwrap())
+    };
+    let plan = std::fs::read(run_dir(cold_id).join("remote.json")).unwrap();
+    let plan = engine_docker::RemotePlan::from_json(&plan).unwrap();
+    assert_eq!(
+        engine_docker::fill_pool(&plan, 1),
+        Ok(1),
+        "one warm box made"
+    );
+    let warm = || {
+        docker(&[
+            "ps",
+            "--filter",
+            "label=codehands.pool",
+            "--filter",
+            "status=running",
+            "--format",
+            "{{.Label \"codehands.box\"}}",
+        ])
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect::<Vec<_>>()
+    };
+    wait_until("the warm box runs", || warm().len() == 1);
+    let ahead = warm();
+    let id = new_id();
+    let events = run_kept(
+        codehands(world, "replay", 0, None, &image.tag).env("CODEHANDS_SWARM_POOL", "1"),
+        "swarm",
+        &id,
+    );
+    assert_eq!(types(&events), types(local_events), "the same events");
+    let phases = engine_docker::Phases::read(&run_dir(&id)).expect("the run's phases");
+    assert!(phases.warm, "the run took a warm box: {phases:?}");
+    let taken = plan_box(world, &id);
+    assert_eq!(
+        ahead,
+        std::slice::from_ref(&taken),
+        "the plan names the box started ahead"
+    );
+    let diff = run(codehands(world, "replay", 0, None, &image.tag).args(["diff", &id]));
+    assert!(text(&diff.stdout).contains("getMonth() + 1"));
+    remote::wait_while_removing(world, &id);
+    let service = format!("codehands-{taken}");
+    wait_until("the taken box is gone after its one run", || {
+        docker(&["service", "inspect", &service]).is_none()
+    });
+    wait_until("a new warm box runs in its place", || {
+        let now = warm();
+        now.len() == 1 && now != ahead
+    });
+    let rejected = run(codehands(world, "replay", 0, None, &image.tag).args(["reject", &id]));
+    assert!(rejected.status.success(), "{}", text(&rejected.stderr));
+    for service in docker(&[
+        "service",
+        "ls",
+        "--quiet",
+        "--filter",
+        "label=codehands.pool",
+    ])
+    .unwrap_or_default()
+    .split_whitespace()
+    {
+        let _ = docker(&["service", "rm", service]);
+    }
+    // A job's container outlives its service (Docker 20.10).
+    let left = docker(&["ps", "--all", "--quiet", "--filter", "label=codehands.pool"]);
+    for container in left.unwrap_or_default().split_whitespace() {
+        let _ = docker(&["rm", "--force", container]);
     }
 }
 

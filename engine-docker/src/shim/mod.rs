@@ -3,10 +3,16 @@
 
 mod docker;
 mod output;
+mod pool;
 mod swarm;
 mod swarm_spec;
 
-pub use swarm_spec::remove_shared;
+/// Removes what the engine's boxes share, and its warm boxes (for a bench or test done with
+/// the engine).
+pub async fn remove_shared(docker: &Docker) {
+    pool::remove_all(docker).await;
+    swarm_spec::remove_shared(docker).await;
+}
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -72,19 +78,17 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         let mut output = Output::resumed(match plan.engine {
             Engine::Swarm => swarm::collectors(&plan),
             _ => Vec::new(),
-        });
+        })
+        .with_stdout_end(&crate::frame::stdout_end_line(&plan.nonce));
         let ran = match plan.engine {
             Engine::Swarm => {
-                swarm::run(
-                    &docker,
-                    &plan,
-                    &env,
-                    &stdin,
-                    &mut output,
-                    &mut stops,
-                    &mut clock,
-                )
-                .await
+                let mut turn = swarm::Turn {
+                    output: &mut output,
+                    stops: &mut stops,
+                    clock: &mut clock,
+                    run_dir: run_dir.as_deref(),
+                };
+                swarm::run(&docker, &mut plan, &env, &stdin, &mut turn).await
             }
             _ => {
                 docker::run(
@@ -187,16 +191,54 @@ pub(crate) fn cleanup_main(args: &[OsString]) -> i32 {
     };
     let started = std::time::Instant::now();
     remove_leftovers(&plan);
+    let removed = started.elapsed();
+    if plan.pool > 0 {
+        refill(&plan);
+    }
     if let [run_dir] = args {
         let run_dir = std::path::Path::new(run_dir);
+        pool::unclaim(run_dir, &plan.box_id);
         if let Some(mut phases) =
             crate::phases::Phases::read(run_dir).filter(|p| p.box_id == plan.box_id)
         {
-            phases.cleanup_ms = Some(started.elapsed().as_millis() as u64);
+            phases.cleanup_ms = Some(removed.as_millis() as u64);
             phases.write(run_dir);
         }
     }
     0
+}
+
+/// Makes the warm box that replaces the one `plan`'s turn took (or one more while the pool
+/// is short), after the turn: no run waits for it.
+fn refill(plan: &RemotePlan) {
+    with_engine(plan, async |docker| pool::refill(docker, plan).await);
+}
+
+/// Makes up to `size` warm boxes of `plan`'s kind, less those the swarm holds already: for a
+/// caller that starts many runs at once and keeps them warm ahead (`cargo xtask bench scale`).
+pub fn fill_pool(plan: &RemotePlan, size: u32) -> Result<u32, String> {
+    let mut made = Ok(0);
+    with_engine(plan, async |docker| {
+        let have = pool::count(docker, plan).await as u32;
+        made = pool::make(docker, plan, size.saturating_sub(have)).await;
+    });
+    made
+}
+
+/// Runs `work` with the engine of `plan`, on a runtime of its own; nothing when the engine
+/// cannot be reached.
+fn with_engine(plan: &RemotePlan, work: impl AsyncFnOnce(&Docker)) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async {
+        if let Ok((docker, _dial)) = connect(plan).await {
+            work(&docker).await;
+        }
+    });
 }
 
 /// Starts `helper __remote-cleanup` for the box of `plan`, in a process group of its own and

@@ -23,6 +23,8 @@ pub(crate) struct Output {
     result_ended: Seen,
     exited: Rc<Cell<Option<i32>>>,
     exit_notify: Rc<tokio::sync::Notify>,
+    stdout_end: Option<Vec<u8>>,
+    stdout_ended: Rc<Cell<bool>>,
 }
 
 impl Output {
@@ -39,7 +41,22 @@ impl Output {
             result_ended: Seen::default(),
             exited: Rc::default(),
             exit_notify: Rc::default(),
+            stdout_end: None,
+            stdout_ended: Rc::default(),
         }
+    }
+
+    /// Takes the box's stdout end line (`frame::stdout_end_line`) out of stdout, and says
+    /// when it came ([`Output::stdout_ended`]).
+    pub(crate) fn with_stdout_end(mut self, line: &str) -> Self {
+        self.stdout_end = Some(format!("{line}\n").into_bytes());
+        self
+    }
+
+    /// Whether stdout's end line came: what the box prints on stdout has all come. The exit
+    /// notice ([`Output::exit`]) wakes its waiter when it comes, too.
+    pub(crate) fn stdout_ended(&self) -> Rc<Cell<bool>> {
+        self.stdout_ended.clone()
     }
 
     /// The agent's exit code once the box's last line (the exit line) came, and a notice that
@@ -78,6 +95,15 @@ impl Output {
     pub(crate) fn stdout(&mut self, bytes: &[u8]) -> u64 {
         self.saw_output();
         self.held.extend_from_slice(bytes);
+        // The end line is stdout's last bytes: a second read of the log finds it again.
+        if let Some(end) = &self.stdout_end
+            && self.held.ends_with(end)
+        {
+            self.held.truncate(self.held.len() - end.len());
+            if !self.stdout_ended.replace(true) {
+                self.exit_notify.notify_one();
+            }
+        }
         let cut = ready_len(&self.held);
         let ready: Vec<u8> = self.held.drain(..cut).collect();
         self.write_out(&ready)

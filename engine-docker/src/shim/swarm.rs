@@ -29,29 +29,64 @@ const POLL_FAST: Duration = Duration::from_millis(150);
 /// per run asking fast would load the managers (64 runs: 400 requests a second).
 const POLL_SLOW: Duration = Duration::from_millis(1000);
 
-/// Runs the job of `plan` to its end (or adopts it when the service exists already) and
-/// applies its result; the exit code is the agent's.
+/// What a turn's driving holds besides the engine and the plan.
+pub(super) struct Turn<'a> {
+    pub(super) output: &'a mut Output,
+    pub(super) stops: &'a mut super::Stops,
+    pub(super) clock: &'a mut Clock,
+    /// The run's folder, where the plan is: a turn that takes a warm box writes it there
+    /// again, naming that box, so a driver started again and the cleanup find it.
+    pub(super) run_dir: Option<&'a std::path::Path>,
+}
+
+/// Runs the job of `plan` to its end (or adopts it when the service exists already, or hands
+/// the turn to a warm box, whose id `plan` then has) and applies its result; the exit code is
+/// the agent's.
 pub(super) async fn run(
     docker: &Docker,
-    plan: &RemotePlan,
+    plan: &mut RemotePlan,
     env: &[(String, String)],
     stdin: &[u8],
-    output: &mut Output,
-    stops: &mut super::Stops,
-    clock: &mut Clock,
+    turn: &mut Turn<'_>,
 ) -> Result<i32, String> {
-    let name = plan.name();
+    let Turn {
+        output,
+        stops,
+        clock,
+        run_dir,
+    } = turn;
     let inputs = super::inputs(plan, env, stdin)?;
-    if docker.inspect_service(&name, None).await.is_err() {
-        create(docker, plan, &inputs).await?;
-        clock.mark(CREATE);
+    let mut warm = false;
+    if docker.inspect_service(&plan.name(), None).await.is_err() {
+        match super::pool::claim(docker, plan, &inputs, *run_dir).await {
+            Some(box_id) => {
+                plan.box_id = box_id;
+                if let Some(dir) = *run_dir {
+                    let _ = runner_contract::private::PrivateRoot::new(dir)
+                        .replace_file(&RemotePlan::file_in(dir), &plan.to_json());
+                }
+                clock.warm(&plan.box_id);
+                warm = true;
+                // Scheduled and started ahead: the hand-in was the whole of the making.
+                for phase in [CREATE, SCHEDULE, START] {
+                    clock.mark(phase);
+                }
+            }
+            None => {
+                create(docker, plan, &inputs).await?;
+                clock.mark(CREATE);
+            }
+        }
     }
+    let plan = &*plan;
+    let name = plan.name();
     let (mut out, mut err) = (0u64, 0u64);
     let mut attempt = 0u64;
+    let mut whole = false;
     let code = loop {
         let ended = tokio::select! {
             () = stops.recv() => None,
-            ended = follow(docker, &name, output, &mut out, &mut err, clock) => Some(ended),
+            ended = follow(docker, &name, output, (&mut out, &mut err), clock, warm) => Some(ended),
         };
         match ended {
             None => {
@@ -59,11 +94,17 @@ pub(super) async fn run(
                 remove(docker, plan).await;
                 return Ok(143);
             }
-            Some(End::Exited(code)) => break code,
+            // Both streams came to their end lines: nothing is on its way.
+            Some(End::Whole(code)) => {
+                whole = true;
+                break code;
+            }
+            // A warm box's task exits 0 whatever its agent did: its exit line says.
+            Some(End::Exited(code)) => break output.exit().0.get().unwrap_or(code),
             // The node turned the task down before it started (the scheduler placed more
             // tasks than their reservations fit, a known race of the swarm's): the agent never
             // ran, so the job is made again, after a pause that grows.
-            Some(End::Rejected(why)) if attempt < 30 => {
+            Some(End::Rejected(why)) if attempt < 30 && !warm => {
                 attempt += 1;
                 remove(docker, plan).await;
                 tokio::time::sleep(Duration::from_millis(200 * attempt.min(10))).await;
@@ -81,8 +122,11 @@ pub(super) async fn run(
     // The log from its start once more, now that the task has ended (or sent its last line):
     // a follow opened before the task ran may miss its first lines. What was passed on
     // already is skipped.
-    output.replay(out, err);
-    read_log(docker, &name, output, false, &mut 0, &mut 0).await;
+    // A warm box's log was followed from before its run began: it has come whole.
+    if !whole {
+        output.replay(out, err);
+        read_log(docker, &name, output, false, &mut 0, &mut 0).await;
+    }
     let mut collectors = output.take_collectors().into_iter();
     let collector = collectors.next().ok_or("no result collector")?;
     // A box whose agent's home was over its limits sent none: the next turn starts afresh.
@@ -116,6 +160,9 @@ pub(super) fn collectors(plan: &RemotePlan) -> Vec<ResultCollector> {
 enum End {
     /// The agent ran and exited with this code.
     Exited(i32),
+    /// The agent exited with this code, and the box's stdout and stderr came to their end
+    /// lines (the task may still be ending).
+    Whole(i32),
     /// A node turned the task down before it ran: the job may be made again.
     Rejected(String),
     /// The swarm could not run it, or lost it.
@@ -124,17 +171,21 @@ enum End {
 
 /// The log as it comes while the task runs; how the task ended. The phases are marked as the
 /// task's state and the log show them.
+/// With `warm` (the log is followed from before the run began, so nothing is missed), the
+/// turn ends once both streams came to their end lines; else once the task has ended, since
+/// the log is then read once more from its start and must be there whole.
 async fn follow(
     docker: &Docker,
     name: &str,
     output: &mut Output,
-    out: &mut u64,
-    err: &mut u64,
+    (out, err): (&mut u64, &mut u64),
     clock: &mut Clock,
+    warm: bool,
 ) -> End {
     let first_output = output.first_output();
     let result_ended = output.result_ended();
     let (exited, exit_notice) = output.exit();
+    let stdout_ended = output.stdout_ended();
     let mut reading = Box::pin(read_log(docker, name, output, true, out, err));
     let mut done = false;
     let mut wait = POLL_FAST;
@@ -144,9 +195,14 @@ async fn follow(
             // The box's last line: the agent has ended. Its stdout may still be on its way
             // (the engine copies each stream on its own): the task's end is asked for now,
             // and often, until the engine has it.
-            () = exit_notice.notified(), if wait != POLL_FAST => {
-                clock.mark(AGENT);
-                wait = POLL_FAST;
+            () = exit_notice.notified() => {
+                if let Some(code) = exited.get() {
+                    clock.mark(AGENT);
+                    if warm && stdout_ended.get() {
+                        return End::Whole(code);
+                    }
+                    wait = POLL_FAST;
+                }
             }
             () = tokio::time::sleep(wait) => {
                 if let Some(at) = first_output.get() {

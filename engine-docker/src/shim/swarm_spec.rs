@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use bollard::Docker;
 use bollard::models::{
     EndpointSpec, EndpointSpecModeEnum, Limit, Mount, MountTmpfsOptions, MountType,
-    NetworkAttachmentConfig, NetworkCreateRequest, ResourceObject, ServiceSpec, ServiceSpecMode,
+    NetworkAttachmentConfig, NetworkCreateRequest, ServiceSpec, ServiceSpecMode,
     ServiceSpecModeReplicatedJob, TaskSpec, TaskSpecContainerSpec, TaskSpecContainerSpecSecrets,
     TaskSpecPlacement, TaskSpecResources, TaskSpecRestartPolicy,
     TaskSpecRestartPolicyConditionEnum,
@@ -256,11 +256,12 @@ pub(super) fn job_spec(
                     memory_bytes: Some(limits.memory_bytes),
                     pids: Some(limits.pids),
                 }),
-                reservations: Some(ResourceObject {
-                    nano_cpus: Some(limits.reserve_nano_cpus),
-                    memory_bytes: Some(limits.reserve_memory_bytes),
-                    ..ResourceObject::default()
-                }),
+                // No reservation: Docker 20.10's constraint enforcer counts the reservations
+                // of a job's ended tasks, which stay on the node long after their service is
+                // gone; once they add up to the node's CPUs (80 runs at a fortieth), it turns
+                // every new job down ("assigned node no longer meets constraints": seen here,
+                // 224 ended tasks on the node). The limits stay.
+                reservations: None,
                 ..TaskSpecResources::default()
             }),
             // A run is never run twice: a task that fails is the run's failure.

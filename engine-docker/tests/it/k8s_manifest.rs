@@ -49,6 +49,7 @@ fn plan(provider: bool) -> RemotePlan {
         user_image: None,
         derived: None,
         nested_sandbox: false,
+        pool: 0,
     }
 }
 

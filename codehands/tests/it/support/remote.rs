@@ -169,13 +169,68 @@ pub fn record(world: &World, id: &str) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-/// Waits up to 60 s for `done`.
+/// Waits for `done` as long as the boxes make progress ([`progress`]): what a loaded node
+/// is slow to do is waited for; a wait fails once nothing of ours has changed for
+/// [`STALLED`] (a stuck box, not a slow one).
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = progress();
+    let mut changed = Instant::now();
+    let mut asked = Instant::now();
     while !done() {
-        assert!(Instant::now() < deadline, "timed out: {what}");
+        if asked.elapsed() >= Duration::from_secs(1) {
+            asked = Instant::now();
+            let now = progress();
+            if now != seen {
+                seen = now;
+                changed = Instant::now();
+            }
+        }
+        assert!(
+            changed.elapsed() < STALLED,
+            "timed out: {what} (nothing changed for {STALLED:?}: {seen})"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// How long a wait lasts with nothing of ours changing.
+pub const STALLED: Duration = Duration::from_secs(120);
+
+/// What the boxes are doing, as one text that changes when they move: the engine's
+/// containers and services of ours with their states, and this machine's drivers and
+/// removals (`codehands __remote…` processes).
+pub fn progress() -> String {
+    let containers = docker(&[
+        "ps",
+        "--all",
+        "--filter",
+        "label=codehands.engine",
+        "--format",
+        "{{.ID}} {{.State}}",
+    ]);
+    let services = docker(&[
+        "service",
+        "ls",
+        "--filter",
+        "label=codehands.engine",
+        "--format",
+        "{{.ID}} {{.Replicas}}",
+    ]);
+    let drivers: Vec<String> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("\0__remote"))
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    format!(
+        "containers: {}; services: {}; drivers: {drivers:?}",
+        containers.unwrap_or_default().trim(),
+        services.unwrap_or_default().trim()
+    )
 }
 
 /// The session's approved commit: its tree and its parent.

@@ -1,0 +1,416 @@
+//! Warm boxes on a swarm (docs/remote-box.md, "Warm boxes"): boxes of a plan's kind started
+//! ahead of the runs (`__remote-init --wait`), each taking one run and discarded after it, so
+//! a run's path holds no service made and no container started, only an exec that hands its
+//! inputs in (`handin`). The swarm's one way into a running task is its node's engine: a warm
+//! box is placed on the node the caller's engine is (`node.id`), and the other nodes take the
+//! runs a pool cannot (a box made per run).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::models::{
+    MountType, TaskSpecRestartPolicy, TaskSpecRestartPolicyConditionEnum, TaskState,
+};
+use bollard::query_parameters::{ListContainersOptionsBuilder, ListServicesOptionsBuilder};
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
+
+use crate::handin::{CLAIMED, HANDED, TAKEN, WAIT_FLAG};
+use crate::plan::{LABEL_BOX, RemotePlan};
+
+/// The label of a warm box (value: the kind of box it is, [`key`]).
+pub(crate) const LABEL_POOL: &str = "codehands.pool";
+/// How a warm box's id starts (a plan's own is hex): its run's cleanup makes another.
+pub(crate) const WARM_PREFIX: &str = "warm-";
+/// How long a hand-in may take before the box is given up (and removed) and the run makes
+/// its own: an exec on a live box answers in well under a second on a loaded node.
+const HANDIN_LIMIT: Duration = Duration::from_secs(60);
+
+/// The kind of box `plan` needs: the same image, egress, limits, placement and worktree
+/// folder (the box's tmpfs is the folder its worktree is made in); `None` when it has no
+/// folder above it.
+pub(super) fn key(plan: &RemotePlan) -> Option<String> {
+    let folder = plan.worktree.parent()?;
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |text: &str| {
+        for byte in text.bytes().chain([0]) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    feed(&plan.image);
+    feed(&serde_json::to_string(&plan.egress.forwards).unwrap_or_default());
+    feed(&serde_json::to_string(&plan.egress.hosts).unwrap_or_default());
+    feed(&serde_json::to_string(&plan.limits).unwrap_or_default());
+    plan.constraints.iter().for_each(|c| feed(c));
+    feed(&folder.display().to_string());
+    Some(format!("{hash:016x}"))
+}
+
+/// Takes a warm box of `plan`'s kind and hands it `inputs` and the plan's command: the box's
+/// id, or `None` when none was free (the run then makes its own).
+pub(super) async fn claim(
+    docker: &Docker,
+    plan: &RemotePlan,
+    inputs: &[u8],
+    run_dir: Option<&Path>,
+) -> Option<String> {
+    if plan.pool == 0 {
+        return None;
+    }
+    let key = key(plan)?;
+    let filters = HashMap::from([
+        ("label".to_owned(), vec![format!("{LABEL_POOL}={key}")]),
+        ("status".to_owned(), vec!["running".to_owned()]),
+    ]);
+    let options = ListContainersOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    let mut boxes: Vec<(String, String)> = docker
+        .list_containers(Some(options))
+        .await
+        .ok()?
+        .into_iter()
+        .filter_map(|c| Some((c.id?, c.labels?.get(LABEL_BOX)?.clone())))
+        .collect();
+    // Runs started together start at different boxes.
+    if !boxes.is_empty() {
+        let at = (uuid::Uuid::new_v4().as_u128() % boxes.len() as u128) as usize;
+        boxes.rotate_left(at);
+    }
+    let claims = run_dir.and_then(claims_dir);
+    let mut command = plan.command(true);
+    command.drain(..2);
+    for (container, box_id) in boxes {
+        // This machine's runs skip a box one of them has (the box's own lock decides
+        // between callers on different machines).
+        if let Some(dir) = &claims
+            && !claim_here(dir, &box_id)
+        {
+            continue;
+        }
+        let handed =
+            tokio::time::timeout(HANDIN_LIMIT, hand_in(docker, &container, &command, inputs))
+                .await
+                .unwrap_or_else(|_| Err("no answer".to_owned()));
+        match handed {
+            Ok(true) => return Some(box_id),
+            Ok(false) => {}
+            // A box that failed its hand-in takes no run: it goes.
+            Err(_) => {
+                let _ = docker.delete_service(&format!("codehands-{box_id}")).await;
+            }
+        }
+    }
+    None
+}
+
+/// Where this machine's runs note the warm boxes they took: beside `runs/` in the home.
+fn claims_dir(run_dir: &Path) -> Option<PathBuf> {
+    Some(run_dir.parent()?.parent()?.join("remote-pool-claims"))
+}
+
+fn claim_here(dir: &Path, box_id: &str) -> bool {
+    use std::os::unix::fs::DirBuilderExt;
+    let _ = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(box_id))
+        .is_ok()
+}
+
+/// Forgets this machine's note of the warm box `box_id` (its run is over, the box gone).
+pub(super) fn unclaim(run_dir: &Path, box_id: &str) {
+    if let Some(dir) = claims_dir(run_dir) {
+        let _ = std::fs::remove_file(dir.join(box_id));
+    }
+}
+
+/// Runs `codehands __remote-take COMMAND…` in `container`: true once the box has the inputs,
+/// false when another run had it.
+async fn hand_in(
+    docker: &Docker,
+    container: &str,
+    command: &[String],
+    inputs: &[u8],
+) -> Result<bool, String> {
+    let mut cmd = vec!["codehands".to_owned(), crate::TAKE_COMMAND.to_owned()];
+    cmd.extend(command.iter().cloned());
+    let exec = docker
+        .create_exec(
+            container,
+            CreateExecOptions {
+                attach_stdin: Some(true),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                cmd: Some(cmd),
+                ..CreateExecOptions::default()
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let StartExecResults::Attached {
+        mut output,
+        mut input,
+    } = docker
+        .start_exec(&exec.id, None)
+        .await
+        .map_err(|e| e.to_string())?
+    else {
+        return Err("the exec did not attach".to_owned());
+    };
+    let mut said = String::new();
+    let mut next_word = async || -> String {
+        loop {
+            if let Some(end) = said.find('\n') {
+                let word: String = said.drain(..=end).collect();
+                return word.trim().to_owned();
+            }
+            match output.next().await {
+                Some(Ok(chunk)) => said.push_str(&String::from_utf8_lossy(&chunk.into_bytes())),
+                _ => return std::mem::take(&mut said),
+            }
+        }
+    };
+    match next_word().await.as_str() {
+        CLAIMED => {}
+        TAKEN => return Ok(false),
+        other => return Err(format!("the box said {other:?}")),
+    }
+    input
+        .write_all(format!("{}\n", inputs.len()).as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    input.write_all(inputs).await.map_err(|e| e.to_string())?;
+    input.flush().await.map_err(|e| e.to_string())?;
+    match next_word().await.as_str() {
+        HANDED => Ok(true),
+        other => Err(format!("the box said {other:?}")),
+    }
+}
+
+/// Makes `count` warm boxes of `plan`'s kind (each a service of its own, started by the node
+/// in the background); how many the swarm took.
+pub(super) async fn make(docker: &Docker, plan: &RemotePlan, count: u32) -> Result<u32, String> {
+    let Some(key) = key(plan) else {
+        return Ok(0);
+    };
+    let folder = plan.worktree.parent().unwrap_or(Path::new("/"));
+    let network = super::swarm_spec::ensure_network(docker, plan).await?;
+    let image = super::swarm_spec::pinned_image(docker, &plan.image).await;
+    // The caller's engine is the node the box is on: its exec reaches the box.
+    let node = docker
+        .info()
+        .await
+        .ok()
+        .and_then(|info| info.swarm?.node_id)
+        .ok_or("the engine is not a swarm's node")?;
+    let mut made = 0;
+    for _ in 0..count {
+        let mut warm = plan.clone();
+        warm.box_id = format!("{WARM_PREFIX}{}", uuid::Uuid::new_v4().simple());
+        warm.constraints.push(format!("node.id == {node}"));
+        let mut spec = super::swarm_spec::job_spec(&warm, &image, Vec::new(), &network);
+        // The same kernel settings as a box made for its run (`security.rs`).
+        crate::security::apply_to_service(&mut spec, &warm, docker);
+        let mut labels = warm.labels();
+        labels.remove(crate::plan::LABEL_SESSION);
+        labels.insert(LABEL_POOL.to_owned(), key.clone());
+        labels.insert(
+            super::swarm_spec::LABEL_IMAGE.to_owned(),
+            plan.image.clone(),
+        );
+        spec.labels = Some(labels.clone());
+        if let Some(container) = spec
+            .task_template
+            .as_mut()
+            .and_then(|t| t.container_spec.as_mut())
+        {
+            container.labels = Some(labels);
+            container.command = Some(vec![
+                "codehands".to_owned(),
+                crate::INIT_COMMAND.to_owned(),
+                WAIT_FLAG.to_owned(),
+            ]);
+            // The run's worktree is made in the folder (the plan's own box mounts the
+            // worktree itself, which a box started ahead does not know).
+            container.dir = Some(folder.display().to_string());
+            let worktree = plan.worktree.display().to_string();
+            for mount in container.mounts.iter_mut().flatten() {
+                if mount.target.as_deref() == Some(worktree.as_str())
+                    && mount.typ == Some(MountType::TMPFS)
+                {
+                    mount.target = Some(folder.display().to_string());
+                }
+            }
+        }
+        // A node may turn a box down or the box fail before its run: the swarm starts it
+        // again. A box whose run is over exits 0
+        // (`__remote-init --wait`) and is not started again.
+        if let Some(task) = spec.task_template.as_mut() {
+            task.restart_policy = Some(TaskSpecRestartPolicy {
+                condition: Some(TaskSpecRestartPolicyConditionEnum::ON_FAILURE),
+                delay: Some(500_000_000),
+                max_attempts: Some(20),
+                ..TaskSpecRestartPolicy::default()
+            });
+        }
+        match docker.create_service(spec, None).await {
+            Ok(_) => made += 1,
+            Err(e) => return Err(format!("the swarm refused a warm box: {e}")),
+        }
+    }
+    Ok(made)
+}
+
+/// How many boxes of `plan`'s kind the swarm holds (warm, or taken and not yet removed). A
+/// box the swarm could not start (its image gone, its node turned it down) is removed, not
+/// counted: it would never run.
+pub(super) async fn count(docker: &Docker, plan: &RemotePlan) -> usize {
+    let Some(key) = key(plan) else {
+        return 0;
+    };
+    let filters = HashMap::from([("label".to_owned(), vec![format!("{LABEL_POOL}={key}")])]);
+    let options = ListServicesOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    let services: Vec<String> = docker
+        .list_services(Some(options))
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|s| s.id)
+        .collect();
+    if services.is_empty() {
+        return 0;
+    }
+    let by_service = HashMap::from([("service".to_owned(), services.clone())]);
+    let tasks = docker
+        .list_tasks(Some(
+            bollard::query_parameters::ListTasksOptionsBuilder::default()
+                .filters(&by_service)
+                .build(),
+        ))
+        .await
+        .unwrap_or_default();
+    let mut alive = 0;
+    for service in services {
+        let states: Vec<TaskState> = tasks
+            .iter()
+            .filter(|t| t.service_id.as_deref() == Some(&service))
+            .filter_map(|t| t.status.as_ref()?.state)
+            .collect();
+        let dead = !states.is_empty()
+            && states.iter().all(|s| {
+                matches!(
+                    s,
+                    TaskState::REJECTED | TaskState::FAILED | TaskState::ORPHANED
+                )
+            });
+        if dead {
+            let _ = docker.delete_service(&service).await;
+        } else {
+            alive += 1;
+        }
+    }
+    alive
+}
+
+/// After a turn of `plan` (its box removed): a warm box it took is replaced by one; a turn
+/// that made its own box adds one while the pool is short of its size. So runs started
+/// together never make more than one box each.
+pub(super) async fn refill(docker: &Docker, plan: &RemotePlan) {
+    if plan.pool == 0 {
+        return;
+    }
+    let short = count(docker, plan).await < plan.pool as usize;
+    if plan.box_id.starts_with(WARM_PREFIX) || short {
+        let _ = make(docker, plan, 1).await;
+    }
+}
+
+/// Removes every warm box (for a bench or test done with the engine), and waits while their
+/// containers go (the network they are on goes after them): as long as fewer are left each
+/// time it looks, and [`HANDIN_LIMIT`] at most while none goes.
+pub(super) async fn remove_all(docker: &Docker) {
+    let filters = HashMap::from([("label".to_owned(), vec![LABEL_POOL.to_owned()])]);
+    let options = ListServicesOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    for service in docker
+        .list_services(Some(options))
+        .await
+        .unwrap_or_default()
+    {
+        if let Some(id) = service.id {
+            let _ = docker.delete_service(&id).await;
+        }
+    }
+    let containers = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let force = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .build();
+    let (mut fewest, mut progress) = (usize::MAX, std::time::Instant::now());
+    while progress.elapsed() < HANDIN_LIMIT {
+        let left = docker
+            .list_containers(Some(containers.clone()))
+            .await
+            .unwrap_or_default();
+        if left.is_empty() {
+            return;
+        }
+        if left.len() < fewest {
+            (fewest, progress) = (left.len(), std::time::Instant::now());
+        }
+        for id in left.into_iter().filter_map(|c| c.id) {
+            let _ = docker.remove_container(&id, Some(force.clone())).await;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kind_of_box_is_the_image_egress_limits_placement_and_folder() {
+        let plan: RemotePlan = serde_json::from_value(serde_json::json!({
+            "engine": "swarm", "boxId": "b", "nonce": "n", "session": "s",
+            "image": "codehands/remote:1", "dockerHost": null,
+            "worktree": "/h/worktrees/repo/abcd1234", "program": "fake", "args": [],
+            "limits": RemoteLimits::default(), "constraints": []
+        }))
+        .unwrap();
+        let other_run = RemotePlan {
+            box_id: "c".into(),
+            nonce: "m".into(),
+            session: "t".into(),
+            worktree: "/h/worktrees/repo/ffff0000".into(),
+            program: "claude".into(),
+            ..plan.clone()
+        };
+        assert_eq!(key(&plan), key(&other_run), "one pool for the repo's runs");
+        let other_image = RemotePlan {
+            image: "codehands/remote:2".into(),
+            ..plan.clone()
+        };
+        assert_ne!(key(&plan), key(&other_image));
+        let other_repo = RemotePlan {
+            worktree: "/h/worktrees/other/abcd1234".into(),
+            ..plan.clone()
+        };
+        assert_ne!(key(&plan), key(&other_repo));
+    }
+
+    use crate::plan::RemoteLimits;
+}
