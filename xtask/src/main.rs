@@ -56,7 +56,7 @@ tasks:
                         run the cargo-fuzz targets of fuzz/ (nightly) N seconds each (60),
                         or a target its own N; crashes are kept under fuzz/regressions/
   man                   write the man page of codehands to target/man/codehands.1
-  system                install the system packages the tests need when missing (bubblewrap, chromium)
+  system                install the system packages the tests need when missing (bubblewrap, chromium, openssh)
   install               install what the tests need (bubblewrap, pinned agent CLIs, local Docker images), cached
   test [ARGS…]          install what the tests need, then run every test (cargo test --workspace --no-fail-fast ARGS…), ending with one summary line
 ";

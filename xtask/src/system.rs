@@ -1,8 +1,8 @@
 //! `cargo xtask system`: the system packages the tests need, installed when missing.
 //!
-//! Today that is bubblewrap (`bwrap`), which puts every agent in its box, and Chromium with its
-//! WebDriver (`chromedriver`), in which the review page's tests (`codehands/tests/ui_page.rs`)
-//! look at the page. On Debian and Ubuntu, as root, they are installed with apt-get (once:
+//! Today that is bubblewrap (`bwrap`), which puts every agent in its box, Chromium with its
+//! WebDriver (`chromedriver`), in which the review page's tests (`codehands/tests/it/ui_page.rs`)
+//! look at the page, and OpenSSH (`sshd`, `ssh-keygen`) for the engine reached over ssh. On Debian and Ubuntu, as root, they are installed with apt-get (once:
 //! a program already on PATH is not asked for again); elsewhere the task says what to install.
 
 use std::path::Path;
@@ -13,6 +13,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("bwrap", "bubblewrap"),
     ("chromium", "chromium"),
     ("chromedriver", "chromium-driver"),
+    // The engine reached as `DOCKER_HOST=ssh://` (`codehands/tests/it/engine_ssh.rs`): an sshd
+    // of the test's own on loopback, and the client's `ssh` and `ssh-keygen`.
+    ("sshd", "openssh-server"),
+    ("ssh-keygen", "openssh-client"),
 ];
 
 /// `cargo xtask system`.
