@@ -243,14 +243,7 @@ mod tests {
     }
 
     fn args() -> Vec<String> {
-        let fds = Descriptors {
-            outer: 9,
-            seccomp: 10,
-        };
-        bwrap_args(&sample(), fds, &host())
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect()
+        args_of(&sample())
     }
 
     /// The flags before `--` (bwrap's own), so the agent's arguments never count.
@@ -263,6 +256,18 @@ mod tests {
     /// Whether `window` appears in bwrap's own flags.
     fn has(window: &[&str]) -> bool {
         own().windows(window.len()).any(|w| w == window)
+    }
+
+    /// bwrap's flags for `plan`, as text.
+    fn args_of(plan: &BoxPlan) -> Vec<String> {
+        let fds = Descriptors {
+            outer: 9,
+            seccomp: 10,
+        };
+        bwrap_args(plan, fds, &host())
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
     }
 
     fn position(window: &[&str]) -> usize {
@@ -278,14 +283,7 @@ mod tests {
         assert!(has(&["--bind", wt, wt]), "writable by default");
         let mut plan = sample();
         plan.worktree_read_only = true;
-        let fds = Descriptors {
-            outer: 9,
-            seccomp: 10,
-        };
-        let args: Vec<String> = bwrap_args(&plan, fds, &host())
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect();
+        let args = args_of(&plan);
         let ro = ["--ro-bind", wt, wt].map(str::to_owned);
         let rw = ["--bind", wt, wt].map(str::to_owned);
         assert!(args.windows(3).any(|w| w == ro), "{args:?}");
@@ -336,14 +334,7 @@ mod tests {
         let helper = "/opt/codehands/bin/codehands";
         let mut plan = sample();
         plan.tools.push("/opt/codehands".into());
-        let fds = Descriptors {
-            outer: 9,
-            seccomp: 10,
-        };
-        let args: Vec<String> = bwrap_args(&plan, fds, &host())
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect();
+        let args = args_of(&plan);
         let tool = ["--ro-bind", "/opt/codehands", "/opt/codehands"].map(str::to_owned);
         let again = ["--ro-bind", helper, helper].map(str::to_owned);
         assert!(args.windows(3).any(|w| w == tool), "{args:?}");
