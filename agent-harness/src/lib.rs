@@ -10,10 +10,11 @@
 //! - [`Fixtures`] reads and writes the recordings (`tests/fixtures/<scenario>.jsonl`), replays
 //!   them through the adapter's parser, and checks that each has its snapshot test
 //!   ([`fixture_tests!`], with [`snapshot`] for the redactions every agent needs).
-//! - [`Recorder`] is the `main` of each crate's `tests/record.rs` (`harness = false`): under
-//!   `cargo test` it checks that every scenario has a fixture and every fixture a snapshot;
-//!   with `-- --record <scenario>|all` it records again from the real program
-//!   (`cargo xtask record <agent> <scenario>` runs exactly that).
+//! - [`Recorder`] is each crate's `record` test: under `cargo test` it checks that every
+//!   scenario has a fixture and every fixture a snapshot; with `CODEHANDS_RECORD=<scenario>|all`
+//!   it records again from the real program (`cargo xtask record <agent> <scenario>` runs
+//!   exactly that). A crate with a test binary per file calls it from a `tests/record.rs`
+//!   with `harness = false` instead, where `-- --record <scenario>|all` records.
 
 pub mod files;
 mod fixtures;
@@ -24,7 +25,7 @@ mod scenario;
 pub mod snapshot;
 
 pub use fixtures::{Fixtures, parse_lines};
-pub use record::Recorder;
+pub use record::{RECORD_ENV, Recorder};
 pub use repo::make_repo;
 pub use run::{Harness, ProviderEnv, RUN_LIMIT, RunOutput, scratch_root};
 pub use scenario::{Scenario, npm_available};

@@ -1,5 +1,7 @@
-//! The `main` of each agent crate's `tests/record.rs` (a test target with
-//! `harness = false`): a check under `cargo test`, a recorder with `--record`.
+//! Each agent crate's recordings, checked or made again: a test of the crate's one test
+//! binary ([`Recorder::test`]: a check, or a recording when [`RECORD_ENV`] names a scenario),
+//! or the `main` of a `tests/record.rs` with `harness = false` ([`Recorder::main`]: a check,
+//! or a recording with `--record`) in a crate with a test binary per file.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,7 +35,27 @@ pub struct Recorder {
     pub provider_env: fn(&ModelServer) -> Vec<(String, String)>,
 }
 
+/// The variable that makes [`Recorder::test`] record a scenario (or `all`) again from the
+/// real program instead of checking; `cargo xtask record <agent> <scenario>` sets it.
+pub const RECORD_ENV: &str = "CODEHANDS_RECORD";
+
 impl Recorder {
+    /// The body of the crate's `record` test: records again what [`RECORD_ENV`] names, else
+    /// checks that every scenario has its recording and every recording its snapshot.
+    /// Panics, as a failed test does, with what went wrong.
+    pub fn test(self) {
+        let code = match std::env::var(RECORD_ENV) {
+            Ok(which) => self.record(&which),
+            Err(_) => self.check(),
+        };
+        assert_eq!(
+            code,
+            ExitCode::SUCCESS,
+            "the recordings of {} (what is wrong is printed above)",
+            self.program
+        );
+    }
+
     /// Reads the command line and does what it asks: `--record <scenario>|all` records,
     /// anything else (`cargo test` passes its own flags) checks.
     pub fn main(self) -> ExitCode {

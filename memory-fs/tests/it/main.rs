@@ -5,4 +5,5 @@
 mod conformance;
 mod file_store;
 mod notes;
+mod processes;
 mod profile;

@@ -5,7 +5,7 @@ use agent_claude::{ClaudeCode, JsonlDecoder};
 use proptest::prelude::*;
 use runner_contract::{Agent, EventBody};
 
-const REAL_LINES: &str = include_str!("fixtures/edit-files.jsonl");
+const REAL_LINES: &str = include_str!("../fixtures/edit-files.jsonl");
 
 fn run_bytes(bytes: &[u8], chunk: usize, max_line: usize) -> Vec<EventBody> {
     let mut decoder = JsonlDecoder::with_max_line(max_line);

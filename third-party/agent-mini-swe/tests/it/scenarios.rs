@@ -1,5 +1,5 @@
 //! The recording scenarios of mini-swe-agent: a repo, a prompt and a model script each,
-//! run with the `agent-harness` library. Used by `tests/record.rs` (`cargo xtask record
+//! run with the `agent-harness` library. Used by `record.rs` (`cargo xtask record
 //! mini-swe-agent <scenario>`) and by the tests that run the real program, so a fixture can
 //! always be made again from the same definition.
 
@@ -41,7 +41,7 @@ pub fn provider_env(server: &ModelServer) -> Vec<(String, String)> {
     ]
 }
 
-/// What `tests/record.rs` checks and records.
+/// What `record.rs` checks and records.
 pub fn recorder() -> Recorder {
     Recorder {
         program: format!("mini-swe-agent {}", install::VERSION),

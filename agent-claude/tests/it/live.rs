@@ -3,7 +3,7 @@
 //! events as the recordings. Skips (failing under CI=true) when the binary is missing:
 //! `cargo xtask agents` fetches it.
 
-mod scenarios;
+use crate::scenarios;
 
 use agent_claude::ClaudeCode;
 use agent_harness::{Fixtures, Harness, npm_available, parse_lines};

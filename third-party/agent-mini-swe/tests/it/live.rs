@@ -3,7 +3,7 @@
 //! requests show what the adapter promises (the key from the env, the model, the
 //! notes, the prompt from stdin exactly as written).
 
-mod scenarios;
+use crate::scenarios;
 
 use agent_harness::{Fixtures, Harness, RunOutput, parse_lines};
 use agent_mini_swe::MiniSweAgent;

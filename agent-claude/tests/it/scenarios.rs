@@ -1,5 +1,5 @@
 //! The recording scenarios of Claude Code: a repo, a prompt and a model script each, run
-//! with the `agent-harness` library. Used by `tests/record.rs` (`cargo xtask record claude
+//! with the `agent-harness` library. Used by `record.rs` (`cargo xtask record claude
 //! <scenario>`) and by the tests that run the real binary, so a fixture can always be made
 //! again from the same definition.
 
@@ -30,7 +30,7 @@ pub fn provider_env(server: &ModelServer) -> Vec<(String, String)> {
     ]
 }
 
-/// What `tests/record.rs` checks and records.
+/// What `record.rs` checks and records.
 pub fn recorder() -> Recorder {
     Recorder {
         program: format!("Claude Code {}", agent_claude::pinned::VERSION),

@@ -1,8 +1,8 @@
 //! Separate processes writing one repo's notes: none is lost, and a writer killed
 //! mid-write leaves a notes file of whole notes.
 //!
-//! This test runs copies of its own binary as the writers (`WRITER_ROOT` set), so it has
-//! its own `main` (`harness = false` in Cargo.toml).
+//! The writers are copies of this test binary running the test `writer_process` alone with
+//! `WRITER_ROOT` set.
 
 use std::path::Path;
 use std::process::{Child, Command};
@@ -18,19 +18,14 @@ const WRITER_NOTES: &str = "MEMORY_FS_TEST_WRITER_NOTES";
 const PROCESSES: usize = 6;
 const NOTES_EACH: usize = 10;
 
-fn main() {
+/// Not a check of its own: the entry the writer processes of the two tests below run in
+/// (each is this test binary again, asked for this test alone, with `WRITER_ROOT` set). In
+/// the test run itself, without the variable, it returns at once.
+#[test]
+fn writer_process() {
     if let Ok(root) = std::env::var(WRITER_ROOT) {
-        return writer(Path::new(&root));
+        writer(Path::new(&root));
     }
-    // Answer `--list` like libtest does; any other argument runs both tests.
-    if std::env::args().any(|a| a == "--list") {
-        println!("many_processes_lose_no_note: test\na_killed_writer_leaves_whole_notes: test");
-        return;
-    }
-    many_processes_lose_no_note();
-    println!("test many_processes_lose_no_note ... ok");
-    a_killed_writer_leaves_whole_notes();
-    println!("test a_killed_writer_leaves_whole_notes ... ok");
 }
 
 /// The body of a long note, so a write takes long enough to be killed in the middle.
@@ -71,6 +66,12 @@ fn writer(root: &Path) {
 
 fn spawn_writer(root: &Path, tag: &str, notes: usize) -> Child {
     Command::new(std::env::current_exe().expect("this test's binary"))
+        .args([
+            "--exact",
+            "processes::writer_process",
+            "--test-threads=1",
+            "--quiet",
+        ])
         .env(WRITER_ROOT, root)
         .env(WRITER_TAG, tag)
         .env(WRITER_NOTES, notes.to_string())
@@ -86,6 +87,7 @@ fn notes_of(root: &Path) -> String {
     runtime.block_on(store.notes(KEY)).expect("read the notes")
 }
 
+#[test]
 fn many_processes_lose_no_note() {
     let root = tempfile::tempdir().expect("a temp folder");
     let children: Vec<Child> = (0..PROCESSES)
@@ -107,6 +109,7 @@ fn many_processes_lose_no_note() {
     }
 }
 
+#[test]
 fn a_killed_writer_leaves_whole_notes() {
     let root = tempfile::tempdir().expect("a temp folder");
     let notes_file = root.path().join("memory").join(KEY).join("notes.md");

@@ -4,7 +4,7 @@
 //! (`lifecycle`: approve, reject, a stop (and no resume: mini cannot), a 401, the
 //! caller's secrets, and a follow-up refused).
 
-mod scenarios;
+use crate::scenarios;
 
 use std::path::Path;
 use std::sync::Arc;

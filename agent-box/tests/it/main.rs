@@ -1,4 +1,7 @@
-//! The hostile suite: probes of what a hostile agent would try from its box, each paired
+//! agent-box's tests, one binary (the workspace's layout). `real_box`: real boxes
+//! (bubblewrap, the outer process, the init) with shell-script agents.
+//!
+//! The hostile suite (`binds`, `git_admin`, `kernel`, `reach`): probes of what a hostile agent would try from its box, each paired
 //! with an unboxed control that shows the probe would see the escape, run for a root caller
 //! and for an unprivileged test user (as CI, containers and most users run codehands).
 //!
@@ -10,3 +13,5 @@ mod binds;
 mod git_admin;
 mod kernel;
 mod reach;
+
+mod real_box;

@@ -3,7 +3,7 @@
 //! requests show what the adapter's arguments promise (the provider, the key from
 //! the env, the model, the notes, the prompt from stdin).
 
-mod scenarios;
+use crate::scenarios;
 
 use agent_codex::Codex;
 use agent_harness::{Fixtures, Harness, parse_lines};

@@ -1,0 +1,12 @@
+//! Every scenario of `scenarios.rs` has its recording in `tests/fixtures/`, and every
+//! recording its snapshot. With `CODEHANDS_RECORD=<scenario>|all`
+//! (what `cargo xtask record mini-swe-agent <scenario>` runs) it records again from the real
+//! mini-swe-agent against the scripted model server (the requests it sent go to
+//! `target/recordings/mini-swe-agent/`).
+
+use crate::scenarios;
+
+#[test]
+fn every_scenario_has_its_recording_and_every_recording_its_snapshot() {
+    scenarios::recorder().test();
+}
