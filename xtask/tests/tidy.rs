@@ -674,3 +674,37 @@ fn the_architecture_stays_short() {
         "ARCHITECTURE.md is {lines} lines, over 400: move detail to docs/ and keep the map"
     );
 }
+
+/// Each crate's integration tests link as one binary (`tests/it/main.rs`, one module per
+/// former file), so a cold `cargo xtask test` links each crate's tests once
+/// (ARCHITECTURE.md, "Testing").
+#[test]
+fn each_crate_has_one_integration_test_binary() {
+    let metadata = workspace_metadata();
+    let several: Vec<String> = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|package| {
+            let tests: Vec<&str> = package["targets"]
+                .as_array()
+                .expect("targets")
+                .iter()
+                .filter(|t| {
+                    t["kind"]
+                        .as_array()
+                        .is_some_and(|k| k.iter().any(|k| k == "test"))
+                })
+                .map(|t| t["name"].as_str().expect("a target's name"))
+                .collect();
+            (tests.len() > 1).then(|| format!("{}: {}", package["name"], tests.join(", ")))
+        })
+        .collect();
+    assert!(
+        several.is_empty(),
+        "a crate links more than one integration-test binary: move its `tests/*.rs` into \
+         modules of `tests/it/main.rs` (a test that needs its own process re-runs the test \
+         binary for one test, as memory-fs's `processes` does):\n{}",
+        several.join("\n")
+    );
+}
