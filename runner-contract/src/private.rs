@@ -225,6 +225,56 @@ pub fn read_no_follow(path: &Path) -> Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// The JSON record at `path` (a session or task record, a workflow's state, a verdict),
+/// read strictly: `None` when there is none; a link refused; bytes that are not one whole
+/// `T` are a [`ErrorKind::CorruptRecord`] naming the file, what it should be (`what`, "a
+/// task record") and what the person can do (`to_go_on`, "move it away to continue").
+pub fn read_record<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    to_go_on: &str,
+) -> Result<Option<T>> {
+    let Some(bytes) = read_no_follow(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        Error::new(
+            ErrorKind::CorruptRecord,
+            format!("{} is not {what} ({e}); {to_go_on}", path.display()),
+        )
+    })
+}
+
+/// [`read_record`] of a `noun` record ("session", "task") that names its own id (`id_of`):
+/// one that holds another id than `id`, the one its file name gives, is corrupt too.
+pub fn read_keyed_record<T, I>(
+    path: &Path,
+    noun: &str,
+    id: &I,
+    id_of: impl Fn(&T) -> &I,
+) -> Result<Option<T>>
+where
+    T: serde::de::DeserializeOwned,
+    I: PartialEq + std::fmt::Display,
+{
+    const TO_GO_ON: &str = "move it away to continue";
+    let what = format!("a valid {noun} record");
+    let Some(record) = read_record::<T>(path, &what, TO_GO_ON)? else {
+        return Ok(None);
+    };
+    let held = id_of(&record);
+    if held != id {
+        return Err(Error::new(
+            ErrorKind::CorruptRecord,
+            format!(
+                "{} holds {noun} {held}, not {id}; {TO_GO_ON}",
+                path.display()
+            ),
+        ));
+    }
+    Ok(Some(record))
+}
+
 fn open_error(path: &Path, e: &std::io::Error) -> Error {
     // ELOOP is how O_NOFOLLOW says the last component is a link.
     if e.raw_os_error() == Some(libc::ELOOP) {

@@ -11,10 +11,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::error::{Error, Result};
 use runner_contract::home::Home;
 use runner_contract::ids::SessionId;
-use runner_contract::private::{PrivateRoot, read_no_follow};
+use runner_contract::private::{PrivateRoot, read_keyed_record};
 use runner_contract::session::{SessionRecord, SessionState};
 
 /// Where session records live.
@@ -285,11 +285,9 @@ impl SessionStore {
                 .get(id)
                 .cloned()),
             Backend::Files { dir, .. } => {
-                let path = record_path(dir, id);
-                match read_no_follow(&path)? {
-                    Some(bytes) => parse_record(&path, id, &bytes).map(Some),
-                    None => Ok(None),
-                }
+                read_keyed_record(&record_path(dir, id), "session", id, |r: &SessionRecord| {
+                    &r.session_id
+                })
             }
         }
     }
@@ -317,30 +315,6 @@ fn record_path(dir: &Path, id: &SessionId) -> PathBuf {
 }
 
 fn parse_record_file(path: &Path, id: &SessionId) -> Result<SessionRecord> {
-    let bytes = read_no_follow(path)?
-        .ok_or_else(|| Error::not_found(format!("{} is gone", path.display())))?;
-    parse_record(path, id, &bytes)
-}
-
-fn parse_record(path: &Path, id: &SessionId, bytes: &[u8]) -> Result<SessionRecord> {
-    let record: SessionRecord = serde_json::from_slice(bytes).map_err(|e| {
-        Error::new(
-            ErrorKind::CorruptRecord,
-            format!(
-                "{} is not a valid session record ({e}); move it away to continue",
-                path.display()
-            ),
-        )
-    })?;
-    if record.session_id != *id {
-        return Err(Error::new(
-            ErrorKind::CorruptRecord,
-            format!(
-                "{} holds session {}, not {id}; move it away to continue",
-                path.display(),
-                record.session_id
-            ),
-        ));
-    }
-    Ok(record)
+    read_keyed_record(path, "session", id, |r: &SessionRecord| &r.session_id)?
+        .ok_or_else(|| Error::not_found(format!("{} is gone", path.display())))
 }

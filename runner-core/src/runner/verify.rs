@@ -15,7 +15,7 @@ use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::event::{EventBody, TestResult};
 use runner_contract::home::Home;
 use runner_contract::ids::SessionId;
-use runner_contract::private::read_no_follow;
+use runner_contract::private::read_record;
 use runner_contract::traits::sandbox::SandboxResult;
 
 /// The file of the verdict in a session's run folder.
@@ -88,19 +88,11 @@ impl Verdict {
 
     /// The verdict kept for session `id`, if its run was verified.
     pub fn load(home: &Home, id: &SessionId) -> Result<Option<Self>> {
-        let path = home.run_dir(id).join(VERDICT_FILE);
-        let Some(bytes) = read_no_follow(&path)? else {
-            return Ok(None);
-        };
-        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            Error::new(
-                ErrorKind::CorruptRecord,
-                format!(
-                    "the verdict {} cannot be read ({e}): delete it to approve without it",
-                    path.display()
-                ),
-            )
-        })
+        read_record(
+            &home.run_dir(id).join(VERDICT_FILE),
+            "a valid verdict",
+            "delete it to approve without it",
+        )
     }
 }
 

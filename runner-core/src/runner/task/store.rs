@@ -5,13 +5,13 @@
 //! reject is `tasks/<taskId>.lock`, held with `flock`, so a process that dies lets go of it.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::home::Home;
 use runner_contract::ids::SessionId;
-use runner_contract::private::{PrivateRoot, read_no_follow};
+use runner_contract::private::{PrivateRoot, read_keyed_record};
 use runner_contract::task::{TaskId, TaskRecord, TaskState};
 
 /// Where task records live.
@@ -137,9 +137,8 @@ impl TaskStore {
                 continue;
             };
             let read = TaskId::parse(stem).and_then(|id| {
-                let bytes = read_no_follow(&path)?
-                    .ok_or_else(|| Error::not_found(format!("{} is gone", path.display())))?;
-                parse(&path, &id, &bytes)
+                read_keyed_record(&path, "task", &id, |r: &TaskRecord| &r.task_id)?
+                    .ok_or_else(|| Error::not_found(format!("{} is gone", path.display())))
             });
             match read {
                 Ok(record) => listing.records.push(record),
@@ -240,11 +239,7 @@ impl TaskStore {
     }
 
     fn read(&self, id: &TaskId) -> Result<Option<TaskRecord>> {
-        let path = self.path(id);
-        match read_no_follow(&path)? {
-            Some(bytes) => parse(&path, id, &bytes).map(Some),
-            None => Ok(None),
-        }
+        read_keyed_record(&self.path(id), "task", id, |r: &TaskRecord| &r.task_id)
     }
 
     fn write(&self, record: &TaskRecord) -> Result<()> {
@@ -258,29 +253,6 @@ impl TaskStore {
 /// The held lock of one task (released when dropped, or when the process dies).
 pub(crate) struct TaskLock {
     _file: File,
-}
-
-fn parse(path: &Path, id: &TaskId, bytes: &[u8]) -> Result<TaskRecord> {
-    let record: TaskRecord = serde_json::from_slice(bytes).map_err(|e| {
-        Error::new(
-            ErrorKind::CorruptRecord,
-            format!(
-                "{} is not a valid task record ({e}); move it away to continue",
-                path.display()
-            ),
-        )
-    })?;
-    if record.task_id != *id {
-        return Err(Error::new(
-            ErrorKind::CorruptRecord,
-            format!(
-                "{} holds task {}, not {id}; move it away to continue",
-                path.display(),
-                record.task_id
-            ),
-        ));
-    }
-    Ok(record)
 }
 
 #[cfg(test)]

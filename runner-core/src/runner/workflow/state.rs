@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::super::control::RunFiles;
 use runner_contract::agent_name::AgentName;
 use runner_contract::error::{Error, ErrorKind, Result};
-use runner_contract::private::read_no_follow;
+use runner_contract::private::read_record;
 use runner_contract::workflow::{Finding, Workflow};
 
 /// The file of the state in a run folder.
@@ -61,20 +61,11 @@ impl WorkflowState {
     /// The state in `files`' run folder: `None` when there is none (not a workflow), an
     /// error naming the file when it cannot be read or is not the state whole.
     pub(crate) fn load(files: &RunFiles) -> Result<Option<Self>> {
-        let path = Self::path(files);
-        let Some(bytes) = read_no_follow(&path)? else {
-            return Ok(None);
-        };
-        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            Error::new(
-                ErrorKind::CorruptRecord,
-                format!(
-                    "the workflow state {} cannot be read ({e}): move it away only if the \
-                     session is no workflow's",
-                    path.display()
-                ),
-            )
-        })
+        read_record(
+            &Self::path(files),
+            "a valid workflow state",
+            "move it away only if the session is no workflow's",
+        )
     }
 
     pub(crate) fn path(files: &RunFiles) -> PathBuf {
