@@ -24,7 +24,9 @@ pub fn install(args: &[String]) -> Result<(), String> {
 
 /// `cargo xtask test [ARGS…]`: installs, then tests.
 pub fn run(args: &[String]) -> Result<(), String> {
+    let began = std::time::Instant::now();
     install(&[])?;
+    let tests_began = std::time::Instant::now();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut child = Command::new(&cargo)
         .args(["test", "--workspace", "--no-fail-fast"])
@@ -44,6 +46,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .wait()
         .map_err(|e| format!("cannot wait for {cargo}: {e}"))?;
     println!("{}", tally.summary());
+    // How long a cold run takes is worth knowing at a glance (README, first lines).
+    println!(
+        "build and tests {:.0} s; with the install steps {:.0} s",
+        tests_began.elapsed().as_secs_f64(),
+        began.elapsed().as_secs_f64()
+    );
     if status.success() {
         Ok(())
     } else {
