@@ -1,7 +1,6 @@
-//! Process supervision, once for every agent: spawn with an environment built from scratch
-//! and no shell, detached in a session of its own with its output to the run's files
-//! (`detached.rs`); end its whole tree (`tree.rs`). This is the one spawn path: the runner and
-//! the benchmarks (`cargo xtask bench run`) both go through it.
+//! Starting and ending processes: spawn an agent with an environment built from scratch and
+//! no shell, detached in a session of its own with its output to the run's files
+//! (`detached.rs`); end its whole tree (`tree.rs`).
 
 pub mod detached;
 pub mod env;
