@@ -21,7 +21,6 @@
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 use nix::sys::signal::{SigSet, Signal};
@@ -151,7 +150,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     // the spawn. Nothing can kill the init meanwhile: pid 1 ignores a signal it has no
     // handler for, SIGKILL from outside aside.
     let _ = signals.thread_unblock();
-    let agent = std::process::Command::new(&args.program)
+    let agent = runner_process::foreground::Foreground::new(&args.program)
         .arg0(&args.argv0)
         .args(&args.args)
         .spawn();
@@ -159,10 +158,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     let agent = match agent {
         Ok(child) => Pid::from_raw(child.id() as i32),
         Err(e) => {
-            eprintln!(
-                "codehands box: cannot start the agent {}: {e}",
-                args.program.display()
-            );
+            eprintln!("codehands box: the agent: {e}");
             return CANNOT_START;
         }
     };

@@ -17,7 +17,6 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Component, Path};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -142,10 +141,10 @@ fn run_bwrap(plan: &BoxPlan, signals: nix::sys::signal::SigSet) -> i32 {
     // bubblewrap gets the default signal mask (std does not reset it): unblocked just for
     // the spawn.
     let _ = signals.thread_unblock();
-    let spawned = std::process::Command::new(&plan.bwrap)
+    let spawned = runner_process::foreground::Foreground::new(&plan.bwrap)
         .args(crate::argv::bwrap_args(plan, fds, &host))
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0)
+        .own_group()
         .spawn();
     let _ = signals.thread_block();
     drop(watched);
@@ -153,10 +152,7 @@ fn run_bwrap(plan: &BoxPlan, signals: nix::sys::signal::SigSet) -> i32 {
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            eprintln!(
-                "codehands box: cannot start {}: {e} (install bubblewrap: apt-get install bubblewrap)",
-                plan.bwrap.display()
-            );
+            eprintln!("codehands box: {e} (install bubblewrap: apt-get install bubblewrap)");
             return CANNOT_START;
         }
     };

@@ -61,12 +61,11 @@ fn setuid(path: &Path) -> bool {
 pub fn bwrap_version(bwrap: &Path) -> Option<String> {
     // Nothing of the caller's environment, in the root folder: a program codehands runs
     // for its checks sees none of the caller's secrets (ARCHITECTURE.md, runner-core).
-    let out = std::process::Command::new(bwrap)
+    let out = runner_process::tool::Tool::new(bwrap)
         .arg("--version")
         .env_clear()
         .current_dir("/")
-        .stdin(std::process::Stdio::null())
-        .output()
+        .run()
         .ok()?;
     Some(String::from_utf8_lossy(&out.stdout).trim().to_owned()).filter(|v| !v.is_empty())
 }
@@ -168,15 +167,14 @@ fn run_in(
     runner_contract::private::PrivateRoot::new(&run_dir)
         .replace_file(&file, &plan.to_json())
         .map_err(|e| e.to_string())?;
-    let out = std::process::Command::new(helper)
+    let out = runner_process::tool::Tool::new(helper)
         .arg(crate::OUTER_COMMAND)
         .arg(&file)
         .current_dir(&worktree)
         .env_clear()
         .envs(env)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
+        .run()
+        .map_err(|e| e.to_string())?;
     Ok(BoxRun {
         code: out.status.code(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -157,7 +157,7 @@ fn dial_ssh(url: &str, ssh_env: &[(String, String)]) -> Result<(PathBuf, PathBuf
 
 /// Carries one connection through a new `ssh` process.
 async fn carry(mut stream: tokio::net::UnixStream, args: &[String], ssh_env: &[(String, String)]) {
-    let mut command = tokio::process::Command::new("ssh");
+    let mut command = runner_process::foreground::Foreground::new("ssh");
     // The caller's PATH (its `ssh`) comes with `ssh_env`; without it, the usual places.
     command
         .args(args)
@@ -166,9 +166,8 @@ async fn carry(mut stream: tokio::net::UnixStream, args: &[String], ssh_env: &[(
         .envs(ssh_env.iter().map(|(k, v)| (k, v)))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .kill_on_drop(true);
-    let Ok(mut child) = command.spawn() else {
+        .stderr(std::process::Stdio::inherit());
+    let Ok(mut child) = command.spawn_async() else {
         eprintln!("codehands: cannot run ssh to reach the Docker engine: is it installed?");
         return;
     };

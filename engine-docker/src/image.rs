@@ -6,7 +6,8 @@
 //! add the binary under test on top).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use runner_process::tool::Tool;
 
 /// The Dockerfile of the context.
 const DOCKERFILE: &str = "FROM scratch\nCOPY root/ /\nENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nENTRYPOINT []\n";
@@ -93,10 +94,10 @@ pub(crate) fn append(
 
 /// The shared libraries `ldd` lists for `program` (with the loader).
 pub(crate) fn libraries(program: &Path) -> Result<Vec<PathBuf>, String> {
-    let out = Command::new("ldd")
+    let out = Tool::new("ldd")
         .arg(program)
-        .output()
-        .map_err(|e| format!("cannot run ldd on {}: {e}", program.display()))?;
+        .run()
+        .map_err(|e| format!("cannot list the libraries of {}: {e}", program.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if text.contains("not a dynamic executable") || text.contains("statically linked") {
         return Ok(Vec::new());
@@ -120,21 +121,10 @@ pub fn build(tag: &str, codehands: &Path, programs: &[&Path]) -> Result<(), Stri
 
 /// Builds `tag` from a build context packed as a tar, with the engine's CLI (`docker build -`).
 pub(crate) fn build_context(tag: &str, context: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let mut child = Command::new("docker")
+    let out = Tool::new("docker")
         .args(["build", "--quiet", "--tag", tag, "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run docker: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(context)
-            .map_err(|e| format!("docker build: {e}"))?;
-    }
-    let out = child
-        .wait_with_output()
+        .input(context)
+        .run()
         .map_err(|e| format!("docker build: {e}"))?;
     if out.status.success() {
         Ok(())

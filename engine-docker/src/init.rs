@@ -9,7 +9,9 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
+
+use runner_process::foreground::Foreground;
 
 use crate::frame::{NONCE_VAR, read_inputs, result_lines};
 use crate::plan::{BOX_DIR, BOX_FILES, BOX_HOME};
@@ -23,7 +25,7 @@ pub const SECRET_PREFIX: &str = "codehands-in-";
 
 /// The agent's program: by name on `path`; in the person's image (`own_root`), one of our
 /// image's that the image lacks (the fake agent, Claude Code) runs through our loader.
-fn agent_command(program: &Path, path: &str, own_root: bool) -> Command {
+fn agent_command(program: &Path, path: &str, own_root: bool) -> Foreground {
     let name = program.to_str().filter(|n| !n.contains('/'));
     let on_path = |name: &str| std::env::split_paths(path).any(|dir| dir.join(name).is_file());
     match name {
@@ -31,13 +33,13 @@ fn agent_command(program: &Path, path: &str, own_root: bool) -> Command {
             let ours = crate::plan::own_program(name);
             let own = Path::new(&ours[3]).is_file();
             if own {
-                let mut command = Command::new(&ours[0]);
+                let mut command = Foreground::new(&ours[0]);
                 command.args(&ours[1..]);
                 return command;
             }
-            Command::new(program)
+            Foreground::new(program)
         }
-        _ => Command::new(program),
+        _ => Foreground::new(program),
     }
 }
 
@@ -154,12 +156,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         .current_dir(&worktree)
         .stdin(Stdio::piped())
         .spawn()
-        .map_err(|e| {
-            format!(
-                "cannot start the agent {}: {e} (is it in the image?)",
-                Path::new(program).display()
-            )
-        })?;
+        .map_err(|e| format!("the agent: {e} (is it in the image?)"))?;
     if let Some(mut pipe) = child.stdin.take() {
         // A thread, so an agent that prints before it reads all of its prompt never blocks us.
         std::thread::spawn(move || {

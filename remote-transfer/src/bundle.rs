@@ -1,7 +1,7 @@
 //! A bundle of the agent's commits holds the run's ref and nothing else.
 
+use runner_process::tool::Tool;
 use std::path::Path;
-use std::process::Command;
 
 use crate::TransferError;
 
@@ -9,13 +9,13 @@ use crate::TransferError;
 /// with other refs could plant branches or tags in the person's repo when fetched, so it is
 /// refused before anything is fetched. `git` is run with no config of the caller's.
 pub fn check_bundle(bundle: &Path, expected: &str) -> Result<(), TransferError> {
-    let out = Command::new("git")
+    let out = Tool::new("git")
         .args(["bundle", "list-heads"])
         .arg(bundle)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .map_err(|e| TransferError::io("cannot run git on the bundle", bundle, e))?;
+        .run()
+        .map_err(|e| TransferError::io("cannot run git on the bundle", bundle, e.into()))?;
     if !out.status.success() {
         return Err(TransferError::Malformed(format!(
             "git bundle list-heads: {}",

@@ -1,8 +1,8 @@
 //! The install box's plan (its command and the folder it fills), and the
 //! refusal when that folder would land in the commit.
 
+use runner_process::tool::Tool;
 use std::path::Path;
-use std::process::Command;
 
 use runner_contract::{Language, PackageManager, RepoProfile};
 
@@ -116,12 +116,12 @@ pub(crate) fn not_ignored_message(folder: &str) -> String {
 /// (nested and global ignores count); a folder that is not a git repo falls back
 /// to the root `.gitignore`.
 pub(crate) fn ignored(worktree: &Path, folder: &str) -> Result<bool, String> {
-    let out = Command::new("git")
+    let out = Tool::new("git")
         .arg("-C")
         .arg(worktree)
         .args(["check-ignore", "-q", "--"])
         .arg(format!("{folder}/"))
-        .output();
+        .run();
     match out {
         Ok(o) if o.status.code() == Some(0) => Ok(true),
         Ok(o) if o.status.code() == Some(1) => Ok(false),

@@ -706,5 +706,147 @@ fn each_crate_has_one_integration_test_binary() {
          modules of `tests/it/main.rs` (a test that needs its own process re-runs the test \
          binary for one test, as memory-fs's `processes` does):\n{}",
         several.join("\n")
+
+/// The crate every product spawn goes through (ARCHITECTURE.md, "runner-process").
+const PROCESS_LAYER: &str = "runner-process/";
+
+/// Code that may start processes itself, and why: none of it ships in codehands.
+const SPAWNERS: &[(&str, &str)] = &[
+    (PROCESS_LAYER, "the process layer itself"),
+    (
+        "xtask/",
+        "development tasks: cargo, apt-get, docker and the agents' installers",
+    ),
+    (
+        "fuzz-harness/",
+        "test support: the fuzz targets' bodies run git on the seeds",
+    ),
+    (
+        "agent-harness/",
+        "test support: the recording harness runs the real agents and their scenarios",
+    ),
+    (
+        "runner-testkit/",
+        "test support: the suites make fixture repos, test users and boxed children",
+    ),
+];
+
+#[test]
+fn spawning_happens_only_in_the_process_layer() {
+    let mut found = Vec::new();
+    for path in rust_files() {
+        let exempt = SPAWNERS.iter().any(|(p, _)| path.starts_with(p));
+        if exempt || is_test_code(&path) || path == THIS_FILE {
+            continue;
+        }
+        let text = read(&path);
+        found.extend(
+            spawns(&shipped_code(&text))
+                .into_iter()
+                .map(|(n, line)| format!("{path}:{n}: {line}")),
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "a process started outside the process layer (runner-process): use \
+         runner_process::tool::Tool for a short call for an answer, foreground::Foreground for a \
+         program run in the foreground, owned::spawn for a child owned until reaped, \
+         detached::DetachedAgent for an agent; or add what the caller needs to the layer:\n{}",
+        found.join("\n")
+    );
+}
+
+/// A file's shipped code with its line numbers kept: comment lines blanked, a line's trailing
+/// comment cut, nothing from the first `#[cfg(test)]` on.
+fn shipped_code(text: &str) -> String {
+    text.lines()
+        .take_while(|line| line.trim() != "#[cfg(test)]")
+        .map(|line| {
+            if line.trim_start().starts_with("//") {
+                ""
+            } else {
+                line.split(" // ").next().unwrap_or_default()
+            }
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// The lines of `code` (number, text) that start a process without the layer: std's or
+/// tokio's `Command` (named, imported alone or in a group, `CommandExt`), or a raw fork or
+/// exec.
+fn spawns(code: &str) -> Vec<(usize, String)> {
+    const FORMS: [&str; 6] = [
+        "Command::new(",
+        "Command::from(",
+        "process::Command",
+        "::fork(",
+        "::execv",
+        "::posix_spawn",
+    ];
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let starts_a_word = |at: usize| !code[..at].ends_with(word);
+    let mut hits: Vec<usize> = FORMS
+        .iter()
+        .flat_map(|form| code.match_indices(form))
+        .filter(|(at, form)| form.starts_with(':') || starts_a_word(*at))
+        .map(|(at, _)| at)
+        .collect();
+    for (at, _) in code.match_indices("process::{") {
+        let group = &code[at + "process::{".len()..];
+        let group = &group[..group.find('}').unwrap_or(group.len())];
+        if group
+            .split(|c| !word(c))
+            .any(|w| w == "Command" || w == "CommandExt")
+        {
+            hits.push(at);
+        }
+    }
+    let mut lines: Vec<usize> = hits
+        .into_iter()
+        .map(|at| code[..at].matches('\n').count())
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    let text: Vec<&str> = code.lines().collect();
+    lines
+        .into_iter()
+        .map(|i| (i + 1, text.get(i).unwrap_or(&"").trim().to_owned()))
+        .collect()
+}
+
+#[test]
+fn spawning_is_seen_in_every_form() {
+    for code in [
+        "let out = std::process::Command::new(\"git\").output();",
+        "let mut c = tokio::process::Command::new(program);",
+        "let c = Command::new(&cargo);",
+        "use std::process::Command;",
+        "use std::process::{Command, Stdio};",
+        "use tokio::process::{\n    Child,\n    Command,\n};",
+        "use std::os::unix::process::CommandExt;",
+        "let c = tokio::process::Command::from(command);",
+        "let pid = unsafe { libc::fork() };",
+        "nix::unistd::execvp(&program, &args)?;",
+    ] {
+        assert_eq!(spawns(code).len(), 1, "not seen: {code}");
+    }
+    for code in [
+        "let out = Tool::new(\"git\").arg(\"status\").run()?;",
+        "let child = Foreground::new(program).own_group().spawn()?;",
+        "use std::process::{ExitStatus, Stdio};",
+        "let c = DockerCommand::new(\"ps\");",
+        "use runner_process::tool::Tool;",
+        "(\"execve\", libc::SYS_execve, [0; 6]),",
+    ] {
+        assert!(spawns(code).is_empty(), "seen wrongly: {code}");
+    }
+    // A comment is not code, nor is a test module.
+    let text = "// std::process::Command::new(\"x\")\nfn f() {}\n#[cfg(test)]\nuse std::process::Command;\n";
+    assert!(spawns(&shipped_code(text)).is_empty());
+    let text = "fn f() {}\n\nlet c = Command::new(\"x\"); // a git\n";
+    assert_eq!(
+        spawns(&shipped_code(text)),
+        [(3, "let c = Command::new(\"x\");".to_owned())]
     );
 }

@@ -3,12 +3,13 @@
 //! Claude Code fixing the bug), and approves, printing the branch and commit.
 
 use std::path::Path;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use clap::Args;
 use runner_contract::{
     AgentName, Error, ErrorKind, Home, Isolation, Result, SessionId, StartOptions,
 };
+use runner_process::tool::Tool;
 
 use super::decide::DecideArgs;
 use super::decide::Then;
@@ -113,17 +114,12 @@ fn make_repo(repo: &Path) -> Result<&'static str> {
 }
 
 fn git(repo: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("git")
+    let out = Tool::new("git")
         .arg("-C")
         .arg(repo)
         .args(args)
-        .output()
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Vcs,
-                format!("cannot run git ({e}): the demo needs git installed"),
-            )
-        })?;
+        .run()
+        .map_err(|e| Error::new(ErrorKind::Vcs, format!("{e}: the demo needs git installed")))?;
     if out.status.success() {
         Ok(())
     } else {

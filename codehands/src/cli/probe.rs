@@ -4,7 +4,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 
 use runner_contract::{Result, VersionProbe};
-use runner_core::process::probe::{NeutralDir, command, probe_env};
+use runner_process::probe::{NeutralDir, command, probe_env};
 use serde::Serialize;
 
 use super::output;
@@ -43,7 +43,7 @@ pub(super) struct Finding {
 
 /// Where `doctor`'s and `agents`' probes run: outside any box, as the caller, so with the
 /// allowlist of the caller's variables only and in an empty folder of their own, never the
-/// caller's folder (a worktree an agent wrote): `runner_core::process::probe`.
+/// caller's folder (a worktree an agent wrote): `runner_process::probe`.
 pub struct Site {
     env: Vec<(String, String)>,
     docker_env: Vec<(String, String)>,

@@ -281,7 +281,7 @@ fn check_var(path: &Path, key: &str, name: &str) -> Result<()> {
             &format!("key `{key}` is `{name}`, not a variable name: use capitals, digits and `_`"),
         ));
     }
-    if runner_core::process::env::PASSTHROUGH.contains(&name) {
+    if runner_process::env::PASSTHROUGH.contains(&name) {
         return Err(refuse(
             path,
             &format!("key `{key}` is `{name}`, which every agent already receives: remove it"),

@@ -249,8 +249,7 @@ pub(crate) fn remove_detached(
     run_dir: Option<&std::path::Path>,
 ) -> bool {
     use std::io::Write;
-    use std::os::unix::process::CommandExt;
-    let mut command = std::process::Command::new(helper);
+    let mut command = runner_process::foreground::Foreground::new(helper);
     command
         .arg(crate::CLEANUP_COMMAND)
         .args(run_dir)
@@ -258,7 +257,7 @@ pub(crate) fn remove_detached(
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .process_group(0);
+        .own_group();
     let Ok(mut child) = command.spawn() else {
         return false;
     };

@@ -63,7 +63,7 @@ impl Runner for LocalRunner {
         files.request_stop()?;
         let grace = shared.settings.stop_grace;
         if let Some(agent) = files.agent() {
-            crate::process::tree::end_group(&agent, grace).await;
+            runner_process::tree::end_group(&agent, grace).await;
         }
         // Whoever supervises the run sees the agent exit and the request, and saves
         // `stopped`; with nobody at it, the turn is ended here.

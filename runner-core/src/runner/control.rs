@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::disk::{self, Appender};
-use crate::process::tree::ProcessIdentity;
 use runner_contract::error::{Error, Result};
 use runner_contract::home::Home;
 use runner_contract::ids::SessionId;
 use runner_contract::private::{PrivateRoot, read_no_follow};
+use runner_process::tree::ProcessIdentity;
 
 use runner_contract::run_folder::RESERVE;
 

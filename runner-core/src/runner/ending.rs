@@ -7,12 +7,12 @@ use super::control::{RunFiles, SupervisorLock, TurnPlan};
 use super::disk;
 use super::log::{self, EventLog};
 use super::parts::Shared;
-use crate::process::tree;
 use runner_contract::error::Result;
 use runner_contract::event::{ApprovalRequested, Event, EventBody, FailureKind, TaskFailed};
 use runner_contract::ids::SessionId;
 use runner_contract::sequence::EventSequence;
 use runner_contract::session::{SessionRecord, SessionState};
+use runner_process::tree;
 
 /// How a turn ended, to be saved on the record once its last events are in the log.
 pub(super) struct TurnEnd {

@@ -18,10 +18,10 @@ use super::ending::fail_unplanned;
 use super::log;
 use super::parts::Shared;
 use super::run;
-use crate::process::tree::{self, ProcessIdentity};
 use runner_contract::error::Result;
 use runner_contract::ids::SessionId;
 use runner_contract::session::{SessionRecord, SessionState};
+use runner_process::tree::{self, ProcessIdentity};
 
 /// How long a running session may go unsupervised before a follower heals it (a supervisor
 /// just launched needs a moment to take its lock).
@@ -107,7 +107,7 @@ pub(super) fn launch(shared: &Arc<Shared>, id: SessionId) -> Result<()> {
             let files = RunFiles::in_home(&shared.home, &id);
             let mut args = command.args.clone();
             args.push(id.to_string().into());
-            crate::process::detached::spawn_supervisor(
+            runner_process::detached::spawn_supervisor(
                 &command.program,
                 &args,
                 files.root(),

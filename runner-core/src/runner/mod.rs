@@ -3,7 +3,7 @@
 //! start() checks the input, finds the base commit, makes the worktree and
 //! branch, saves the session, plans the turn and hands it to a supervisor (a task of
 //! this runner, or a detached supervisor program) that spawns the agent detached through
-//! [`crate::process`] and appends its events to the session's log; the caller follows
+//! [`runner_process`] and appends its events to the session's log; the caller follows
 //! the log. The session record is the truth about state; everything another process needs
 //! to follow, adopt or stop a run lives in `runs/<sessionId>/`.
 //!

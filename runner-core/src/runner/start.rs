@@ -138,7 +138,7 @@ impl LocalRunner {
         }
         // Claimed before the worktree is made, so a recover in another process leaves a start
         // under way alone (and takes over one whose process died).
-        if let Some(me) = crate::process::tree::ProcessIdentity::current() {
+        if let Some(me) = runner_process::tree::ProcessIdentity::current() {
             let _ = run_files.set_runner(&me);
         }
         drop(step);

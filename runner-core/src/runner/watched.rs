@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::process::detached::DetachedAgent;
-use crate::process::tree::{self, ProcessIdentity};
+use runner_process::detached::DetachedAgent;
+use runner_process::tree::{self, ProcessIdentity};
 
 /// The longest pause between looks at an agent or a file that has nothing new.
 pub(super) const POLL_MAX: Duration = Duration::from_millis(4);

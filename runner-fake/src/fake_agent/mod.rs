@@ -143,7 +143,7 @@ pub fn main(args: &[std::ffi::OsString]) -> i32 {
         Mode::ForkIgnoringTerm => {
             let _ = player.play_init();
             for _ in 0..2 {
-                let _ = std::process::Command::new("sh")
+                let _ = runner_process::foreground::Foreground::new("sh")
                     .args(["-c", "trap '' TERM; sleep 600"])
                     .spawn();
             }

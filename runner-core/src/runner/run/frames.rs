@@ -115,7 +115,7 @@ impl Supervisor {
             return String::new();
         };
         let len = file.metadata().map_or(0, |m| m.len());
-        let start = len.saturating_sub(crate::process::STDERR_TAIL as u64);
+        let start = len.saturating_sub(runner_process::STDERR_TAIL as u64);
         let mut tail = Vec::new();
         use std::io::Seek;
         if file.seek(std::io::SeekFrom::Start(start)).is_err()

@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::process::tree;
 use crate::redact::Redactor;
 use crate::runner::control::{RunFiles, SupervisorLock, TurnPlan};
 use crate::runner::disk::{self, Appender};
@@ -36,6 +35,7 @@ use runner_contract::sequence::EventSequence;
 use runner_contract::session::{SessionRecord, SessionState};
 use runner_contract::traits::agent::{Agent, AgentRequest};
 use runner_contract::traits::memory::RepoProfile;
+use runner_process::tree;
 
 /// How long a caller waits for a supervisor to act on a stop (beyond the stop grace), and for
 /// a turn's end to reach the record once its last event is in the log.

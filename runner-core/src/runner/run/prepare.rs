@@ -15,7 +15,7 @@ impl Supervisor {
     /// only, in an empty folder of the run's own that the box never sees, which is also its
     /// HOME and TMPDIR when the session is boxed (`process/probe.rs`).
     pub(super) fn probe_version(&self) -> Option<tokio::task::JoinHandle<()>> {
-        use crate::process::probe;
+        use runner_process::probe;
         let asked = self.agent.version_probe()?;
         let files = self.files.clone();
         let session = self.record.session_id;

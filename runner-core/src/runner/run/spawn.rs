@@ -1,6 +1,5 @@
 //! Starting the agent for a turn: detached, in its box when the session asks for one.
 
-use crate::process::detached::{AgentOutput, DetachedAgent};
 use crate::redact::Redactor;
 use crate::runner::control::AgentRun;
 use crate::runner::disk::{self, Appender};
@@ -8,6 +7,7 @@ use crate::runner::watched::Watched;
 use runner_contract::error::{ErrorKind, Result};
 use runner_contract::event::{EventBody, FailureKind, TaskStopped};
 use runner_contract::traits::agent::StdinClose;
+use runner_process::detached::{AgentOutput, DetachedAgent};
 
 use super::Supervisor;
 use super::frames::secret_values;
@@ -52,7 +52,7 @@ impl Supervisor {
 
     pub(super) async fn try_spawn(&mut self, seq_before_agent: u64) -> Result<DetachedAgent> {
         let invocation = self.agent.invocation(&self.request)?;
-        let env = crate::process::env::agent_env(
+        let env = runner_process::env::agent_env(
             self.shared.settings.caller_env.iter().cloned(),
             &self.agent.provider_env(),
             &self.shared.settings.extra_env,

@@ -1,11 +1,11 @@
 //! The read loop of a turn: the agent's output file into events, with the watchdogs.
 
-use crate::process::tree;
 use crate::runner::control::AgentExit;
 use crate::runner::conversation::Conversation;
 use crate::runner::watched::{Backoff, Watched};
 use runner_contract::event::{EventBody, TaskFailed, TaskFinished};
 use runner_contract::framing::{DEFAULT_MAX_LINE, JsonlDecoder};
+use runner_process::tree;
 use std::io::Read;
 use tokio::time::Instant;
 

@@ -1,11 +1,23 @@
-//! Process supervision, once for every agent: spawn with an environment built from scratch
-//! and no shell, detached in a session of its own with its output to the run's files
-//! (`detached.rs`); end its whole tree (`tree.rs`). This is the one spawn path: the runner and
-//! the benchmarks (`cargo xtask bench run`) both go through it.
+//! Starting and ending processes, once for the workspace: every product spawn goes through
+//! this crate (`xtask/tests/tidy.rs`, `spawning_happens_only_in_the_process_layer`). One
+//! way per job:
+//! - [`detached`]: an agent or a supervisor that outlives its starter: a session of its own,
+//!   an environment built from scratch ([`env`]), no descriptor past stdio, output to files.
+//! - [`tree`]: ending a detached agent's whole process tree, by pid and start time.
+//! - [`owned`]: a child owned until it is reaped, in the caller's process group, its pipes
+//!   handed over, only the parent signalled (Claude Code under `claude-lifecycle`).
+//! - [`foreground`]: a program a program of ours runs in its foreground and waits for (the
+//!   box's bubblewrap, the agent under a box's init, `ssh` carrying a Docker connection).
+//! - [`tool`]: a short call for an answer (`git`, `ldd`, `docker build -`, `bwrap --version`),
+//!   its output bounded; [`probe`]: the same for an agent's version and `doctor`'s checks, with
+//!   only the agent's allowlist, in an empty folder.
 
 pub mod detached;
 pub mod env;
+pub mod foreground;
+pub mod owned;
 pub mod probe;
+pub mod tool;
 pub mod tree;
 
 use std::path::Path;
@@ -41,6 +53,61 @@ fn own_session_with_only_stdio(command: &mut tokio::process::Command) {
             );
             Ok(())
         });
+    }
+}
+
+/// A program that could not be started (or waited for), with its name.
+#[derive(Debug)]
+pub struct CannotStart {
+    program: String,
+    source: std::io::Error,
+}
+
+impl CannotStart {
+    fn new(program: impl AsRef<std::ffi::OsStr>, source: std::io::Error) -> Self {
+        Self {
+            program: Path::new(program.as_ref()).display().to_string(),
+            source,
+        }
+    }
+
+    /// The program, as it was given.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// What the system said.
+    pub fn io(&self) -> &std::io::Error {
+        &self.source
+    }
+}
+
+impl std::fmt::Display for CannotStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let program = &self.program;
+        match self.source.kind() {
+            std::io::ErrorKind::NotFound => write!(
+                f,
+                "cannot run {program}: it was not found (install it, or put it on PATH)"
+            ),
+            std::io::ErrorKind::PermissionDenied => write!(
+                f,
+                "cannot run {program}: it is not executable (check its permissions)"
+            ),
+            _ => write!(f, "cannot run {program}: {}", self.source),
+        }
+    }
+}
+
+impl std::error::Error for CannotStart {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+impl From<CannotStart> for std::io::Error {
+    fn from(e: CannotStart) -> Self {
+        std::io::Error::new(e.source.kind(), e.to_string())
     }
 }
 

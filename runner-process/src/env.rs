@@ -7,7 +7,7 @@ pub const PASSTHROUGH: &[&str] = &[
 
 /// Hygiene variables set for every agent: no self-update, no telemetry, no error reports,
 /// in the conventions many agent CLIs honour. An agent adds its own program's spellings
-/// of the same in [`crate::Invocation::env`].
+/// of the same in [`runner_contract::traits::agent::Invocation::env`].
 pub const HYGIENE: &[(&str, &str)] = &[
     ("DISABLE_AUTOUPDATER", "1"),
     ("DISABLE_TELEMETRY", "1"),
