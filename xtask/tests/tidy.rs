@@ -706,6 +706,8 @@ fn each_crate_has_one_integration_test_binary() {
          modules of `tests/it/main.rs` (a test that needs its own process re-runs the test \
          binary for one test, as memory-fs's `processes` does):\n{}",
         several.join("\n")
+    );
+}
 
 /// The crate every product spawn goes through (ARCHITECTURE.md, "runner-process").
 const PROCESS_LAYER: &str = "runner-process/";
