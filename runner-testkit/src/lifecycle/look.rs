@@ -45,14 +45,19 @@ pub(super) fn worktrees_left(home: &Home) -> Vec<PathBuf> {
     found
 }
 
-/// Whether a process whose command line holds `needle` runs on this machine.
+/// Whether a process whose command line holds `needle` runs on this machine (its arguments
+/// joined by spaces: a shell that execs `sleep 30` leaves the arguments `sleep` and `30`).
 pub(super) fn process_running(needle: &str) -> bool {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(needle))
+        .any(|cmdline| {
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(needle)
+        })
 }
 
 /// The verdicts of the run's `test.result` events, in order.

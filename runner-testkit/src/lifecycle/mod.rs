@@ -244,8 +244,11 @@ pub async fn reject(agent: &dyn RealAgent) {
 /// the model with the first turn's conversation. One that cannot refuses the resume.
 pub async fn stop_and_resume(agent: &dyn RealAgent) {
     let id = SessionId::new_random();
-    // A sleep no other process on the machine runs, so the check below sees only this one.
-    let command = format!("sleep 30.{}{}", std::process::id(), &id.short()[..4]);
+    // A sleep no other process on the machine runs, so the checks below see only this one:
+    // its fraction of a second is this process's id and digits of the session's (a number,
+    // or `sleep` would refuse it and end at once).
+    let digits = u32::from_str_radix(&id.short()[..4], 16).expect("a session id is hex");
+    let command = format!("sleep 30.{}{digits:05}", std::process::id());
     let marker = command.clone();
     let stage = agent.stage(Scene::Slow { command }, id, &[]).await;
     let first_prompt = "Wait, then fix the month.";
