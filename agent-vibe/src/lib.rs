@@ -11,6 +11,7 @@
 //! Vibe uses its Mistral provider with `MISTRAL_API_KEY`.
 
 pub mod install;
+mod refusal;
 
 use std::path::{Path, PathBuf};
 
@@ -159,12 +160,17 @@ impl Agent for MistralVibe {
         Ok(invocation)
     }
 
+    /// ACP's parser, reading Vibe's refused key as one (`refusal.rs`).
     fn parser(&self) -> Box<dyn AgentParser> {
-        self.acp.parser()
+        Box::new(refusal::VibeParser {
+            acp: self.acp.parser(),
+        })
     }
 
     fn parser_for(&self, request: &AgentRequest) -> Box<dyn AgentParser> {
-        self.acp.parser_for(request)
+        Box::new(refusal::VibeParser {
+            acp: self.acp.parser_for(request),
+        })
     }
 
     fn input_line(&self, input: &AgentInput) -> Result<String> {

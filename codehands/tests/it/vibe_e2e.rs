@@ -1,8 +1,10 @@
 //! The `codehands` command line with the built-in `mistral-vibe`: the real Mistral Vibe
 //! 2.26.1 (`vibe-acp`, pinned by `cargo xtask agents`) driven over the Agent Client Protocol,
 //! talking to the scripted model server (OpenAI Chat Completions, streamed) on 127.0.0.1.
-//! Approve commits its change, reject leaves nothing, a permission request is allowed and
-//! denied, an interrupt ends the turn, and a follow-up loads Vibe's session.
+//! Approve commits its change, a permission request is allowed and denied from another
+//! process (`codehands answer`), an interrupt ends the turn, and a follow-up loads Vibe's
+//! session. The runner's side of Vibe's whole life (reject too) is agent-vibe's lifecycle
+//! suite (`agent-vibe/tests/it/lifecycle.rs`).
 
 use crate::support;
 
@@ -170,28 +172,6 @@ async fn vibe_is_listed_and_its_fix_is_approved_as_one_commit() {
             .exists(),
         "the box's private home went with the decided session"
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rejected_fix_leaves_nothing() {
-    let Some(vibe) = vibe() else { return };
-    let world = World::demo();
-    let server = ModelServer::start(fix_script()).await.unwrap();
-    let out = support::run(codehands(&world, &vibe, &server).args([
-        "run",
-        ".",
-        "Fix the month.",
-        "--agent",
-        "mistral-vibe",
-        "--then",
-        "reject",
-        "--json",
-    ]));
-    let events = events_of(&out);
-    assert!(out.status.success(), "{events:#?}");
-    assert_eq!(types(&events).last(), Some(&"approval.requested"));
-    assert_eq!(branch(&world), None, "no branch");
-    assert!(world.worktree_dirs().is_empty(), "no worktree");
 }
 
 /// `codehands run --json` in the background, its events read as they come.

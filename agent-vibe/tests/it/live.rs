@@ -1,7 +1,7 @@
 //! The real Mistral Vibe against the scripted model server, for what the recordings cannot
 //! show: what reached the model.
 
-mod scenarios;
+use crate::scenarios;
 
 use agent_harness::Harness;
 

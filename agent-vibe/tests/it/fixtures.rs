@@ -25,8 +25,15 @@ fn check(name: &str) {
     let text = serde_json::to_string(&replay(name)).unwrap();
     let text = redact_runs(&text, "/tmp/.tmp", char::is_alphanumeric, "[tmp]");
     let events: Value = serde_json::from_str(&text).unwrap();
-    insta::assert_json_snapshot!(name, events, {
-        "[].payload.output" => insta::dynamic_redaction(without_durations),
+    // The snapshots stay where the recorder looks for them (`tests/snapshots/fixtures__<name>`,
+    // agent-harness's `Fixtures::snapshot_path`), not under this module's path.
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        insta::assert_json_snapshot!(format!("fixtures__{name}"), events, {
+            "[].payload.output" => insta::dynamic_redaction(without_durations),
+        });
     });
 }
 
@@ -205,8 +212,14 @@ fn a_todo_list_is_a_plan() {
 
 #[test]
 fn a_refused_key_fails_the_turn_with_vibes_words() {
+    let status = &payloads("error-401", "provider.status")[0];
+    assert_eq!(
+        (status["status"].as_str(), status["httpStatus"].as_u64()),
+        (Some("auth_expired"), Some(401)),
+        "{status}"
+    );
     let failed = &payloads("error-401", "task.failed")[0];
-    assert_eq!(failed["reason"], "agent_error");
+    assert_eq!(failed["reason"], "auth_failed");
     assert!(
         failed["message"]
             .as_str()

@@ -9,9 +9,15 @@
 //!
 //! The suite drives the runner through the contract's `Runner` trait only: the stage
 //! builds the real runner (`LocalRunner`, in the engine the agent's tests already depend
-//! on), so this crate stays over the contract.
+//! on), so this crate stays over the contract. An agent that asks before its commands
+//! ([`RealAgent::asks_permission`]) runs its scenes asking, and the suite, as the caller,
+//! allows each request through `Runner::answer`.
 //!
 //! [`lifecycle_tests!`]: crate::lifecycle_tests
+
+mod answer;
+mod look;
+mod tests_macro;
 
 use std::any::Any;
 use std::path::PathBuf;
@@ -21,10 +27,12 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use crate::expect_error;
-use crate::runner::{assert_well_formed_run, collect};
+use crate::runner::assert_well_formed_run;
+use answer::allow_if_asked;
+use look::{git, pause, process_running, test_verdicts, types, worktrees_left};
 use runner_contract::{
-    AgentName, ErrorKind, Event, EventBody, Home, Runner, Sent, SessionId, SessionRecord,
-    SessionState, StartOptions,
+    AgentName, ErrorKind, Event, EventBody, EventStream, Home, Permissions, Runner, Sent,
+    SessionId, SessionRecord, SessionState, StartOptions,
 };
 
 /// What the scripted model does in a scene; each agent's tests script it in their API.
@@ -94,6 +102,17 @@ pub trait RealAgent: Send + Sync {
     /// The provider key its runner gives it: never in an event or the transcript.
     fn key(&self) -> &str;
 
+    /// Whether the agent asks the caller before it runs the scenes' commands, so the scenes
+    /// run asking ([`Permissions::ask`]) and the suite, as the caller, allows each
+    /// `permission.requested` through `Runner::answer`. Say `true` only for an agent whose
+    /// capabilities say it asks (`AgentCapabilities::ask_permission`) and that refuses the
+    /// scenes' commands when not asked (an ACP agent asks before every command, and the
+    /// default mode denies at once). `false` by default: the runs deny what the agent's own
+    /// allow list does not allow, and no request is ever answered.
+    fn asks_permission(&self) -> bool {
+        false
+    }
+
     /// A fresh stage for `scene`, for the session `id`, with `extra` variables in the
     /// caller's environment besides the provider's.
     async fn stage(&self, scene: Scene, id: SessionId, extra: &[(&str, &str)]) -> Stage;
@@ -109,64 +128,20 @@ pub trait RealAgent: Send + Sync {
 fn options(agent: &dyn RealAgent, stage: &Stage, id: SessionId, prompt: &str) -> StartOptions {
     let mut options = StartOptions::new(id, &stage.repo, prompt, agent.name());
     options.model = agent.model();
+    if agent.asks_permission() {
+        options.permissions = Permissions::ask();
+    }
     options
 }
 
-fn types(events: &[Event]) -> Vec<&'static str> {
-    events.iter().map(|e| e.body.type_name()).collect()
-}
-
-fn git(repo: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn worktrees_left(home: &Home) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for key in std::fs::read_dir(home.worktrees_dir())
-        .into_iter()
-        .flatten()
-    {
-        let Ok(key) = key else { continue };
-        found.extend(
-            std::fs::read_dir(key.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path()),
-        );
-    }
-    found
-}
-
-/// Whether a process whose command line holds `needle` runs on this machine.
-fn process_running(needle: &str) -> bool {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(needle))
-}
-
-fn test_verdicts(events: &[Event]) -> Vec<bool> {
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::TestResult(t) => Some(t.passed),
-            _ => None,
-        })
-        .collect()
+/// A run's events to its end, the agent's permission requests allowed when it asks.
+async fn collect(
+    agent: &dyn RealAgent,
+    stage: &Stage,
+    id: &SessionId,
+    stream: EventStream,
+) -> Vec<Event> {
+    answer::collect(stage.runner.as_ref(), id, stream, agent.asks_permission()).await
 }
 
 /// The demo's fix runs to approval (the tests failed, then passed) and is approved as one
@@ -176,6 +151,9 @@ pub async fn approve(agent: &dyn RealAgent) {
     let stage = agent.stage(Scene::FixTheDemo, id, &[]).await;
     let prompt = "Fix the failing date test.";
     let events = collect(
+        agent,
+        &stage,
+        &id,
         stage
             .runner
             .start(options(agent, &stage, id, prompt))
@@ -232,6 +210,9 @@ pub async fn reject(agent: &dyn RealAgent) {
     let id = SessionId::new_random();
     let stage = agent.stage(Scene::FixTheDemo, id, &[]).await;
     let events = collect(
+        agent,
+        &stage,
+        &id,
         stage
             .runner
             .start(options(agent, &stage, id, "Fix the failing date test."))
@@ -263,8 +244,11 @@ pub async fn reject(agent: &dyn RealAgent) {
 /// the model with the first turn's conversation. One that cannot refuses the resume.
 pub async fn stop_and_resume(agent: &dyn RealAgent) {
     let id = SessionId::new_random();
-    // A sleep no other process on the machine runs, so the check below sees only this one.
-    let command = format!("sleep 30.{}{}", std::process::id(), &id.short()[..4]);
+    // A sleep no other process on the machine runs, so the checks below see only this one:
+    // its fraction of a second is this process's id and digits of the session's (a number,
+    // or `sleep` would refuse it and end at once).
+    let digits = u32::from_str_radix(&id.short()[..4], 16).expect("a session id is hex");
+    let command = format!("sleep 30.{}{digits:05}", std::process::id());
     let marker = command.clone();
     let stage = agent.stage(Scene::Slow { command }, id, &[]).await;
     let first_prompt = "Wait, then fix the month.";
@@ -273,12 +257,29 @@ pub async fn stop_and_resume(agent: &dyn RealAgent) {
         .start(options(agent, &stage, id, first_prompt))
         .await
         .expect("start");
+    // An agent that asks reports the command before it asks: it runs once allowed.
+    let asks = agent.asks_permission();
+    let (mut started, mut allowed) = (false, !asks);
     let mut first = Vec::new();
     while let Some(event) = stream.next().await {
-        let started = matches!(event.body, EventBody::CommandStarted(_));
+        started |= matches!(event.body, EventBody::CommandStarted(_));
+        if asks {
+            allowed |= allow_if_asked(stage.runner.as_ref(), &id, &event).await;
+        }
         first.push(event);
-        if started {
+        if started && allowed {
             break;
+        }
+    }
+    if asks {
+        let asked_at = Instant::now();
+        while !process_running(&marker) {
+            assert!(
+                asked_at.elapsed() < Duration::from_secs(60),
+                "the allowed command never ran: {:?}",
+                types(&first)
+            );
+            pause(Duration::from_millis(100)).await;
         }
     }
     stage.runner.stop(&id).await.expect("stop");
@@ -310,6 +311,9 @@ pub async fn stop_and_resume(agent: &dyn RealAgent) {
     }
     let last = first.last().expect("events").seq;
     let resumed = collect(
+        agent,
+        &stage,
+        &id,
         stage
             .runner
             .resume(&id, Some("Please finish.".into()))
@@ -350,6 +354,9 @@ pub async fn unauthorized(agent: &dyn RealAgent) {
     let stage = agent.stage(Scene::Unauthorized, id, &[]).await;
     let started = Instant::now();
     let events = collect(
+        agent,
+        &stage,
+        &id,
         stage
             .runner
             .start(options(agent, &stage, id, "Fix it"))
@@ -416,6 +423,9 @@ pub async fn secrets(agent: &dyn RealAgent) {
         )
         .await;
     let events = collect(
+        agent,
+        &stage,
+        &id,
         stage
             .runner
             .start(options(agent, &stage, id, "Print the environment."))
@@ -479,6 +489,9 @@ pub async fn follow_up(agent: &dyn RealAgent) {
     };
     let stage = agent.stage(scene, id, &[]).await;
     let events = collect(
+        agent,
+        &stage,
+        &id,
         stage
             .runner
             .start(options(agent, &stage, id, "Write first.txt"))
@@ -504,7 +517,7 @@ pub async fn follow_up(agent: &dyn RealAgent) {
     let Sent::FollowUp(stream) = stage.runner.send(&id, text).await.expect("send") else {
         panic!("a session awaiting approval takes a follow-up turn");
     };
-    let more = collect(stream).await;
+    let more = collect(agent, &stage, &id, stream).await;
     assert_well_formed_run(&more, id, events.len() as u64 + 1);
     let Some(EventBody::ApprovalRequested(asked)) = more.last().map(|e| &e.body) else {
         panic!("the follow-up ends awaiting approval: {:?}", types(&more));
@@ -540,58 +553,4 @@ pub async fn follow_up(agent: &dyn RealAgent) {
         &["show", "--name-only", "--format=%s", &approved.commit],
     );
     assert_eq!(files.trim(), "Both files\n\nfirst.txt\nsecond.txt");
-}
-
-/// One test per step of the lifecycle suite for the agent `make()` gives (`None`: skipped,
-/// having said why). Use once in a test file: `runner_testkit::lifecycle_tests!(my_agent);`
-/// where `fn my_agent() -> Option<impl RealAgent>`.
-#[macro_export]
-macro_rules! lifecycle_tests {
-    ($make:expr) => {
-        mod lifecycle {
-            use super::*;
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_change_is_approved_as_one_commit_on_its_branch() {
-                if let Some(agent) = ($make)() {
-                    $crate::lifecycle::approve(&agent).await;
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_rejected_change_leaves_nothing() {
-                if let Some(agent) = ($make)() {
-                    $crate::lifecycle::reject(&agent).await;
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_stopped_run_ends_its_command_and_resumes_where_it_can() {
-                if let Some(agent) = ($make)() {
-                    $crate::lifecycle::stop_and_resume(&agent).await;
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_401_fails_at_the_first_sign_and_approve_is_refused() {
-                if let Some(agent) = ($make)() {
-                    $crate::lifecycle::unauthorized(&agent).await;
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn the_callers_secrets_never_reach_the_agent_and_its_key_no_reader() {
-                if let Some(agent) = ($make)() {
-                    $crate::lifecycle::secrets(&agent).await;
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn a_follow_up_continues_the_conversation_where_it_can() {
-                if let Some(agent) = ($make)() {
-                    $crate::lifecycle::follow_up(&agent).await;
-                }
-            }
-        }
-    };
 }
