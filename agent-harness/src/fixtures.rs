@@ -1,8 +1,6 @@
 //! An agent crate's recordings (`tests/fixtures/<scenario>.jsonl`, one stdout line each)
-//! and their snapshots, written by insta from the crate's fixture tests: in a crate whose
-//! tests are one binary (`tests/it/main.rs`, the workspace's layout),
-//! `tests/it/snapshots/it__fixtures__<scenario>.snap`; in one with a binary per file (an
-//! agent crate of someone else's), `tests/snapshots/fixtures__<scenario>.snap`.
+//! and their snapshots (`tests/it/snapshots/it__fixtures__<scenario>.snap`, written by insta
+//! from the fixture tests of the crate's one test binary, `tests/it/`).
 
 use std::path::{Path, PathBuf};
 
@@ -45,19 +43,12 @@ impl Fixtures {
             .to_string()
     }
 
-    /// The snapshot of the events of `name`, as insta names it from the crate's fixture
-    /// tests (`tests/it/fixtures.rs` or `tests/fixtures.rs`: see the module's documentation).
+    /// The snapshot of the events of `name`, as insta names it from the crate's
+    /// `tests/it/fixtures.rs`.
     pub fn snapshot_path(&self, name: &str) -> PathBuf {
-        let one_binary = self.crate_dir.join("tests/it");
-        if one_binary.join("main.rs").is_file() {
-            one_binary
-                .join("snapshots")
-                .join(format!("it__fixtures__{name}.snap"))
-        } else {
-            self.crate_dir
-                .join("tests/snapshots")
-                .join(format!("fixtures__{name}.snap"))
-        }
+        self.crate_dir
+            .join("tests/it/snapshots")
+            .join(format!("it__fixtures__{name}.snap"))
     }
 
     /// The recording of `name`, whole; panics (this is for tests) when it cannot be read.

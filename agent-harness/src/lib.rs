@@ -2,7 +2,7 @@
 //! part of an adapter's build).
 //!
 //! An agent crate defines its scenarios ([`Scenario`]: a repo, a prompt and a script for the
-//! scripted model server) in `tests/scenarios/mod.rs`, and this crate does the rest:
+//! scripted model server) in `tests/it/scenarios.rs`, and this crate does the rest:
 //! - [`Harness`] runs a scenario with the real program: a temp git repo, the
 //!   [`ModelServer`](model_server::ModelServer) playing the script, the
 //!   `Invocation` the adapter builds, an environment built from scratch; it returns what the
@@ -13,8 +13,7 @@
 //! - [`Recorder`] is each crate's `record` test: under `cargo test` it checks that every
 //!   scenario has a fixture and every fixture a snapshot; with `CODEHANDS_RECORD=<scenario>|all`
 //!   it records again from the real program (`cargo xtask record <agent> <scenario>` runs
-//!   exactly that). A crate with a test binary per file calls it from a `tests/record.rs`
-//!   with `harness = false` instead, where `-- --record <scenario>|all` records.
+//!   exactly that).
 
 pub mod files;
 mod fixtures;

@@ -1,7 +1,6 @@
-//! Each agent crate's recordings, checked or made again: a test of the crate's one test
-//! binary ([`Recorder::test`]: a check, or a recording when [`RECORD_ENV`] names a scenario),
-//! or the `main` of a `tests/record.rs` with `harness = false` ([`Recorder::main`]: a check,
-//! or a recording with `--record`) in a crate with a test binary per file.
+//! Each agent crate's recordings, checked or made again by the `record` test of the crate's
+//! one test binary ([`Recorder::test`]: a check, or a recording when [`RECORD_ENV`] names a
+//! scenario).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,10 +14,10 @@ use crate::scenario::{Scenario, npm_available};
 
 /// An agent crate's recordings and how to make them again.
 ///
-/// `cargo test --test record` (no arguments) checks that every scenario has its recording,
-/// every recording comes from a scenario, and every recording has its snapshot;
-/// `cargo test --test record -- --record <scenario>|all` runs the real program on the
-/// scenario and saves its stdout as the recording (read every line before committing it).
+/// The crate's `record` test ([`Recorder::test`]) checks that every scenario has its
+/// recording, every recording comes from a scenario, and every recording has its snapshot;
+/// with `CODEHANDS_RECORD=<scenario>|all` it runs the real program on the scenario and saves
+/// its stdout as the recording (read every line before committing it).
 pub struct Recorder {
     /// The program and its pinned version, for the log: "Claude Code 2.1.332".
     pub program: String,
@@ -55,22 +54,6 @@ impl Recorder {
         );
     }
 
-    /// Reads the command line and does what it asks: `--record <scenario>|all` records,
-    /// anything else (`cargo test` passes its own flags) checks.
-    pub fn main(self) -> ExitCode {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        match args.iter().position(|a| a == "--record") {
-            Some(at) => match args.get(at + 1) {
-                Some(which) => self.record(which),
-                None => {
-                    eprintln!("--record needs a scenario or `all`\n{}", self.names());
-                    ExitCode::from(2)
-                }
-            },
-            None => self.check(),
-        }
-    }
-
     /// Every problem of the recordings on disk, each with what to do about it.
     pub fn problems(&self) -> Vec<String> {
         let fixtures = &self.fixtures;
@@ -97,7 +80,7 @@ impl Recorder {
         for name in &on_disk {
             if !seen.contains(&name.as_str()) {
                 problems.push(format!(
-                    "{} comes from no scenario in tests/scenarios/mod.rs, so it cannot be recorded again: add its scenario or remove it",
+                    "{} comes from no scenario in tests/it/scenarios.rs, so it cannot be recorded again: add its scenario or remove it",
                     fixtures.shown(&fixtures.path(name))
                 ));
             }

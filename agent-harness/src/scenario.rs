@@ -5,7 +5,7 @@ use std::path::Path;
 use model_server::Script;
 
 /// One scenario: a repo, a request and the model's script. An agent crate lists its own in
-/// `tests/scenarios/mod.rs`; its fixture `tests/fixtures/<name>.jsonl` is what the real
+/// `tests/it/scenarios.rs`; its fixture `tests/fixtures/<name>.jsonl` is what the real
 /// program printed when run on it, so it can always be made again from the same definition.
 #[derive(Clone)]
 pub struct Scenario {

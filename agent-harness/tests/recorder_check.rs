@@ -1,4 +1,4 @@
-//! The check `cargo test --test record` runs in every agent crate: on a crate folder made
+//! The check each agent crate's `record` test runs: on a crate folder made
 //! here, each missing piece is one problem naming the file and what to do.
 
 use agent_harness::{Fixtures, Recorder, Scenario};
@@ -76,7 +76,7 @@ fn each_missing_recording_snapshot_or_scenario_is_a_problem() {
     );
     assert!(
         problems.iter().any(|p| p.contains(
-            "tests/fixtures/no-snapshot.jsonl has no snapshot tests/snapshots/fixtures__no-snapshot.snap"
+            "tests/fixtures/no-snapshot.jsonl has no snapshot tests/it/snapshots/it__fixtures__no-snapshot.snap"
         )),
         "{problems:#?}"
     );

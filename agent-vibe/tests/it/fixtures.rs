@@ -25,15 +25,8 @@ fn check(name: &str) {
     let text = serde_json::to_string(&replay(name)).unwrap();
     let text = redact_runs(&text, "/tmp/.tmp", char::is_alphanumeric, "[tmp]");
     let events: Value = serde_json::from_str(&text).unwrap();
-    // The snapshots stay where the recorder looks for them (`tests/snapshots/fixtures__<name>`,
-    // agent-harness's `Fixtures::snapshot_path`), not under this module's path.
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path("../snapshots");
-    settings.set_prepend_module_to_snapshot(false);
-    settings.bind(|| {
-        insta::assert_json_snapshot!(format!("fixtures__{name}"), events, {
-            "[].payload.output" => insta::dynamic_redaction(without_durations),
-        });
+    insta::assert_json_snapshot!(name, events, {
+        "[].payload.output" => insta::dynamic_redaction(without_durations),
     });
 }
 

@@ -3,13 +3,13 @@
 //! model server (what reached the model; the lifecycle suite on the facade's runner).
 //!
 //! One test binary for the crate (each file below is a module): the suite links once. The
-//! recorder `tests/record.rs` is a program of its own (`harness = false`, the `main` that
-//! `cargo xtask record mistral-vibe` runs), sharing the scenarios below.
+//! `record` test checks the recordings, or records them again with `CODEHANDS_RECORD` (what
+//! `cargo xtask record mistral-vibe` runs).
 
 mod acp_lifecycle;
 mod conformance;
 mod fixtures;
 mod lifecycle;
 mod live;
-#[path = "../scenarios/mod.rs"]
+mod record;
 mod scenarios;

@@ -1,6 +1,6 @@
 //! The recording scenarios of Mistral Vibe: a repo, a prompt, a model script and the answers to
 //! its permission requests each, run with the `agent-harness` library. Used by
-//! `tests/record.rs` (`cargo xtask record mistral-vibe <scenario>`) and by the tests that run
+//! `record.rs` (`cargo xtask record mistral-vibe <scenario>`) and by the tests that run
 //! the real program, so a fixture can always be made again from the same definition.
 
 #![allow(dead_code)] // each test target uses part of it
@@ -46,7 +46,7 @@ pub fn provider_env(server: &ModelServer) -> Vec<(String, String)> {
     ]
 }
 
-/// What `tests/record.rs` checks and records.
+/// What `record.rs` checks and records.
 pub fn recorder() -> Recorder {
     Recorder {
         program: format!("Mistral Vibe {}", install::VERSION),
