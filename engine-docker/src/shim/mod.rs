@@ -104,6 +104,9 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
             }
         };
         clock.save(run_dir.as_deref());
+        if let Some(dir) = run_dir.as_deref() {
+            pool::ended(dir, &plan.box_id);
+        }
         // The box is taken apart by a process of its own: the turn ends now.
         if ran.is_ok() {
             let detached = std::env::current_exe()
@@ -189,6 +192,12 @@ pub(crate) fn cleanup_main(args: &[OsString]) -> i32 {
             return 2;
         }
     };
+    // A warm box's removal and refill wait for this machine's runs started with it to end.
+    if let [run_dir] = args
+        && plan.box_id.starts_with(pool::WARM_PREFIX)
+    {
+        pool::wait_for_quiet(std::path::Path::new(run_dir));
+    }
     let started = std::time::Instant::now();
     remove_leftovers(&plan);
     let removed = started.elapsed();

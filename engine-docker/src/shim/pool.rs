@@ -33,6 +33,11 @@ const HANDIN_LIMIT: Duration = Duration::from_secs(60);
 /// How long a claim waits for the box's answer before the box counts as another run's (one
 /// that claimed it first, from another home or machine, and whose agent now runs quietly).
 const CLAIM_LIMIT: Duration = Duration::from_secs(15);
+/// The most a cleanup waits for this machine's runs in warm boxes to end before it removes
+/// its box and makes the next.
+const QUIET_LIMIT: Duration = Duration::from_secs(60);
+/// How old an empty note may be and still stand for a run going.
+const STALE_NOTE: Duration = Duration::from_secs(600);
 
 /// The kind of box `plan` needs: the same image, egress, limits, placement and worktree
 /// folder (the box's tmpfs is the folder its worktree is made in); `None` when it has no
@@ -101,6 +106,13 @@ pub(super) async fn claim(
             tokio::time::timeout(HANDIN_LIMIT, hand_in(docker, &container, &command, inputs))
                 .await
                 .unwrap_or_else(|_| Err("no answer".to_owned()));
+        if !matches!(handed, Ok(Some(_)))
+            && let Some(dir) = &claims
+        {
+            // Not ours: the note keeps this machine's runs from asking it again, and stands
+            // for no run going.
+            end_note(dir, &box_id);
+        }
         match handed {
             Ok(Some(attached)) => return Some((box_id, attached)),
             Ok(None) => {}
@@ -129,6 +141,55 @@ fn claim_here(dir: &Path, box_id: &str) -> bool {
         .create_new(true)
         .open(dir.join(box_id))
         .is_ok()
+}
+
+/// Notes that the run in the warm box `box_id` is over (the box still there until its
+/// cleanup): the note stays, so no run of this machine asks the box, but counts no more as a
+/// run going ([`wait_for_quiet`]).
+pub(super) fn ended(run_dir: &Path, box_id: &str) {
+    if let Some(dir) = claims_dir(run_dir) {
+        end_note(&dir, box_id);
+    }
+}
+
+fn end_note(dir: &Path, box_id: &str) {
+    let note = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(box_id));
+    if let Ok(mut note) = note {
+        use std::io::Write;
+        let _ = note.write_all(b"ended\n");
+    }
+}
+
+/// Waits while runs of this machine are going in warm boxes (a note of theirs is empty), at
+/// most [`QUIET_LIMIT`]: a cleanup's removal and the box it makes in the place of the one
+/// taken are the engine's heaviest work (a container stopped, one started), and done while
+/// runs started together still go, they slow those runs (docs/remote-box.md, "Warm boxes").
+pub(super) fn wait_for_quiet(run_dir: &Path) {
+    let Some(dir) = claims_dir(run_dir) else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    while started.elapsed() < QUIET_LIMIT {
+        let going = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.ok()?.metadata().ok())
+            .any(|note| {
+                // A note a run left behind long ago (its process killed) stops nobody.
+                let fresh = note
+                    .modified()
+                    .ok()
+                    .and_then(|at| at.elapsed().ok())
+                    .is_some_and(|age| age < STALE_NOTE);
+                note.len() == 0 && fresh
+            });
+        if !going {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 /// Forgets this machine's note of the warm box `box_id` (its run is over, the box gone).
