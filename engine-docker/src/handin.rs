@@ -123,3 +123,23 @@ pub(crate) fn is_answer(line: &str) -> bool {
             .is_some_and(is_token)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_boxs_own_answers_with_a_runs_token_are_answers() {
+        let token = "0123456789abcdef0123456789abcdef";
+        assert!(is_answer(&format!("{CLAIMED} {token}")));
+        assert!(is_answer(&format!("{HANDED} {token}")));
+        assert!(
+            !is_answer(&format!("{CLAIM} {token}")),
+            "a claim is the run's"
+        );
+        assert!(!is_answer(&format!("{HANDED} {token} and more")));
+        assert!(!is_answer(&format!("{HANDED}  {token}")));
+        assert!(!is_answer(&format!("{HANDED} not-a-token")));
+        assert!(!is_answer("the agent's own line"));
+    }
+}

@@ -59,19 +59,11 @@ pub(super) fn key(plan: &RemotePlan) -> Option<String> {
     Some(format!("{hash:016x}"))
 }
 
-/// Takes a warm box of `plan`'s kind and hands it `inputs` and the plan's command: the box's
-/// id and the attach its output comes through, or `None` when none was free (the run then
-/// makes its own).
-pub(super) async fn claim(
-    docker: &Docker,
-    plan: &RemotePlan,
-    inputs: &[u8],
-    run_dir: Option<&Path>,
-) -> Option<(String, Attached)> {
-    if plan.pool == 0 {
-        return None;
-    }
-    let key = key(plan)?;
+/// The running warm boxes of `plan`'s kind (container and box id); none without a pool.
+pub(super) async fn free_boxes(docker: &Docker, plan: &RemotePlan) -> Vec<(String, String)> {
+    let Some(key) = key(plan).filter(|_| plan.pool > 0) else {
+        return Vec::new();
+    };
     let filters = HashMap::from([
         ("label".to_owned(), vec![format!("{LABEL_POOL}={key}")]),
         ("status".to_owned(), vec!["running".to_owned()]),
@@ -79,13 +71,25 @@ pub(super) async fn claim(
     let options = ListContainersOptionsBuilder::default()
         .filters(&filters)
         .build();
-    let mut boxes: Vec<(String, String)> = docker
+    docker
         .list_containers(Some(options))
         .await
-        .ok()?
+        .unwrap_or_default()
         .into_iter()
         .filter_map(|c| Some((c.id?, c.labels?.get(LABEL_BOX)?.clone())))
-        .collect();
+        .collect()
+}
+
+/// Takes one of `boxes` ([`free_boxes`]) and hands it `inputs` and the plan's command: the
+/// box's id and the attach its output comes through, or `None` when none was free (the run
+/// then makes its own).
+pub(super) async fn claim(
+    docker: &Docker,
+    plan: &RemotePlan,
+    mut boxes: Vec<(String, String)>,
+    inputs: &[u8],
+    run_dir: Option<&Path>,
+) -> Option<(String, Attached)> {
     // Runs started together start at different boxes.
     if !boxes.is_empty() {
         let at = (uuid::Uuid::new_v4().as_u128() % boxes.len() as u128) as usize;

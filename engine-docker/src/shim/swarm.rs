@@ -58,15 +58,29 @@ pub(super) async fn run(
     let inputs = super::inputs(plan, env, stdin)?;
     let mut warm = false;
     let mut attached = None;
-    if docker.inspect_service(&plan.name(), None).await.is_err() {
-        match super::pool::claim(docker, plan, &inputs, *run_dir).await {
+    // A shim before this one may have made the box (asked while the free warm boxes are
+    // listed); a first one notes in the plan that it drives the turn, and asks nothing.
+    let own = plan.name();
+    let (made, boxes) = tokio::join!(
+        async {
+            if plan.driven {
+                docker.inspect_service(&own, None).await.is_ok()
+            } else {
+                false
+            }
+        },
+        super::pool::free_boxes(docker, plan)
+    );
+    if !plan.driven {
+        plan.driven = true;
+        save_plan(plan, *run_dir);
+    }
+    if !made {
+        match super::pool::claim(docker, plan, boxes, &inputs, *run_dir).await {
             Some((box_id, attach)) => {
                 attached = Some(attach);
                 plan.box_id = box_id;
-                if let Some(dir) = *run_dir {
-                    let _ = runner_contract::private::PrivateRoot::new(dir)
-                        .replace_file(&RemotePlan::file_in(dir), &plan.to_json());
-                }
+                save_plan(plan, *run_dir);
                 clock.warm(&plan.box_id);
                 warm = true;
                 // Scheduled and started ahead: the hand-in was the whole of the making.
@@ -156,6 +170,14 @@ pub(super) async fn run(
     }
     applied.map_err(|e| format!("the box's result was refused: {e}"))?;
     Ok(code)
+}
+
+/// Writes `plan` again in the run's folder (a shim started again, and the cleanup, read it).
+fn save_plan(plan: &RemotePlan, run_dir: Option<&std::path::Path>) {
+    if let Some(dir) = run_dir {
+        let _ = runner_contract::private::PrivateRoot::new(dir)
+            .replace_file(&RemotePlan::file_in(dir), &plan.to_json());
+    }
 }
 
 /// What the shim takes out of the box's log: the result, then the agent's home.
