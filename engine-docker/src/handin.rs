@@ -102,6 +102,12 @@ pub fn wait() -> Result<Vec<OsString>, String> {
         .map_err(|e| format!("receiving the arguments: {e}"))?;
     let args: Vec<String> = serde_json::from_slice(&json)
         .map_err(|e| format!("the run's arguments are unreadable: {e}"))?;
+    // The box's stdin goes before the agent starts: no later caller's claim reaches the box,
+    // and nothing in the box (the agent reading `/proc/1/fd/0`) reads one.
+    drop(stdin);
+    let null =
+        std::fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    nix::unistd::dup2_stdin(&null).map_err(|e| format!("cannot close the box's stdin: {e}"))?;
     say(&format!("{HANDED} {token}"))?;
     Ok(args.into_iter().map(OsString::from).collect())
 }

@@ -192,7 +192,7 @@ pub(super) fn wait_for_quiet(run_dir: &Path) {
         if !going {
             return;
         }
-        std::thread::sleep(Duration::from_millis(250));
+        std::thread::sleep(Duration::from_secs(1));
     }
 }
 
