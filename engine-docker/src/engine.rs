@@ -270,6 +270,7 @@ impl Confinement for DockerEngine {
             } else {
                 0
             },
+            driven: false,
         };
         let file = RemotePlan::file_in(request.run_dir);
         let root = PrivateRoot::new(request.run_dir);

@@ -1,113 +1,151 @@
 //! A warm box's side of the hand-in (docs/remote-box.md, "Warm boxes"): the box was started
-//! ahead of any run with `__remote-init --wait`, and waits; a run takes it by running
-//! `codehands __remote-take INIT-ARGS…` in it (an exec on the box's node), which claims the
-//! box (the first taker only: `mkdir` is the lock), receives the inputs on its stdin and leaves
-//! them with the init's arguments where the waiting init finds them. The init then runs as a
-//! box made for the run would; the box takes no second run.
+//! ahead of any run with `__remote-init --wait` and its stdin open, and waits on that stdin. A
+//! run takes it by attaching to the box (one API call, no process started in the box): it
+//! writes a claim line with a token of its own, the box names the first claim's token on its
+//! stderr, and only the run so named sends its inputs and the init's arguments (no other run's
+//! inputs ever reach the box). The box then leaves the inputs where the init reads them, says
+//! so, and the init runs as a box made for the run would; the run's output comes back through
+//! the same attach. The box takes no second run.
 
 use std::ffi::OsString;
 use std::io::{BufRead, Read, Write};
-use std::path::Path;
 use std::time::Duration;
 
 use crate::init::INPUTS_FILE;
 
 /// The init's argument that makes a box wait for its run.
 pub const WAIT_FLAG: &str = "--wait";
-/// The folder a run's hand-in goes to; whoever makes it has the box.
+/// The folder a run's inputs go to.
 pub const HANDIN_DIR: &str = "/box/in";
-/// The init's arguments for the run, as a JSON array of strings.
-pub const COMMAND_FILE: &str = "/box/in/command.json";
-/// What the taker says once the box is its run's.
+/// What a run writes to take the box, then a space and its token.
+pub const CLAIM: &str = "codehands-claim";
+/// What the box says (on stderr) once a run's claim is the one it took, then its token.
 pub const CLAIMED: &str = "codehands-claimed";
-/// What the taker says when another run has the box.
-pub const TAKEN: &str = "codehands-taken";
-/// What the taker says once the inputs and arguments are in place.
+/// What the box says (on stderr) once the inputs and arguments are in place, then the token.
 pub const HANDED: &str = "codehands-handed";
-/// The exit code of a taker that found the box taken.
-pub const TAKEN_EXIT: i32 = 3;
 /// The most a hand-in may weigh (the inputs tar), in bytes.
 const INPUTS_CAP: u64 = 4 << 30;
-/// How often a waiting box looks for its run: a run's hand-in reaches its init this much
-/// later at most.
-const POLL: Duration = Duration::from_millis(20);
+/// The most the init's arguments may weigh (JSON), in bytes.
+const COMMAND_CAP: u64 = 1 << 20;
+/// How long a claimed box waits for its inputs: a run that claimed and went away leaves a box
+/// that exits (failed: the swarm starts a fresh one in its place) rather than one that waits on.
+const INPUTS_LIMIT: Duration = Duration::from_secs(120);
 
-/// Waits for a run's hand-in; the init's arguments it brought.
+/// Whether `token` is one a run makes: 32 hex digits (a line of the box's own never is one).
+pub fn is_token(token: &str) -> bool {
+    token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Waits on stdin for a run to take the box; the init's arguments it brought (its inputs are
+/// then at [`INPUTS_FILE`]).
 pub fn wait() -> Result<Vec<OsString>, String> {
-    loop {
-        match std::fs::read(COMMAND_FILE) {
-            Ok(bytes) => {
-                let _ = std::fs::remove_file(COMMAND_FILE);
-                let args: Vec<String> = serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("the run's arguments are unreadable: {e}"))?;
-                return Ok(args.into_iter().map(OsString::from).collect());
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::thread::sleep(POLL),
-            Err(e) => return Err(format!("cannot read {COMMAND_FILE}: {e}")),
-        }
-    }
-}
-
-/// `codehands __remote-take INIT-ARGS…` in a warm box, the inputs on stdin (their length in
-/// bytes on the first line, then the bytes): 0 once handed in, [`TAKEN_EXIT`] when another
-/// run has the box.
-pub fn take_main(args: &[OsString]) -> i32 {
-    match take(args) {
-        Ok(true) => 0,
-        Ok(false) => TAKEN_EXIT,
-        Err(e) => {
-            eprintln!("codehands __remote-take: {e}");
-            1
-        }
-    }
-}
-
-fn take(args: &[OsString]) -> Result<bool, String> {
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.to_str().map(str::to_owned))
-        .collect::<Option<_>>()
-        .ok_or("the init's arguments are not UTF-8")?;
-    let mut out = std::io::stdout().lock();
-    let say = |out: &mut std::io::StdoutLock<'_>, what: &str| {
-        writeln!(out, "{what}")
-            .and_then(|()| out.flush())
-            .map_err(|e| e.to_string())
-    };
-    match std::fs::create_dir(HANDIN_DIR) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            say(&mut out, TAKEN)?;
-            return Ok(false);
-        }
-        Err(e) => return Err(format!("cannot claim the box: {e}")),
-    }
-    say(&mut out, CLAIMED)?;
     let mut stdin = std::io::stdin().lock();
-    let mut first = String::new();
-    stdin
-        .read_line(&mut first)
+    let token = loop {
+        let mut line = Vec::new();
+        let read = (&mut stdin)
+            .take(256)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("waiting for a run: {e}"))?;
+        if read == 0 {
+            return Err("no run came: the box's stdin ended".to_owned());
+        }
+        let text = String::from_utf8_lossy(&line);
+        if let Some(token) = text.trim().strip_prefix(CLAIM).map(str::trim)
+            && is_token(token)
+        {
+            break token.to_owned();
+        }
+    };
+    // A run that claimed and sent nothing more: the box fails, and the swarm replaces it.
+    std::thread::spawn(|| {
+        std::thread::sleep(INPUTS_LIMIT);
+        eprintln!("codehands box: the run that took the box sent no inputs");
+        std::process::exit(1);
+    });
+    say(&format!("{CLAIMED} {token}"))?;
+    let mut sizes = String::new();
+    (&mut stdin)
+        .take(64)
+        .read_line(&mut sizes)
         .map_err(|e| format!("the inputs' length: {e}"))?;
-    let len: u64 = first
-        .trim()
-        .parse()
-        .ok()
-        .filter(|n| *n <= INPUTS_CAP)
-        .ok_or("the inputs' length is missing or over the cap")?;
-    let part = format!("{INPUTS_FILE}.part");
-    let mut file = std::fs::File::create(&part).map_err(|e| format!("cannot write {part}: {e}"))?;
-    let copied = std::io::copy(&mut stdin.by_ref().take(len), &mut file)
+    let sizes: Vec<u64> = sizes
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map_err(|_| "the inputs' length is not a number")?;
+    let [len, command_len] = sizes[..] else {
+        return Err("the inputs' length and the arguments' are missing".to_owned());
+    };
+    if len > INPUTS_CAP || command_len > COMMAND_CAP {
+        return Err("the inputs or the arguments are over the cap".to_owned());
+    }
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(HANDIN_DIR)
+            .map_err(|e| format!("cannot make {HANDIN_DIR}: {e}"))?;
+    }
+    let mut file = std::fs::File::create(INPUTS_FILE)
+        .map_err(|e| format!("cannot write {INPUTS_FILE}: {e}"))?;
+    let copied = std::io::copy(&mut (&mut stdin).take(len), &mut file)
         .map_err(|e| format!("receiving the inputs: {e}"))?;
     if copied != len {
         return Err(format!("the inputs ended after {copied} of {len} bytes"));
     }
     drop(file);
-    std::fs::rename(&part, INPUTS_FILE).map_err(|e| e.to_string())?;
-    // The arguments last: the waiting init starts once they are there.
-    let command = format!("{COMMAND_FILE}.part");
-    let json = serde_json::to_vec(&args).map_err(|e| e.to_string())?;
-    std::fs::write(&command, json).map_err(|e| format!("cannot write {command}: {e}"))?;
-    std::fs::rename(&command, Path::new(COMMAND_FILE)).map_err(|e| e.to_string())?;
-    say(&mut out, HANDED)?;
-    Ok(true)
+    let mut json = Vec::new();
+    (&mut stdin)
+        .take(command_len)
+        .read_to_end(&mut json)
+        .map_err(|e| format!("receiving the arguments: {e}"))?;
+    let args: Vec<String> = serde_json::from_slice(&json)
+        .map_err(|e| format!("the run's arguments are unreadable: {e}"))?;
+    // The box's stdin goes before the agent starts: no later caller's claim reaches the box,
+    // and nothing in the box (the agent reading `/proc/1/fd/0`) reads one.
+    drop(stdin);
+    let null =
+        std::fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    nix::unistd::dup2_stdin(&null).map_err(|e| format!("cannot close the box's stdin: {e}"))?;
+    say(&format!("{HANDED} {token}"))?;
+    Ok(args.into_iter().map(OsString::from).collect())
+}
+
+/// One line of the hand-in on stderr (the attach's caller reads it; the shim takes such lines
+/// out of the run's transcript).
+fn say(line: &str) -> Result<(), String> {
+    let mut err = std::io::stderr().lock();
+    writeln!(err, "{line}")
+        .and_then(|()| err.flush())
+        .map_err(|e| format!("cannot answer the run: {e}"))
+}
+
+/// Whether `line` (without its newline) is one of the box's hand-in answers.
+pub(crate) fn is_answer(line: &str) -> bool {
+    [CLAIMED, HANDED].iter().any(|word| {
+        line.strip_prefix(word)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .is_some_and(is_token)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_boxs_own_answers_with_a_runs_token_are_answers() {
+        let token = "0123456789abcdef0123456789abcdef";
+        assert!(is_answer(&format!("{CLAIMED} {token}")));
+        assert!(is_answer(&format!("{HANDED} {token}")));
+        assert!(
+            !is_answer(&format!("{CLAIM} {token}")),
+            "a claim is the run's"
+        );
+        assert!(!is_answer(&format!("{HANDED} {token} and more")));
+        assert!(!is_answer(&format!("{HANDED}  {token}")));
+        assert!(!is_answer(&format!("{HANDED} not-a-token")));
+        assert!(!is_answer("the agent's own line"));
+    }
 }

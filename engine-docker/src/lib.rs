@@ -66,12 +66,10 @@ pub const SHIM_COMMAND: &str = "__remote";
 pub const INIT_COMMAND: &str = "__remote-init";
 /// The hidden subcommand that removes what a remote box left on its engine, after its turn.
 pub const CLEANUP_COMMAND: &str = "__remote-cleanup";
-/// The hidden subcommand that hands a run's inputs to a warm box (`handin`).
-pub const TAKE_COMMAND: &str = "__remote-take";
 /// The hidden subcommand of a remote box's egress proxy.
 pub const EGRESS_COMMAND: &str = "__remote-egress";
 
-/// Runs `__remote`, `__remote-init`, `__remote-take`, `__remote-egress` or `__remote-cleanup` when `args` (without the program's name) start with
+/// Runs `__remote`, `__remote-init`, `__remote-egress` or `__remote-cleanup` when `args` (without the program's name) start with
 /// one: the `codehands` binary calls this first thing in `main` and exits with the code.
 pub fn dispatch(args: &[std::ffi::OsString]) -> Option<i32> {
     let (first, rest) = args.split_first()?;
@@ -81,8 +79,6 @@ pub fn dispatch(args: &[std::ffi::OsString]) -> Option<i32> {
         Some(init::main(rest))
     } else if first == EGRESS_COMMAND {
         Some(egress::proxy::main(rest))
-    } else if first == TAKE_COMMAND {
-        Some(handin::take_main(rest))
     } else if first == CLEANUP_COMMAND {
         Some(shim::cleanup_main(rest))
     } else {

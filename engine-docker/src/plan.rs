@@ -177,6 +177,11 @@ pub struct RemotePlan {
     /// (docs/remote-box.md, "Warm boxes"); 0: none, every turn makes its own.
     #[serde(default)]
     pub pool: u32,
+    /// Whether a shim has driven this turn before (it notes so in the plan before it makes or
+    /// takes a box): only then may the box exist already, and a shim started again asks the
+    /// engine for it; a first shim asks nothing (on a loaded swarm the question took 3 s).
+    #[serde(default)]
+    pub driven: bool,
 }
 
 impl RemotePlan {

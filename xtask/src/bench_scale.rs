@@ -20,6 +20,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// How many runs start together unless `--runs N` says otherwise.
 const RUNS: usize = 64;
 /// How long a batch may take before its runs still going count as failed.
 const BATCH_LIMIT: Duration = Duration::from_secs(300);
@@ -35,6 +36,17 @@ struct Batch {
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
+    // `--runs N` first (a smaller batch, to look at the phases), then `--rounds N`.
+    let (runs, args) = match args {
+        [flag, n, rest @ ..] if flag == "--runs" => (
+            n.parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(format!("--runs takes a number above 0, not {n:?}"))?,
+            rest,
+        ),
+        _ => (RUNS, args),
+    };
     let rounds = crate::rounds(args, 3, "scale")?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let built = Command::new(cargo)
@@ -49,7 +61,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let swarm = Swarm::join()?;
     let image = format!("codehands/remote:bench-{}", std::process::id());
     let outcome = engine_docker::image::build(&image, &codehands, &[]).and_then(|()| {
-        let result = bench(&codehands, &image, rounds);
+        let result = bench(&codehands, &image, rounds, runs);
         let _ = docker(&["image", "rm", "--force", &image]);
         result
     });
@@ -62,7 +74,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     outcome
 }
 
-fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
+fn bench(codehands: &Path, image: &str, rounds: usize, runs: usize) -> Result<(), String> {
     let dir = crate::workspace_root().join("target/bench/scale");
     let _ = std::fs::remove_dir_all(&dir);
     let repo = dir.join("repo");
@@ -70,9 +82,9 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
     crate::bench_run::make_repo(&repo)?;
     let (mut swarm, mut local) = (Vec::new(), Vec::new());
     let swarm_home = dir.join("home-swarm");
-    let filled = fill_pool(codehands, image, &repo, &swarm_home)?;
+    let filled = fill_pool(codehands, image, &repo, &swarm_home, runs)?;
     println!(
-        "bench scale: the pool of {RUNS} warm boxes made and started in {:.1} s",
+        "bench scale: the pool of {runs} warm boxes made and started in {:.1} s",
         filled.as_secs_f64()
     );
     let mut refills = Vec::new();
@@ -89,11 +101,11 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
             } else {
                 dir.join(format!("home-{round}-{engine}"))
             };
-            let mut batch = measure(codehands, image, &repo, &home, engine)?;
+            let mut batch = measure(codehands, image, &repo, &home, engine, runs)?;
             // The next batch (of either engine) starts once the boxes taken are removed and
             // replaced: the engine's work after a batch does not load the next one.
             if engine == "swarm" {
-                let refill = pool_ready(image)?;
+                let refill = pool_ready(image, runs)?;
                 println!(
                     "bench scale: round {} swarm: the pool whole again {:.1} s after the batch",
                     round + 1,
@@ -109,7 +121,7 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
             }
             let warm = batch.phases.iter().filter(|p| p.warm).count();
             println!(
-                "bench scale: round {} {engine}: {}/{RUNS} ok in {:.1} s{} (load {:.1})",
+                "bench scale: round {} {engine}: {}/{runs} ok in {:.1} s{} (load {:.1})",
                 round + 1,
                 batch.succeeded,
                 batch.wall.as_secs_f64(),
@@ -143,9 +155,9 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
     let (sw, lw, sr, lr) = (wall(&swarm), wall(&local), per_run(&swarm), per_run(&local));
     let phases = phase_medians(&swarm);
     println!(
-        "\nbench scale: {RUNS} fake runs started together, median of {rounds} rounds\n  \
-         swarm  {:>2}/{RUNS} ok (worst round)   wall {sw:>8.1} ms   run {sr:>8.1} ms\n  \
-         local  {:>2}/{RUNS} ok (worst round)   wall {lw:>8.1} ms   run {lr:>8.1} ms\n  \
+        "\nbench scale: {runs} fake runs started together, median of {rounds} rounds\n  \
+         swarm  {:>2}/{runs} ok (worst round)   wall {sw:>8.1} ms   run {sr:>8.1} ms\n  \
+         local  {:>2}/{runs} ok (worst round)   wall {lw:>8.1} ms   run {lr:>8.1} ms\n  \
          the swarm's overhead per run: {:.1} ms (median run time, swarm − local)",
         ok(&swarm),
         ok(&local),
@@ -158,7 +170,7 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
         .min()
         .unwrap_or(0);
     println!(
-        "  warm boxes taken (worst round): {warm}/{RUNS}; the pool's refill between rounds: {:.1} s \
+        "  warm boxes taken (worst round): {warm}/{runs}; the pool's refill between rounds: {:.1} s \
          (median, no run waits for it); load average (1 min) at each batch's end: {loads:.1?}",
         median(refills.clone()) / 1000.0
     );
@@ -168,13 +180,13 @@ fn bench(codehands: &Path, image: &str, rounds: usize) -> Result<(), String> {
     }
     let json = serde_json::json!({
         "bench": "scale",
-        "runs": RUNS,
+        "runs": runs,
         "rounds": rounds,
         "swarm": { "succeededWorstRound": ok(&swarm), "wallMs": sw, "medianRunMs": sr },
         "local": { "succeededWorstRound": ok(&local), "wallMs": lw, "medianRunMs": lr },
         "overheadPerRunMs": sr - lr,
         "pool": {
-            "size": RUNS,
+            "size": runs,
             "filledMs": filled.as_secs_f64() * 1000.0,
             "refillMs": refills,
             "warmRunsWorstRound": warm,
@@ -231,12 +243,13 @@ fn measure(
     repo: &Path,
     home: &Path,
     engine: &str,
+    runs: usize,
 ) -> Result<Batch, String> {
     let started = Instant::now();
     let mut children: Vec<(String, Child, Option<Duration>)> = Vec::new();
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let id = runner_contract::SessionId::new_random().to_string();
-        let child = command(codehands, image, repo, home)
+        let child = command(codehands, image, repo, home, runs)
             .args([
                 "run",
                 ".",
@@ -257,7 +270,7 @@ fn measure(
         // A run still going after the limit counts as failed, and is stopped.
         if started.elapsed() > BATCH_LIMIT {
             for (id, child, done) in children.iter_mut().filter(|(_, _, d)| d.is_none()) {
-                let _ = command(codehands, image, repo, home)
+                let _ = command(codehands, image, repo, home, runs)
                     .args(["stop", id])
                     .status();
                 let _ = child.kill();
@@ -277,7 +290,7 @@ fn measure(
     }
     let wall = started.elapsed();
     // Why a run failed, once per batch, so a failing engine says what went wrong.
-    if succeeded < RUNS {
+    if succeeded < runs {
         let why = children.iter().find_map(|(id, _, _)| {
             let log =
                 std::fs::read_to_string(home.join("runs").join(id).join("events.jsonl")).ok()?;
@@ -287,14 +300,14 @@ fn measure(
         });
         println!(
             "bench scale: {engine}: {} failed; the first: {}",
-            RUNS - succeeded,
+            runs - succeeded,
             why.unwrap_or_else(|| format!(
                 "no task.failed: stopped after {BATCH_LIMIT:?} (on a swarm: a task the node \
                  had not got past \"Starting\")"
             ))
         );
     }
-    let runs = children.iter().filter_map(|(_, _, d)| *d).collect();
+    let times = children.iter().filter_map(|(_, _, d)| *d).collect();
     let run_dirs: Vec<_> = children
         .iter()
         .map(|(id, _, _)| home.join("runs").join(id))
@@ -304,13 +317,13 @@ fn measure(
         .filter_map(|d| engine_docker::Phases::read(d))
         .collect();
     for (id, _, _) in &children {
-        let _ = command(codehands, image, repo, home)
+        let _ = command(codehands, image, repo, home, runs)
             .args(["reject", id])
             .status();
     }
     Ok(Batch {
         wall,
-        runs,
+        runs: times,
         succeeded,
         phases,
         run_dirs,
@@ -327,10 +340,16 @@ fn load_average() -> f64 {
 }
 
 /// One swarm run (a box made for it), whose plan gives the kind of box the bench's runs
-/// need; then the pool filled to [`RUNS`] boxes of that kind and waited for.
-fn fill_pool(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Result<Duration, String> {
+/// need; then the pool filled to `runs` boxes of that kind and waited for.
+fn fill_pool(
+    codehands: &Path,
+    image: &str,
+    repo: &Path,
+    home: &Path,
+    runs: usize,
+) -> Result<Duration, String> {
     let id = runner_contract::SessionId::new_random().to_string();
-    let ran = command(codehands, image, repo, home)
+    let ran = command(codehands, image, repo, home, runs)
         .args(["run", ".", "Fix the failing test.", "--agent", "fake"])
         .args(["--then", "keep", "--engine", "swarm", "--session-id", &id])
         .status()
@@ -340,20 +359,20 @@ fn fill_pool(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Result<
     }
     let plan = std::fs::read(home.join("runs").join(&id).join("remote.json"))
         .map_err(|e| format!("the first run's plan: {e}"));
-    let _ = command(codehands, image, repo, home)
+    let _ = command(codehands, image, repo, home, runs)
         .args(["reject", &id])
         .status();
     let plan = engine_docker::RemotePlan::from_json(&plan?)?;
     let started = Instant::now();
-    engine_docker::fill_pool(&plan, RUNS as u32)?;
-    pool_ready(image)?;
+    engine_docker::fill_pool(&plan, runs as u32)?;
+    pool_ready(image, runs)?;
     Ok(started.elapsed())
 }
 
-/// Waits until the swarm holds [`RUNS`] warm boxes, all running, and no box a run took;
+/// Waits until the swarm holds `runs` warm boxes, all running, and no box a run took;
 /// how long that took. The wait lasts as long as the swarm makes progress (a box more
 /// running, or one fewer left over), and fails after [`STALLED`] without any.
-fn pool_ready(image: &str) -> Result<Duration, String> {
+fn pool_ready(image: &str, runs: usize) -> Result<Duration, String> {
     const STALLED: Duration = Duration::from_secs(180);
     let started = Instant::now();
     let count = |args: &[&str]| docker(args).map(|out| out.split_whitespace().count());
@@ -381,7 +400,7 @@ fn pool_ready(image: &str) -> Result<Duration, String> {
             "--filter",
             &ours,
         ])?;
-        if running >= RUNS && services == running {
+        if running >= runs && services == running {
             return Ok(started.elapsed());
         }
         if (running, services) != last {
@@ -390,14 +409,14 @@ fn pool_ready(image: &str) -> Result<Duration, String> {
         }
         if progress.elapsed() > STALLED {
             return Err(format!(
-                "the pool stalled: {running} warm boxes running of {services} (want {RUNS})"
+                "the pool stalled: {running} warm boxes running of {services} (want {runs})"
             ));
         }
         std::thread::sleep(Duration::from_millis(250));
     }
 }
 
-fn command(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Command {
+fn command(codehands: &Path, image: &str, repo: &Path, home: &Path, runs: usize) -> Command {
     let mut cmd = Command::new(codehands);
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -406,7 +425,7 @@ fn command(codehands: &Path, image: &str, repo: &Path, home: &Path) -> Command {
         .env("CODEHANDS_FAKE_MODE", "replay")
         .env("CODEHANDS_FAKE_DELAY_MS", "0")
         .env("CODEHANDS_REMOTE_IMAGE", image)
-        .env("CODEHANDS_SWARM_POOL", RUNS.to_string())
+        .env("CODEHANDS_SWARM_POOL", runs.to_string())
         .current_dir(repo)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -47,7 +47,7 @@ tasks:
   bench deps [--rounds N] a boxed fake run with a 200 MB node_modules against one without
   bench attempts [--rounds N] a task of 4 fake attempts against a task of one (wall, memory)
   bench events [--rounds N] events/s and latency through `codehands run --json`, the supervisor's memory
-  bench scale [--rounds N] 16 fake runs through a one-node Docker Swarm against 16 with --engine local
+  bench scale [--runs N] [--rounds N] 64 (N) fake runs through a one-node Docker Swarm against as many with --engine local
   bench parse           the Claude parser against serde_json::Value over 100 MB of recordings
   bench check [--rounds N] [--update]  the regression gate: quick benchmarks on the debug build
                         as ratios to references timed in the same rounds, against bench/baseline.json

@@ -1,6 +1,7 @@
 //! `codehands __remote PLAN`: the local process that stands for the agent while its box runs
 //! elsewhere (see the crate's doc). Its stdout and stderr are the run's transcript files.
 
+mod agreed;
 mod docker;
 mod output;
 mod pool;
@@ -66,9 +67,21 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         let mut clock = crate::phases::Clock::start(plan.engine.as_str(), &plan.box_id);
         let mut stops = Stops::new();
         let stdin = read_input(plan.stdin_lines);
-        let (docker, _dial) = match connect(&plan).await {
-            Ok(connected) => connected,
-            Err(e) => return fail(&e),
+        // The version the engine agreed to a moment ago, when noted: no question first.
+        let agreed = run_dir
+            .as_deref()
+            .and_then(|dir| agreed::connect(&plan, dir));
+        let (docker, _dial) = match agreed {
+            Some(docker) => (docker, crate::connect::Dial::default()),
+            None => match connect(&plan).await {
+                Ok(connected) => {
+                    if let Some(dir) = run_dir.as_deref() {
+                        agreed::note(&plan, dir, &connected.0);
+                    }
+                    connected
+                }
+                Err(e) => return fail(&e),
+            },
         };
         // The person's image with codehands added, made on the engine (once per image).
         let mut plan = plan;
@@ -104,6 +117,9 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
             }
         };
         clock.save(run_dir.as_deref());
+        if let Some(dir) = run_dir.as_deref() {
+            pool::ended(dir, &plan.box_id);
+        }
         // The box is taken apart by a process of its own: the turn ends now.
         if ran.is_ok() {
             let detached = std::env::current_exe()
@@ -117,7 +133,13 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         }
         match ran {
             Ok(code) => code,
-            Err(e) => fail(&e),
+            Err(e) => {
+                // Whatever failed, the next turn asks the engine its version again.
+                if let Some(dir) = run_dir.as_deref() {
+                    agreed::forget(dir);
+                }
+                fail(&e)
+            }
         }
     })
 }
@@ -189,6 +211,12 @@ pub(crate) fn cleanup_main(args: &[OsString]) -> i32 {
             return 2;
         }
     };
+    // A warm box's removal and refill wait for this machine's runs started with it to end.
+    if let [run_dir] = args
+        && plan.box_id.starts_with(pool::WARM_PREFIX)
+    {
+        pool::wait_for_quiet(std::path::Path::new(run_dir));
+    }
     let started = std::time::Instant::now();
     remove_leftovers(&plan);
     let removed = started.elapsed();

@@ -10,15 +10,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::container::{AttachContainerResults, LogOutput};
 use bollard::models::{
     MountType, TaskSpecRestartPolicy, TaskSpecRestartPolicyConditionEnum, TaskState,
 };
-use bollard::query_parameters::{ListContainersOptionsBuilder, ListServicesOptionsBuilder};
+use bollard::query_parameters::{
+    AttachContainerOptionsBuilder, ListContainersOptionsBuilder, ListServicesOptionsBuilder,
+};
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use crate::handin::{CLAIMED, HANDED, TAKEN, WAIT_FLAG};
+use crate::handin::{CLAIM, CLAIMED, HANDED, WAIT_FLAG};
 use crate::plan::{LABEL_BOX, RemotePlan};
 
 /// The label of a warm box (value: the kind of box it is, [`key`]).
@@ -26,8 +28,16 @@ pub(crate) const LABEL_POOL: &str = "codehands.pool";
 /// How a warm box's id starts (a plan's own is hex): its run's cleanup makes another.
 pub(crate) const WARM_PREFIX: &str = "warm-";
 /// How long a hand-in may take before the box is given up (and removed) and the run makes
-/// its own: an exec on a live box answers in well under a second on a loaded node.
+/// its own: a live box answers in well under a second on a loaded node.
 const HANDIN_LIMIT: Duration = Duration::from_secs(60);
+/// How long a claim waits for the box's answer before the box counts as another run's (one
+/// that claimed it first, from another home or machine, and whose agent now runs quietly).
+const CLAIM_LIMIT: Duration = Duration::from_secs(15);
+/// The most a cleanup waits for this machine's runs in warm boxes to end before it removes
+/// its box and makes the next.
+const QUIET_LIMIT: Duration = Duration::from_secs(60);
+/// How old an empty note may be and still stand for a run going.
+const STALE_NOTE: Duration = Duration::from_secs(600);
 
 /// The kind of box `plan` needs: the same image, egress, limits, placement and worktree
 /// folder (the box's tmpfs is the folder its worktree is made in); `None` when it has no
@@ -49,18 +59,11 @@ pub(super) fn key(plan: &RemotePlan) -> Option<String> {
     Some(format!("{hash:016x}"))
 }
 
-/// Takes a warm box of `plan`'s kind and hands it `inputs` and the plan's command: the box's
-/// id, or `None` when none was free (the run then makes its own).
-pub(super) async fn claim(
-    docker: &Docker,
-    plan: &RemotePlan,
-    inputs: &[u8],
-    run_dir: Option<&Path>,
-) -> Option<String> {
-    if plan.pool == 0 {
-        return None;
-    }
-    let key = key(plan)?;
+/// The running warm boxes of `plan`'s kind (container and box id); none without a pool.
+pub(super) async fn free_boxes(docker: &Docker, plan: &RemotePlan) -> Vec<(String, String)> {
+    let Some(key) = key(plan).filter(|_| plan.pool > 0) else {
+        return Vec::new();
+    };
     let filters = HashMap::from([
         ("label".to_owned(), vec![format!("{LABEL_POOL}={key}")]),
         ("status".to_owned(), vec!["running".to_owned()]),
@@ -68,13 +71,25 @@ pub(super) async fn claim(
     let options = ListContainersOptionsBuilder::default()
         .filters(&filters)
         .build();
-    let mut boxes: Vec<(String, String)> = docker
+    docker
         .list_containers(Some(options))
         .await
-        .ok()?
+        .unwrap_or_default()
         .into_iter()
         .filter_map(|c| Some((c.id?, c.labels?.get(LABEL_BOX)?.clone())))
-        .collect();
+        .collect()
+}
+
+/// Takes one of `boxes` ([`free_boxes`]) and hands it `inputs` and the plan's command: the
+/// box's id and the attach its output comes through, or `None` when none was free (the run
+/// then makes its own).
+pub(super) async fn claim(
+    docker: &Docker,
+    plan: &RemotePlan,
+    mut boxes: Vec<(String, String)>,
+    inputs: &[u8],
+    run_dir: Option<&Path>,
+) -> Option<(String, Attached)> {
     // Runs started together start at different boxes.
     if !boxes.is_empty() {
         let at = (uuid::Uuid::new_v4().as_u128() % boxes.len() as u128) as usize;
@@ -95,9 +110,16 @@ pub(super) async fn claim(
             tokio::time::timeout(HANDIN_LIMIT, hand_in(docker, &container, &command, inputs))
                 .await
                 .unwrap_or_else(|_| Err("no answer".to_owned()));
+        if !matches!(handed, Ok(Some(_)))
+            && let Some(dir) = &claims
+        {
+            // Not ours: the note keeps this machine's runs from asking it again, and stands
+            // for no run going.
+            end_note(dir, &box_id);
+        }
         match handed {
-            Ok(true) => return Some(box_id),
-            Ok(false) => {}
+            Ok(Some(attached)) => return Some((box_id, attached)),
+            Ok(None) => {}
             // A box that failed its hand-in takes no run: it goes.
             Err(_) => {
                 let _ = docker.delete_service(&format!("codehands-{box_id}")).await;
@@ -125,6 +147,55 @@ fn claim_here(dir: &Path, box_id: &str) -> bool {
         .is_ok()
 }
 
+/// Notes that the run in the warm box `box_id` is over (the box still there until its
+/// cleanup): the note stays, so no run of this machine asks the box, but counts no more as a
+/// run going ([`wait_for_quiet`]).
+pub(super) fn ended(run_dir: &Path, box_id: &str) {
+    if let Some(dir) = claims_dir(run_dir) {
+        end_note(&dir, box_id);
+    }
+}
+
+fn end_note(dir: &Path, box_id: &str) {
+    let note = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(box_id));
+    if let Ok(mut note) = note {
+        use std::io::Write;
+        let _ = note.write_all(b"ended\n");
+    }
+}
+
+/// Waits while runs of this machine are going in warm boxes (a note of theirs is empty), at
+/// most [`QUIET_LIMIT`]: a cleanup's removal and the box it makes in the place of the one
+/// taken are the engine's heaviest work (a container stopped, one started), and done while
+/// runs started together still go, they slow those runs (docs/remote-box.md, "Warm boxes").
+pub(super) fn wait_for_quiet(run_dir: &Path) {
+    let Some(dir) = claims_dir(run_dir) else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    while started.elapsed() < QUIET_LIMIT {
+        let going = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.ok()?.metadata().ok())
+            .any(|note| {
+                // A note a run left behind long ago (its process killed) stops nobody.
+                let fresh = note
+                    .modified()
+                    .ok()
+                    .and_then(|at| at.elapsed().ok())
+                    .is_some_and(|age| age < STALE_NOTE);
+                note.len() == 0 && fresh
+            });
+        if !going {
+            return;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 /// Forgets this machine's note of the warm box `box_id` (its run is over, the box gone).
 pub(super) fn unclaim(run_dir: &Path, box_id: &str) {
     if let Some(dir) = claims_dir(run_dir) {
@@ -132,66 +203,117 @@ pub(super) fn unclaim(run_dir: &Path, box_id: &str) {
     }
 }
 
-/// Runs `codehands __remote-take COMMAND…` in `container`: true once the box has the inputs,
-/// false when another run had it.
+/// A warm box handed its run: the attach to it, through which the run's output comes.
+pub(super) struct Attached {
+    /// The box's output from the hand-in on.
+    pub(super) output: std::pin::Pin<
+        Box<dyn futures::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>,
+    >,
+    /// The box's stdin, kept open while the run lasts (the box reads nothing more from it).
+    _input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    /// What came after the box's last answer, in the same frames: the run's first output.
+    pub(super) early: Vec<LogOutput>,
+}
+
+/// Attaches to `container` and takes it (docs/remote-box.md, "Warm boxes"): a claim line with
+/// a token of our own; once the box names that token, the inputs and the init's arguments.
+/// The attach once the box has them; `None` when another run had the box.
 async fn hand_in(
     docker: &Docker,
     container: &str,
     command: &[String],
     inputs: &[u8],
-) -> Result<bool, String> {
-    let mut cmd = vec!["codehands".to_owned(), crate::TAKE_COMMAND.to_owned()];
-    cmd.extend(command.iter().cloned());
-    let exec = docker
-        .create_exec(
-            container,
-            CreateExecOptions {
-                attach_stdin: Some(true),
-                attach_stdout: Some(true),
-                attach_stderr: Some(true),
-                cmd: Some(cmd),
-                ..CreateExecOptions::default()
-            },
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    let StartExecResults::Attached {
+) -> Result<Option<Attached>, String> {
+    let options = AttachContainerOptionsBuilder::default()
+        .stream(true)
+        .stdin(true)
+        .stdout(true)
+        .stderr(true)
+        .logs(false)
+        .build();
+    let AttachContainerResults {
         mut output,
         mut input,
     } = docker
-        .start_exec(&exec.id, None)
+        .attach_container(container, Some(options))
         .await
-        .map_err(|e| e.to_string())?
-    else {
-        return Err("the exec did not attach".to_owned());
-    };
-    let mut said = String::new();
-    let mut next_word = async || -> String {
-        loop {
-            if let Some(end) = said.find('\n') {
-                let word: String = said.drain(..=end).collect();
-                return word.trim().to_owned();
-            }
-            match output.next().await {
-                Some(Ok(chunk)) => said.push_str(&String::from_utf8_lossy(&chunk.into_bytes())),
-                _ => return std::mem::take(&mut said),
-            }
-        }
-    };
-    match next_word().await.as_str() {
-        CLAIMED => {}
-        TAKEN => return Ok(false),
-        other => return Err(format!("the box said {other:?}")),
-    }
+        .map_err(|e| e.to_string())?;
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let mut answers = Answers::default();
     input
-        .write_all(format!("{}\n", inputs.len()).as_bytes())
+        .write_all(format!("{CLAIM} {token}\n").as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    input.flush().await.map_err(|e| e.to_string())?;
+    // A box another run has may say nothing for long (its agent quiet): not ours.
+    let claimed = tokio::time::timeout(CLAIM_LIMIT, answers.next(&mut output)).await;
+    match claimed {
+        Ok(Some(line)) if line == format!("{CLAIMED} {token}") => {}
+        Ok(Some(_)) | Err(_) => return Ok(None),
+        Ok(None) => return Err("the box ended before it answered".to_owned()),
+    }
+    let json = serde_json::to_vec(command).map_err(|e| e.to_string())?;
+    input
+        .write_all(format!("{} {}\n", inputs.len(), json.len()).as_bytes())
         .await
         .map_err(|e| e.to_string())?;
     input.write_all(inputs).await.map_err(|e| e.to_string())?;
+    input.write_all(&json).await.map_err(|e| e.to_string())?;
     input.flush().await.map_err(|e| e.to_string())?;
-    match next_word().await.as_str() {
-        HANDED => Ok(true),
+    match answers.next(&mut output).await {
+        Some(line) if line == format!("{HANDED} {token}") => Ok(Some(Attached {
+            output,
+            _input: input,
+            early: answers.rest(),
+        })),
         other => Err(format!("the box said {other:?}")),
+    }
+}
+
+/// The box's answers (whole lines of its stderr) as they come through the attach, and what
+/// came after them.
+#[derive(Default)]
+struct Answers {
+    err: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Answers {
+    /// The next line of the box's stderr; `None` once the attach ended.
+    async fn next(
+        &mut self,
+        output: &mut (impl futures::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Unpin),
+    ) -> Option<String> {
+        loop {
+            if let Some(end) = self.err.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.err.drain(..=end).collect();
+                return Some(String::from_utf8_lossy(&line).trim_end().to_owned());
+            }
+            match output.next().await? {
+                Ok(LogOutput::StdErr { message }) => self.err.extend_from_slice(&message),
+                Ok(LogOutput::StdOut { message } | LogOutput::Console { message }) => {
+                    self.out.extend_from_slice(&message)
+                }
+                Ok(LogOutput::StdIn { .. }) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// What came besides the answers, to be passed on as the run's output.
+    fn rest(self) -> Vec<LogOutput> {
+        let mut rest = Vec::new();
+        if !self.out.is_empty() {
+            rest.push(LogOutput::StdOut {
+                message: self.out.into(),
+            });
+        }
+        if !self.err.is_empty() {
+            rest.push(LogOutput::StdErr {
+                message: self.err.into(),
+            });
+        }
+        rest
     }
 }
 
@@ -238,6 +360,9 @@ pub(super) async fn make(docker: &Docker, plan: &RemotePlan, count: u32) -> Resu
                 crate::INIT_COMMAND.to_owned(),
                 WAIT_FLAG.to_owned(),
             ]);
+            // The box waits on its stdin for its run (`handin`): the one way in that starts
+            // no process in the box. The agent never gets that stdin (the init gives it a pipe).
+            container.open_stdin = Some(true);
             // The run's worktree is made in the folder (the plan's own box mounts the
             // worktree itself, which a box started ahead does not know).
             container.dir = Some(folder.display().to_string());

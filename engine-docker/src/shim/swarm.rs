@@ -57,14 +57,30 @@ pub(super) async fn run(
     } = turn;
     let inputs = super::inputs(plan, env, stdin)?;
     let mut warm = false;
-    if docker.inspect_service(&plan.name(), None).await.is_err() {
-        match super::pool::claim(docker, plan, &inputs, *run_dir).await {
-            Some(box_id) => {
+    let mut attached = None;
+    // A shim before this one may have made the box (asked while the free warm boxes are
+    // listed); a first one notes in the plan that it drives the turn, and asks nothing.
+    let own = plan.name();
+    let (made, boxes) = tokio::join!(
+        async {
+            if plan.driven {
+                docker.inspect_service(&own, None).await.is_ok()
+            } else {
+                false
+            }
+        },
+        super::pool::free_boxes(docker, plan)
+    );
+    if !plan.driven {
+        plan.driven = true;
+        save_plan(plan, *run_dir);
+    }
+    if !made {
+        match super::pool::claim(docker, plan, boxes, &inputs, *run_dir).await {
+            Some((box_id, attach)) => {
+                attached = Some(attach);
                 plan.box_id = box_id;
-                if let Some(dir) = *run_dir {
-                    let _ = runner_contract::private::PrivateRoot::new(dir)
-                        .replace_file(&RemotePlan::file_in(dir), &plan.to_json());
-                }
+                save_plan(plan, *run_dir);
                 clock.warm(&plan.box_id);
                 warm = true;
                 // Scheduled and started ahead: the hand-in was the whole of the making.
@@ -86,7 +102,18 @@ pub(super) async fn run(
     let code = loop {
         let ended = tokio::select! {
             () = stops.recv() => None,
-            ended = follow(docker, &name, output, (&mut out, &mut err), clock, warm) => Some(ended),
+            ended = async {
+                // A warm box's output comes through the attach its hand-in made; should that
+                // end before the run's end lines, the log has it all from its start.
+                if let Some(attach) = attached.as_mut() {
+                    if let Some(end) = follow_attached(attach, output, (&mut out, &mut err), clock).await {
+                        return end;
+                    }
+                    attached = None;
+                    output.replay(out, err);
+                }
+                follow(docker, &name, output, (&mut out, &mut err), clock, warm).await
+            } => Some(ended),
         };
         match ended {
             None => {
@@ -145,6 +172,14 @@ pub(super) async fn run(
     Ok(code)
 }
 
+/// Writes `plan` again in the run's folder (a shim started again, and the cleanup, read it).
+fn save_plan(plan: &RemotePlan, run_dir: Option<&std::path::Path>) {
+    if let Some(dir) = run_dir {
+        let _ = runner_contract::private::PrivateRoot::new(dir)
+            .replace_file(&RemotePlan::file_in(dir), &plan.to_json());
+    }
+}
+
 /// What the shim takes out of the box's log: the result, then the agent's home.
 pub(super) fn collectors(plan: &RemotePlan) -> Vec<ResultCollector> {
     vec![
@@ -167,6 +202,45 @@ enum End {
     Rejected(String),
     /// The swarm could not run it, or lost it.
     Failed(String),
+}
+
+/// A warm box's output through the attach its hand-in made, until both streams came to their
+/// end lines (the agent's exit code then); `None` when the attach ended before.
+async fn follow_attached(
+    attach: &mut super::pool::Attached,
+    output: &mut Output,
+    (out, err): (&mut u64, &mut u64),
+    clock: &mut Clock,
+) -> Option<End> {
+    let first_output = output.first_output();
+    let result_ended = output.result_ended();
+    let (exited, _) = output.exit();
+    let stdout_ended = output.stdout_ended();
+    let mut early = std::mem::take(&mut attach.early).into_iter();
+    loop {
+        let chunk = match early.next() {
+            Some(chunk) => chunk,
+            None => attach.output.next().await?.ok()?,
+        };
+        match chunk {
+            LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                *out += output.stdout(&message)
+            }
+            LogOutput::StdErr { message } => *err += output.stderr(&message),
+            LogOutput::StdIn { .. } => {}
+        }
+        if let Some(at) = first_output.get() {
+            clock.mark_at(FIRST_OUTPUT, at);
+        }
+        if let Some(at) = result_ended.get() {
+            clock.mark_at(AGENT, at);
+        }
+        if let Some(code) = exited.get()
+            && stdout_ended.get()
+        {
+            return Some(End::Whole(code));
+        }
+    }
 }
 
 /// The log as it comes while the task runs; how the task ended. The phases are marked as the

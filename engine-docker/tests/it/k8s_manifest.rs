@@ -50,6 +50,7 @@ fn plan(provider: bool) -> RemotePlan {
         derived: None,
         nested_sandbox: false,
         pool: 0,
+        driven: false,
     }
 }
 
