@@ -323,6 +323,29 @@ open("report.txt", "w").write("started %d" % n)
     );
 }
 
+#[test]
+fn the_box_sees_its_own_cgroup_as_the_root_of_its_cgroup_namespace() {
+    if support().is_none() {
+        return;
+    }
+    if let Err(why) = agent_box::cgroup::find("probe") {
+        runner_testkit::skip(&format!("no cgroup for limits here: {why}"));
+        return;
+    }
+    let place = Place::new();
+    // bubblewrap makes the cgroup namespace from the cgroup it is in: the box's, so nothing
+    // above it (its name, its siblings) shows inside; the outer moves bubblewrap in before
+    // handing it its arguments (`outer.rs`).
+    let script = "cat /proc/self/cgroup > report.txt";
+    let code = place.run(script, &AgentNeeds::default(), &[], Limits::default(), true);
+    assert_eq!(code, 0);
+    let report = place.report();
+    assert!(!report.trim().is_empty());
+    for line in report.lines() {
+        assert!(line.ends_with(":/"), "{line:?} in {report:?}");
+    }
+}
+
 /// Whether any live process has `needle` in its command line.
 fn process_running(needle: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
