@@ -223,10 +223,15 @@ impl LocalRunner {
                 kept: others(&task, session),
             });
         }
-        let record = self.session(session).await?;
-        record
-            .state
-            .check_move(SessionState::Approving, SessionState::Approved, "pick")?;
+        // The attempt's lock before anything can heal it (and so launch its supervisor).
+        let (session_lock, record) = self
+            .locked_for(
+                session,
+                SessionState::Approving,
+                SessionState::Approved,
+                "pick",
+            )
+            .await?;
         store.update(&id, |t| {
             t.move_to(TaskState::Picking, "pick an attempt")?;
             t.picked = Some(*session);
@@ -234,7 +239,7 @@ impl LocalRunner {
             Ok(())
         })?;
         let approved = match self
-            .approve_session(session, &options.message, approve)
+            .approve_locked(session_lock, record, &options.message, approve)
             .await
         {
             Ok(approved) => approved,
