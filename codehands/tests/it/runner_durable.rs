@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use runner_contract::event::FailureKind;
-use runner_contract::{AgentName, Event, EventBody, Runner, SessionId, SessionState, StartOptions};
+use runner_contract::{
+    AgentName, Event, EventBody, PickOptions, Runner, SessionId, SessionState, StartOptions,
+};
 use runner_testkit::runner as suite;
 use support::{World, assert_contiguous, new_id, types};
 
@@ -210,12 +212,19 @@ async fn run_unwatched(world: &World, mode: &str) -> SessionId {
         let _stream = runner.start(options(world, id)).await.unwrap();
         agent_pid(world, &id).await;
     }
+    left_unwatched(world, &id).await;
+    id
+}
+
+/// Waits for the agent of session `id`, whose runner was dropped, to end with nobody
+/// watching; the record still says running.
+async fn left_unwatched(world: &World, id: &SessionId) {
     tokio::time::sleep(Duration::from_millis(20)).await;
-    wait_gone(agent_pid(world, &id).await).await;
+    wait_gone(agent_pid(world, id).await).await;
     // Nobody runs it any more only once the relay carrying its output has ended too (before,
     // a runner rightly adopts it) and the dropped runner's aborted task has let go of the
     // supervisor lock (a loaded machine runs it a moment later).
-    let run = world.home.run_dir(&id);
+    let run = world.home.run_dir(id);
     let agent: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("agent.json")).unwrap()).unwrap();
     if let Some(relay) = agent["relay"]["pid"].as_u64() {
@@ -234,7 +243,73 @@ async fn run_unwatched(world: &World, mode: &str) -> SessionId {
     )
     .unwrap();
     assert_eq!(record["state"], "running", "nothing saw it end");
-    id
+}
+
+/// A pick takes the attempt's session lock before it heals the attempt: an attempt whose run
+/// ended while nobody supervised it, picked while another decision holds its lock, is not
+/// finished (no supervisor runs its turn's end) until that lock is let go; then it is, and
+/// the pick approves it.
+#[tokio::test]
+async fn a_pick_takes_the_session_lock_before_a_supervisor_can_finish_the_attempt() {
+    let world = World::demo();
+    let id = {
+        let runner = world.fake_runner("replay", 20);
+        let options = runner_contract::TaskOptions {
+            task_id: runner_contract::TaskId::new_random(),
+            repo_path: world.repo.clone(),
+            prompt: runner_fake::demo_repo::PROMPT.into(),
+            attempts: vec![runner_contract::AttemptSpec::new(
+                AgentName::parse("fake").unwrap(),
+            )],
+            budget_usd: Some(1.5),
+            verify: false,
+            permissions: Default::default(),
+            isolation: Default::default(),
+            timeout_ms: None,
+            engine: Default::default(),
+        };
+        let started = runner.start_task(options).await.unwrap();
+        let id = started.attempts[0].0;
+        agent_pid(&world, &id).await;
+        id
+    };
+    left_unwatched(&world, &id).await;
+    let events_before = logged(&world, &id).len();
+    // Another decision (an approve in another process, say) holds the session's lock.
+    let lock_path = world.home.run_dir(&id).join("session.lock");
+    let other = std::fs::File::create(&lock_path).unwrap();
+    other.lock().unwrap();
+    let runner = world.fake_runner("replay", 0);
+    let mut pick = tokio::spawn(async move { runner.pick(&id, PickOptions::default()).await });
+    // Whatever the pick does before it waits for the lock has time to show in the files.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), &mut pick)
+            .await
+            .is_err(),
+        "the pick waits for the lock"
+    );
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(world.home.sessions_dir().join(format!("{id}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record["state"], "running",
+        "nothing finished the turn before the lock"
+    );
+    assert_eq!(
+        logged(&world, &id).len(),
+        events_before,
+        "no supervisor wrote to the log before the lock"
+    );
+    drop(other);
+    let picked = pick.await.unwrap().unwrap();
+    let t = types(&logged(&world, &id));
+    assert_eq!(&t[t.len() - 2..], ["task.finished", "approval.requested"]);
+    assert_eq!(
+        world.git(&["rev-parse", &picked.branch]).trim(),
+        picked.commit,
+        "approved once its turn was finished"
+    );
 }
 
 #[tokio::test]

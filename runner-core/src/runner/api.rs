@@ -31,7 +31,7 @@ impl Runner for LocalRunner {
     }
 
     async fn diff(&self, session_id: &SessionId) -> Result<DiffResult> {
-        let record = self.healed(self.shared.store.get(session_id)?).await?;
+        let record = self.healed(self.records().store.get(session_id)?).await?;
         if !record.worktree_path.exists() {
             return Err(Error::new(
                 ErrorKind::NotFound,
@@ -41,7 +41,7 @@ impl Runner for LocalRunner {
                 ),
             ));
         }
-        self.shared.vcs.diff(&record.worktree_spec()).await
+        self.adapters().vcs.diff(&record.worktree_spec()).await
     }
 
     async fn approve(&self, session_id: &SessionId, message: &str) -> Result<ApproveResult> {
@@ -54,25 +54,25 @@ impl Runner for LocalRunner {
     }
 
     async fn stop(&self, session_id: &SessionId) -> Result<()> {
-        let shared = &self.shared;
-        let record = shared.store.get(session_id)?;
+        let records = self.records();
+        let record = records.store.get(session_id)?;
         record
             .state
             .check_move(SessionState::Stopped, SessionState::Stopped, "stop")?;
-        let files = RunFiles::in_home(&shared.home, session_id);
+        let files = RunFiles::in_home(&records.home, session_id);
         files.request_stop()?;
-        let grace = shared.settings.stop_grace;
+        let grace = self.settings().stop_grace;
         if let Some(agent) = files.agent() {
             runner_process::tree::end_group(&agent, grace).await;
         }
         // Whoever supervises the run sees the agent exit and the request, and saves
         // `stopped`; with nobody at it, the turn is ended here.
         if !control::SupervisorLock::is_held(&files) {
-            run::supervise(shared.clone(), *session_id).await?;
+            run::supervise(self.supervision().clone(), *session_id).await?;
         }
         let deadline = Instant::now() + grace + run::SETTLE_WAIT;
         loop {
-            let state = shared.store.get(session_id)?.state;
+            let state = records.store.get(session_id)?.state;
             match state {
                 SessionState::Running if Instant::now() < deadline => {}
                 SessionState::Stopped => return Ok(()),
@@ -89,8 +89,8 @@ impl Runner for LocalRunner {
     }
 
     async fn resume(&self, session_id: &SessionId, prompt: Option<String>) -> Result<EventStream> {
-        let shared = &self.shared;
-        let record = shared.store.get(session_id)?;
+        let records = self.records();
+        let record = records.store.get(session_id)?;
         // Running is reachable from queued too; resume is only for a stopped session.
         if record.state != SessionState::Stopped {
             return Err(Error::illegal_move(
@@ -106,14 +106,14 @@ impl Runner for LocalRunner {
     }
 
     async fn recover(&self) -> Result<RecoveryReport> {
-        let mut report = recover::recover(&self.shared).await?;
+        let mut report = recover::recover(self.launcher()).await?;
         // After the sessions: a pick cut short reads its attempt's settled approve.
         self.settle_tasks(&mut report).await;
         Ok(report)
     }
 
     async fn session(&self, session_id: &SessionId) -> Result<SessionRecord> {
-        self.healed(self.shared.store.get(session_id)?).await
+        self.healed(self.records().store.get(session_id)?).await
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRecord>> {
@@ -121,13 +121,13 @@ impl Runner for LocalRunner {
     }
 
     async fn report(&self, session_id: &SessionId) -> Result<runner_contract::report::RunReport> {
-        let record = self.healed(self.shared.store.get(session_id)?).await?;
+        let record = self.healed(self.records().store.get(session_id)?).await?;
         let events = self.logged_events(session_id, 0)?;
         // What ran, as probed at the session's start; else the program this runner knows by
         // the agent's name, its version unknown: never run again here, outside the session
         // (`process/probe.rs` says why a probe is run with care).
         let (program, version) =
-            match RunFiles::in_home(&self.shared.home, session_id).agent_probed() {
+            match RunFiles::in_home(&self.records().home, session_id).agent_probed() {
                 Some(probed) => (Some(probed.program), probed.version),
                 None => {
                     let probe = self
@@ -170,10 +170,10 @@ impl Runner for LocalRunner {
     }
 
     async fn events(&self, session_id: &SessionId, after_seq: u64) -> Result<EventStream> {
-        let record = self.shared.store.get(session_id)?;
+        let record = self.records().store.get(session_id)?;
         self.healed(record).await?;
         Ok(follow::follow_through(
-            self.shared.clone(),
+            self.launcher().clone(),
             *session_id,
             after_seq,
         ))

@@ -16,7 +16,7 @@ impl LocalRunner {
     /// why not and what to do.
     pub fn box_available(&self) -> Result<()> {
         preflight::isolation(
-            &self.shared,
+            self.adapters().confinement.as_deref(),
             runner_contract::options::Isolation::Box,
             runner_contract::options::Engine::Local,
         )
@@ -27,13 +27,13 @@ impl LocalRunner {
     /// For a caller that takes a folder now and starts a session in it later (`codehands
     /// acp`'s `session/new`).
     pub async fn check_repo(&self, repo: &std::path::Path) -> Result<()> {
-        refuse_line_breaks(&self.shared.home, repo)?;
-        refuse_codehands_worktree(&self.shared, repo)?;
-        self.shared.vcs.base_commit(repo).await.map(drop)
+        refuse_line_breaks(&self.records().home, repo)?;
+        refuse_codehands_worktree(self.records(), repo)?;
+        self.adapters().vcs.base_commit(repo).await.map(drop)
     }
 
     pub(super) fn agent(&self, name: &AgentName) -> Result<Arc<dyn Agent>> {
-        self.shared.agents.get(name)
+        self.agents().get(name)
     }
 
     pub(super) async fn check(&self, options: &StartOptions) -> Result<Arc<dyn Agent>> {
@@ -47,7 +47,7 @@ impl LocalRunner {
         if let Some(budget) = options.budget_usd {
             AgentRequest::check_budget(budget)?;
         }
-        if options.verify && self.shared.sandbox.is_none() {
+        if options.verify && self.adapters().sandbox.is_none() {
             return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
         }
         let agent = self.agent(&options.agent)?;
@@ -74,8 +74,12 @@ impl LocalRunner {
                 "use --engine local to be asked before a tool runs",
             ));
         }
-        preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
-        preflight::isolation(&self.shared, options.isolation, options.engine)?;
+        preflight::program(agent.as_ref(), &self.settings().caller_env)?;
+        preflight::isolation(
+            self.adapters().confinement.as_deref(),
+            options.isolation,
+            options.engine,
+        )?;
         Ok(agent)
     }
 }

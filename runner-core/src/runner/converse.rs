@@ -34,7 +34,7 @@ impl LocalRunner {
                 MAX_PROMPT_BYTES
             )));
         }
-        let record = self.healed(self.shared.store.get(id)?).await?;
+        let record = self.healed(self.records().store.get(id)?).await?;
         match record.state {
             SessionState::AwaitingApproval => self.follow_up(id, text).await.map(Sent::FollowUp),
             SessionState::Running => self.steer(&record, text).await,
@@ -58,17 +58,17 @@ impl LocalRunner {
         id: &SessionId,
         text: String,
     ) -> Result<runner_contract::EventStream> {
-        let shared = &self.shared;
+        let (records, adapters) = (self.records(), self.adapters());
         // Not while an approve or reject of the same session is under way.
-        let _lock = super::journal::SessionLock::acquire(shared, id).await?;
-        let record = super::journal::settle(shared, shared.store.get(id)?).await?;
+        let _lock = super::journal::SessionLock::acquire(&records.home, id).await?;
+        let record = super::journal::settle(records, adapters, records.store.get(id)?).await?;
         record.state.check_move(
             SessionState::Running,
             SessionState::Running,
             "send a follow-up to",
         )?;
         // A session that was verified is verified again: the change is a new one.
-        let verify = matches!(super::verify::Verdict::load(&shared.home, id), Ok(Some(_)));
+        let verify = matches!(super::verify::Verdict::load(&records.home, id), Ok(Some(_)));
         self.next_turn(&record, text, verify, "follow-up").await
     }
 
@@ -98,7 +98,7 @@ impl LocalRunner {
     /// last turn started, that this one cannot (an ACP agent that offers neither
     /// `session/load` nor `session/resume`).
     pub async fn can_continue(&self, id: &SessionId) -> Result<bool> {
-        let record = self.shared.store.get(id)?;
+        let record = self.records().store.get(id)?;
         match self.continuable(&record, "follow-up") {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == ErrorKind::Unsupported => Ok(false),
@@ -124,7 +124,7 @@ impl LocalRunner {
                 ),
             ));
         }
-        let files = RunFiles::in_home(&self.shared.home, &record.session_id);
+        let files = RunFiles::in_home(&self.records().home, &record.session_id);
         let scan = log::scan(
             &files.events(),
             0,
@@ -161,15 +161,19 @@ impl LocalRunner {
         phase: Option<super::TurnPhase>,
         what: &str,
     ) -> Result<runner_contract::EventStream> {
-        let shared = &self.shared;
+        let (records, adapters) = (self.records(), self.adapters());
         let id = record.session_id;
         if !record.worktree_path.exists() {
             return Err(Error::not_found(format!(
                 "the worktree of session {id} is gone: it takes no {what}"
             )));
         }
-        super::preflight::isolation(shared, record.isolation, record.engine)?;
-        let files = RunFiles::in_home(&shared.home, &id);
+        super::preflight::isolation(
+            adapters.confinement.as_deref(),
+            record.isolation,
+            record.engine,
+        )?;
+        let files = RunFiles::in_home(&records.home, &id);
         files.prepare()?;
         // The supervisor of the turn before may still be clearing its files (the record
         // said the turn was over just before): plan this one once it has let go, or its
@@ -190,13 +194,13 @@ impl LocalRunner {
         // The room the turn keeps for its end on a full disk (`disk.rs`).
         files.make_reserve().map_err(|e| {
             if super::disk::is_full(&e) {
-                super::disk::full(shared.home.root(), e.message(), "try again")
+                super::disk::full(records.home.root(), e.message(), "try again")
             } else {
                 e
             }
         })?;
         let back_to = record.state;
-        let record = shared
+        let record = records
             .store
             .move_to(&id, SessionState::Running, what)
             .inspect_err(|_| {
@@ -206,7 +210,7 @@ impl LocalRunner {
             .inspect_err(|_| {
                 // Nothing runs: back to where it was.
                 files.release_reserve();
-                let _ = shared
+                let _ = records
                     .store
                     .update(&id, |r| r.move_to(back_to, "take the turn back"));
             })
@@ -238,7 +242,7 @@ impl LocalRunner {
         match self.until_given(record, &files, turn, &line).await? {
             true => Ok(Sent::Steered),
             false => {
-                let now = self.shared.store.get(&record.session_id)?;
+                let now = self.records().store.get(&record.session_id)?;
                 if now.state == SessionState::AwaitingApproval {
                     self.follow_up(&record.session_id, text)
                         .await
@@ -256,7 +260,7 @@ impl LocalRunner {
 
     /// [`crate::Runner::interrupt`].
     pub(super) async fn interrupt_turn(&self, id: &SessionId) -> Result<()> {
-        let record = self.healed(self.shared.store.get(id)?).await?;
+        let record = self.healed(self.records().store.get(id)?).await?;
         if record.state != SessionState::Running {
             return Err(not_now(id, record.state, "no turn is running to interrupt"));
         }
@@ -285,7 +289,7 @@ impl LocalRunner {
             true => Ok(()),
             false => Err(not_now(
                 id,
-                self.shared.store.get(id)?.state,
+                self.records().store.get(id)?.state,
                 "its turn ended before the interrupt reached the agent",
             )),
         }
@@ -298,8 +302,8 @@ impl LocalRunner {
         request_id: &str,
         answer: PermissionAnswer,
     ) -> Result<()> {
-        let record = self.healed(self.shared.store.get(id)?).await?;
-        let files = RunFiles::in_home(&self.shared.home, id);
+        let record = self.healed(self.records().store.get(id)?).await?;
+        let files = RunFiles::in_home(&self.records().home, id);
         if let Some(outcome) = resolution(&files, request_id)? {
             return Err(already(request_id, outcome));
         }
@@ -354,7 +358,7 @@ impl LocalRunner {
         };
         loop {
             let mut outcome = resolved()?;
-            let state = self.shared.store.get(id)?.state;
+            let state = self.records().store.get(id)?.state;
             if outcome.is_none() && state != SessionState::Running {
                 // Resolved just before the turn ended?
                 outcome = resolved()?;
@@ -398,7 +402,7 @@ impl LocalRunner {
             ));
         }
         // A workflow's turn may run another agent than the session's first.
-        let files = RunFiles::in_home(&self.shared.home, &record.session_id);
+        let files = RunFiles::in_home(&self.records().home, &record.session_id);
         let name = match files.turn() {
             Some(plan) => agent_of(record, &plan).clone(),
             None => record.agent.clone(),
@@ -415,7 +419,7 @@ impl LocalRunner {
 
     /// The run files and the number of the running turn.
     fn current_turn(&self, record: &SessionRecord) -> Result<(RunFiles, u64)> {
-        let files = RunFiles::in_home(&self.shared.home, &record.session_id);
+        let files = RunFiles::in_home(&self.records().home, &record.session_id);
         let plan = files.turn().ok_or_else(|| {
             Error::new(
                 ErrorKind::IllegalMove,
@@ -442,7 +446,7 @@ impl LocalRunner {
             if inbox::delivered(files, turn, line) {
                 return Ok(true);
             }
-            let now = self.shared.store.get(&record.session_id)?;
+            let now = self.records().store.get(&record.session_id)?;
             let same_turn = files.turn().is_some_and(|t| t.turn == turn);
             if now.state != SessionState::Running || !same_turn {
                 return Ok(inbox::delivered(files, turn, line));

@@ -2,12 +2,13 @@
 //! before anything can move it, journaled (`journal.rs`), the repo's memory told after.
 
 use super::control::RunFiles;
-use super::parts::{LocalRunner, Shared};
+use super::parts::LocalRunner;
 use super::{cleanup, disk, journal, verify, workflow};
 use runner_contract::error::Result;
 use runner_contract::ids::SessionId;
 use runner_contract::options::{ApproveOptions, ApproveResult, RejectResult};
 use runner_contract::session::{SessionRecord, SessionState};
+use runner_contract::traits::memory::MemoryStore;
 
 impl LocalRunner {
     /// Approves like [`Runner::approve`], with `options`: a session whose run was verified
@@ -19,8 +20,7 @@ impl LocalRunner {
         message: &str,
         options: ApproveOptions,
     ) -> Result<ApproveResult> {
-        let shared = &self.shared;
-        let (_lock, record) = self
+        let (lock, record) = self
             .locked_for(
                 session_id,
                 SessionState::Approving,
@@ -28,22 +28,36 @@ impl LocalRunner {
                 "approve",
             )
             .await?;
+        self.approve_locked(lock, record, message, options).await
+    }
+
+    /// Approves `record` under its session's lock (from [`Self::locked_for`], taken before
+    /// anything could heal the session), held until the approve is done.
+    pub(super) async fn approve_locked(
+        &self,
+        _lock: journal::SessionLock,
+        record: SessionRecord,
+        message: &str,
+        options: ApproveOptions,
+    ) -> Result<ApproveResult> {
+        let (records, adapters) = (self.records(), self.adapters());
+        let session_id = &record.session_id;
         // A workflow's change is approved only once its last phase has run.
         workflow::check_finished(
-            &RunFiles::in_home(&shared.home, session_id),
+            &RunFiles::in_home(&records.home, session_id),
             session_id,
             record.state,
         )?;
-        verify::gate(&shared.home, session_id, options.force)?;
+        verify::gate(&records.home, session_id, options.force)?;
         let message = if message.trim().is_empty() {
             default_message(&record.prompt)
         } else {
             message.to_owned()
         };
-        let approved = journal::approve(shared, &record, &message)
+        let approved = journal::approve(records, adapters, &record, &message)
             .await
-            .map_err(|e| disk::named(shared.home.root(), e))?;
-        remember_outcome(shared, &record, SessionState::Approved).await;
+            .map_err(|e| disk::named(records.home.root(), e))?;
+        remember_outcome(adapters.memory.as_ref(), &record, SessionState::Approved).await;
         Ok(approved)
     }
 
@@ -51,7 +65,7 @@ impl LocalRunner {
     /// session can be rejected too (no need to pay for the rest of its run); a branch the
     /// agent committed to is kept, as `recover` keeps a failed session's.
     pub(crate) async fn reject_and_say(&self, session_id: &SessionId) -> Result<RejectResult> {
-        let shared = &self.shared;
+        let (records, adapters) = (self.records(), self.adapters());
         let (_lock, record) = self
             .locked_for(
                 session_id,
@@ -61,10 +75,10 @@ impl LocalRunner {
             )
             .await?;
         cleanup::check_kept(&record)?;
-        let kept = journal::reject(shared, &record)
+        let kept = journal::reject(records, adapters, &record)
             .await
-            .map_err(|e| disk::named(shared.home.root(), e))?;
-        remember_outcome(shared, &record, SessionState::Rejected).await;
+            .map_err(|e| disk::named(records.home.root(), e))?;
+        remember_outcome(adapters.memory.as_ref(), &record, SessionState::Rejected).await;
         Ok(RejectResult {
             session_id: *session_id,
             kept_branch: kept.then(|| record.branch.clone()),
@@ -74,17 +88,17 @@ impl LocalRunner {
     /// The decision's lock, then the session healed and settled, checked to move through
     /// `via` to `to`: nothing (a supervisor the healing launches among them) can move the
     /// session between the look and the decision.
-    async fn locked_for(
+    pub(super) async fn locked_for(
         &self,
         session_id: &SessionId,
         via: SessionState,
         to: SessionState,
         what: &str,
     ) -> Result<(journal::SessionLock, SessionRecord)> {
-        let shared = &self.shared;
-        let lock = journal::SessionLock::acquire(shared, session_id).await?;
-        self.healed(shared.store.get(session_id)?).await?;
-        let record = journal::settle(shared, shared.store.get(session_id)?).await?;
+        let (records, adapters) = (self.records(), self.adapters());
+        let lock = journal::SessionLock::acquire(&records.home, session_id).await?;
+        self.healed(records.store.get(session_id)?).await?;
+        let record = journal::settle(records, adapters, records.store.get(session_id)?).await?;
         record.state.check_move(via, to, what)?;
         Ok((lock, record))
     }
@@ -92,9 +106,8 @@ impl LocalRunner {
 
 /// Tells the repo's memory how a decided session ended, so the next run's notes say it;
 /// a memory error never fails the decision.
-async fn remember_outcome(shared: &Shared, record: &SessionRecord, outcome: SessionState) {
-    if let Err(e) = shared
-        .memory
+async fn remember_outcome(memory: &dyn MemoryStore, record: &SessionRecord, outcome: SessionState) {
+    if let Err(e) = memory
         .record_outcome(&record.repo_key, &record.branch, outcome)
         .await
     {

@@ -6,7 +6,7 @@ use super::cleanup;
 use super::control::{RunFiles, SupervisorLock, TurnPlan};
 use super::disk;
 use super::log::{self, EventLog};
-use super::parts::Shared;
+use super::parts::{Adapters, Records, Supervision};
 use runner_contract::error::Result;
 use runner_contract::event::{ApprovalRequested, Event, EventBody, FailureKind, TaskFailed};
 use runner_contract::ids::SessionId;
@@ -70,13 +70,14 @@ impl TurnEnd {
     /// On a full disk, once more in the room the turn's reserve leaves (`disk.rs`).
     pub(super) async fn settle(
         &mut self,
-        shared: &Shared,
+        records: &Records,
+        adapters: &Adapters,
         files: &RunFiles,
         log: &mut EventLog,
     ) -> Result<SessionRecord> {
-        match self.settle_once(shared, files, log).await {
+        match self.settle_once(records, adapters, files, log).await {
             Err(e) if disk::is_full(&e) && files.release_reserve() => {
-                self.settle_once(shared, files, log).await
+                self.settle_once(records, adapters, files, log).await
             }
             settled => settled,
         }
@@ -84,13 +85,14 @@ impl TurnEnd {
 
     async fn settle_once(
         &mut self,
-        shared: &Shared,
+        records: &Records,
+        adapters: &Adapters,
         files: &RunFiles,
         log: &mut EventLog,
     ) -> Result<SessionRecord> {
         let scan = log::scan(&files.events(), self.seq_start, ends_turn)?;
         let turn = scan.kept;
-        let record = shared.store.get(&self.session_id)?;
+        let record = records.store.get(&self.session_id)?;
         let mut last_seq = scan.last_seq;
         let end = turn
             .iter()
@@ -128,7 +130,7 @@ impl TurnEnd {
         };
         if state == SessionState::Failed
             && !keep
-            && let Err(e) = cleanup::discard_failed(shared, &record).await
+            && let Err(e) = cleanup::discard_failed(&records.home, adapters, &record).await
         {
             // Failed is final and nothing else would remove the worktree; recover tries again.
             // Done before the record says failed, so whoever sees `failed` finds it clean.
@@ -137,7 +139,7 @@ impl TurnEnd {
         let (cost, tokens) = turn_cost(&turn);
         let failure = self.failed.clone();
         let agent_session = self.agent_session_id.clone();
-        let saved = shared.store.update(&self.session_id, |r| {
+        let saved = records.store.update(&self.session_id, |r| {
             if !matches!(r.state, SessionState::Running | SessionState::Queued) {
                 return Ok(());
             }
@@ -216,16 +218,17 @@ const INTERRUPTED: &str = "interrupted: the runner stopped before the agent coul
 
 /// Fails a session whose turn was never planned: its start was cut short. Its agent, if one
 /// is recorded, is ended; the failure goes to the log; the worktree goes.
-pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> Result<()> {
+pub(super) async fn fail_unplanned(run: &Supervision, record: &SessionRecord) -> Result<()> {
     let id = record.session_id;
-    let files = RunFiles::in_home(&shared.home, &id);
+    let (records, adapters) = (&run.records, &run.adapters);
+    let files = RunFiles::in_home(&records.home, &id);
     let Some(_lock) = SupervisorLock::try_acquire(&files)? else {
         return Ok(());
     };
     // Looked at again under the lock: the record read before may be stale (a supervisor
     // that just ended its turn clears the plan and lets go of the lock), and a session that
     // is no longer running, or has a plan now, is not a start cut short.
-    let record = &shared.store.get(&id)?;
+    let record = &records.store.get(&id)?;
     if !matches!(record.state, SessionState::Running | SessionState::Queued)
         || files.turn().is_some()
     {
@@ -234,7 +237,7 @@ pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> R
     if let Some(agent) = files.agent()
         && (agent.is_alive() || tree::group_alive(agent.pid))
     {
-        tree::end_group(&agent, shared.settings.stop_grace).await;
+        tree::end_group(&agent, run.settings.stop_grace).await;
     }
     let last = log::scan(&files.events(), u64::MAX, |_| false)?
         .last_seq
@@ -258,5 +261,8 @@ pub(super) async fn fail_unplanned(shared: &Shared, record: &SessionRecord) -> R
     let mut ending = TurnEnd::after(record, last, last + 1);
     ending.failed = Some(INTERRUPTED.into());
     // A queued record moves to failed too (the table allows both).
-    ending.settle(shared, &files, &mut log).await.map(drop)
+    ending
+        .settle(records, adapters, &files, &mut log)
+        .await
+        .map(drop)
 }

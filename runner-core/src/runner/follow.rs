@@ -10,14 +10,13 @@
 //! [`LocalRunner::after_stream`](super::parts::LocalRunner::after_stream) says why.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::control::{RunFiles, SupervisorLock};
 use super::log::LogReader;
-use super::parts::Shared;
+use super::parts::Launcher;
 use super::watched::Backoff;
 use super::{heal, run};
 use runner_contract::event::Event;
@@ -32,7 +31,7 @@ const LET_GO_WAIT: Duration = Duration::from_secs(2);
 const HEALS_BEFORE_INLINE: u32 = 4;
 
 struct Follower {
-    shared: Arc<Shared>,
+    launcher: Launcher,
     id: SessionId,
     reader: LogReader,
     after: u64,
@@ -49,26 +48,26 @@ struct Follower {
 
 /// The events of session `id` after seq `after`: those in the log, then (when `live`) each
 /// one as it is appended, until the session is no longer running.
-pub(super) fn follow(shared: Arc<Shared>, id: SessionId, after: u64, live: bool) -> EventStream {
-    follow_with(shared, id, after, live, false)
+pub(super) fn follow(launcher: Launcher, id: SessionId, after: u64, live: bool) -> EventStream {
+    follow_with(launcher, id, after, live, false)
 }
 
 /// [`follow`] for a caller: a workflow's session is followed through its phases until the
 /// workflow has ended (a stalled one is gone on with, `workflow/stall.rs`).
-pub(super) fn follow_through(shared: Arc<Shared>, id: SessionId, after: u64) -> EventStream {
-    follow_with(shared, id, after, true, true)
+pub(super) fn follow_through(launcher: Launcher, id: SessionId, after: u64) -> EventStream {
+    follow_with(launcher, id, after, true, true)
 }
 
 fn follow_with(
-    shared: Arc<Shared>,
+    launcher: Launcher,
     id: SessionId,
     after: u64,
     live: bool,
     through_workflow: bool,
 ) -> EventStream {
-    let reader = LogReader::new(RunFiles::in_home(&shared.home, &id).events());
+    let reader = LogReader::new(RunFiles::in_home(&launcher.run.records.home, &id).events());
     let follower = Follower {
-        shared,
+        launcher,
         id,
         reader,
         after,
@@ -127,7 +126,7 @@ impl Follower {
 
     /// Whether the session still runs; heals it when nobody has supervised it for a while.
     async fn still_running(&mut self) -> bool {
-        let Ok(record) = self.shared.store.get(&self.id) else {
+        let Ok(record) = self.launcher.run.records.store.get(&self.id) else {
             return false;
         };
         if record.state == SessionState::AwaitingApproval && self.through_workflow {
@@ -136,7 +135,7 @@ impl Follower {
         if !matches!(record.state, SessionState::Running | SessionState::Queued) {
             return false;
         }
-        let files = RunFiles::in_home(&self.shared.home, &self.id);
+        let files = RunFiles::in_home(&self.launcher.run.records.home, &self.id);
         if SupervisorLock::is_held(&files) {
             self.unsupervised_since = None;
             return true;
@@ -148,14 +147,14 @@ impl Follower {
         self.unsupervised_since = None;
         self.heals += 1;
         if self.heals <= HEALS_BEFORE_INLINE {
-            if let Err(e) = heal::heal(&self.shared, &record).await {
+            if let Err(e) = heal::heal(&self.launcher, &record).await {
                 tracing::warn!(session = %self.id, "cannot take over the run: {e}");
             }
             return true;
         }
         // Launched supervisors keep going away: supervise here. When the run is still not
         // over after that, it cannot go on now: stop following it.
-        if let Err(e) = run::supervise(self.shared.clone(), self.id).await {
+        if let Err(e) = run::supervise(self.launcher.run.clone(), self.id).await {
             tracing::warn!(session = %self.id, "cannot take over the run: {e}");
             return false;
         }
@@ -166,7 +165,7 @@ impl Follower {
     /// Between two phases of a workflow: whether it goes on (driven, or stalled and now
     /// gone on with, a bounded number of times).
     fn workflow_goes_on(&mut self, record: &runner_contract::session::SessionRecord) -> bool {
-        match super::workflow::progress(&self.shared, record) {
+        match super::workflow::progress(&self.launcher.run.records, record) {
             super::workflow::WorkflowProgress::Settled => false,
             super::workflow::WorkflowProgress::Driven { .. } => {
                 self.unsupervised_since = None;
@@ -183,7 +182,7 @@ impl Follower {
                     tracing::warn!(session = %self.id, "the workflow stays stalled");
                     return false;
                 }
-                if let Err(e) = super::workflow::relaunch(&self.shared, self.id) {
+                if let Err(e) = super::workflow::relaunch(&self.launcher, self.id) {
                     tracing::warn!(session = %self.id, "cannot go on with the workflow: {e}");
                 }
                 true
@@ -196,13 +195,13 @@ impl Follower {
     /// supervisor has let go of the run (it clears the turn's files just after): a caller
     /// that acts on the event at once (a follow-up) finds nothing of the old turn left.
     async fn wait_settled(&mut self, seq: u64) {
-        let files = RunFiles::in_home(&self.shared.home, &self.id);
+        let files = RunFiles::in_home(&self.launcher.run.records.home, &self.id);
         if files.turn().is_some_and(|plan| plan.seq_start >= seq) {
             return;
         }
         let deadline = Instant::now() + run::SETTLE_WAIT;
         while Instant::now() < deadline {
-            match self.shared.store.get(&self.id) {
+            match self.launcher.run.records.store.get(&self.id) {
                 Ok(record) if record.state == SessionState::Running => {}
                 _ => {
                     let let_go = Instant::now() + LET_GO_WAIT;
@@ -214,7 +213,7 @@ impl Follower {
             }
             if !SupervisorLock::is_held(&files) {
                 // The writer of the event went away before the record: settle it here.
-                if let Err(e) = run::supervise(self.shared.clone(), self.id).await {
+                if let Err(e) = run::supervise(self.launcher.run.clone(), self.id).await {
                     tracing::warn!(session = %self.id, "cannot settle the run: {e}");
                     return;
                 }

@@ -10,13 +10,11 @@
 //!   starter is gone: the session fails as interrupted, the only case with nothing to
 //!   finish from.
 
-use std::sync::Arc;
-
 use super::control::{RunFiles, SupervisorLock};
 use super::disk;
 use super::ending::fail_unplanned;
 use super::log;
-use super::parts::Shared;
+use super::parts::Launcher;
 use super::run;
 use runner_contract::error::Result;
 use runner_contract::ids::SessionId;
@@ -41,18 +39,18 @@ pub(super) enum Healed {
 }
 
 /// Heals one session (see the module's documentation).
-pub(super) async fn heal(shared: &Arc<Shared>, record: &SessionRecord) -> Result<Healed> {
-    heal_session(shared, record)
+pub(super) async fn heal(launcher: &Launcher, record: &SessionRecord) -> Result<Healed> {
+    heal_session(launcher, record)
         .await
-        .map_err(|e| disk::named(shared.home.root(), e))
+        .map_err(|e| disk::named(launcher.run.records.home.root(), e))
 }
 
-async fn heal_session(shared: &Arc<Shared>, record: &SessionRecord) -> Result<Healed> {
+async fn heal_session(launcher: &Launcher, record: &SessionRecord) -> Result<Healed> {
     if !matches!(record.state, SessionState::Running | SessionState::Queued) {
         return Ok(Healed::Nothing);
     }
     let id = record.session_id;
-    let files = RunFiles::in_home(&shared.home, &id);
+    let files = RunFiles::in_home(&launcher.run.records.home, &id);
     if SupervisorLock::is_held(&files) {
         return Ok(Healed::Nothing);
     }
@@ -66,7 +64,7 @@ async fn heal_session(shared: &Arc<Shared>, record: &SessionRecord) -> Result<He
         if starting {
             return Ok(Healed::Nothing);
         }
-        fail_unplanned(shared, record).await?;
+        fail_unplanned(&launcher.run, record).await?;
         return Ok(Healed::Failed);
     };
     if record.state != SessionState::Running {
@@ -91,20 +89,20 @@ async fn heal_session(shared: &Arc<Shared>, record: &SessionRecord) -> Result<He
         }
     };
     if agent_alive {
-        launch(shared, id)?;
+        launch(launcher, id)?;
         Ok(Healed::Adopted)
     } else {
-        run::supervise(shared.clone(), id).await?;
+        run::supervise(launcher.run.clone(), id).await?;
         Ok(Healed::Finished)
     }
 }
 
 /// Starts a supervisor for session `id`: the runner's supervisor program, detached, when it
 /// has one, else a task of this runner. Either one takes the run only if nobody holds it.
-pub(super) fn launch(shared: &Arc<Shared>, id: SessionId) -> Result<()> {
-    match &shared.settings.supervisor {
+pub(super) fn launch(launcher: &Launcher, id: SessionId) -> Result<()> {
+    match &launcher.run.settings.supervisor {
         Some(command) => {
-            let files = RunFiles::in_home(&shared.home, &id);
+            let files = RunFiles::in_home(&launcher.run.records.home, &id);
             let mut args = command.args.clone();
             args.push(id.to_string().into());
             runner_process::detached::spawn_supervisor(
@@ -115,10 +113,8 @@ pub(super) fn launch(shared: &Arc<Shared>, id: SessionId) -> Result<()> {
             )
         }
         None => {
-            let task = tokio::spawn(run::supervise(shared.clone(), id));
-            let mut tasks = shared.tasks.lock().unwrap_or_else(|e| e.into_inner());
-            tasks.retain(|t| !t.is_finished());
-            tasks.push(task.abort_handle());
+            let task = tokio::spawn(run::supervise(launcher.run.clone(), id));
+            launcher.keep(task.abort_handle());
             Ok(())
         }
     }

@@ -19,8 +19,9 @@ use std::fs::File;
 use std::path::Path;
 
 use super::cleanup;
-use super::parts::Shared;
+use super::parts::{Adapters, Records};
 use runner_contract::error::{Error, ErrorKind, Result};
+use runner_contract::home::Home;
 use runner_contract::ids::SessionId;
 use runner_contract::options::ApproveResult;
 use runner_contract::session::{SessionRecord, SessionState};
@@ -32,9 +33,8 @@ pub(super) struct SessionLock {
 
 impl SessionLock {
     /// Waits for the lock of `id`.
-    pub async fn acquire(shared: &Shared, id: &SessionId) -> Result<Self> {
-        let path = shared
-            .home
+    pub async fn acquire(home: &Home, id: &SessionId) -> Result<Self> {
+        let path = home
             .run_dir(id)
             .join(runner_contract::run_folder::SESSION_LOCK);
         tokio::task::spawn_blocking(move || {
@@ -52,9 +52,8 @@ impl SessionLock {
     }
 
     /// The lock of `id` if nobody holds it now.
-    pub fn try_acquire(shared: &Shared, id: &SessionId) -> Result<Option<Self>> {
-        let path = shared
-            .home
+    pub fn try_acquire(home: &Home, id: &SessionId) -> Result<Option<Self>> {
+        let path = home
             .run_dir(id)
             .join(runner_contract::run_folder::SESSION_LOCK);
         let file = open_lock_file(&path)?;
@@ -92,24 +91,34 @@ fn open_lock_file(path: &Path) -> Result<File> {
 
 /// Finishes or takes back a half-done approve or reject of `record` (the lock held), and
 /// returns the record as it is then.
-pub(super) async fn settle(shared: &Shared, record: SessionRecord) -> Result<SessionRecord> {
+pub(super) async fn settle(
+    records: &Records,
+    adapters: &Adapters,
+    record: SessionRecord,
+) -> Result<SessionRecord> {
     match record.state {
-        SessionState::Approving => settle_approve(shared, record).await,
-        SessionState::Rejecting => finish_reject(shared, &record).await.map(|(r, _)| r),
+        SessionState::Approving => settle_approve(records, adapters, record).await,
+        SessionState::Rejecting => finish_reject(records, adapters, &record)
+            .await
+            .map(|(r, _)| r),
         _ => Ok(record),
     }
 }
 
-async fn settle_approve(shared: &Shared, record: SessionRecord) -> Result<SessionRecord> {
-    let tip = shared
+async fn settle_approve(
+    records: &Records,
+    adapters: &Adapters,
+    record: SessionRecord,
+) -> Result<SessionRecord> {
+    let tip = adapters
         .vcs
         .branch_tip(&record.repo_path, &record.branch)
         .await?;
     let published = record.commit.is_some() && tip == record.commit;
     if published {
-        finish_approve(shared, &record).await
+        finish_approve(records, adapters, &record).await
     } else {
-        shared
+        records
             .store
             .update(&record.session_id, |r| {
                 r.commit = None;
@@ -125,25 +134,26 @@ async fn settle_approve(shared: &Shared, record: SessionRecord) -> Result<Sessio
 /// The approve of `record` (`awaiting_approval`, the lock held): write the commit, journal it,
 /// publish it, remove the worktree, record `approved`.
 pub(super) async fn approve(
-    shared: &Shared,
+    records: &Records,
+    adapters: &Adapters,
     record: &SessionRecord,
     message: &str,
 ) -> Result<ApproveResult> {
     let spec = record.worktree_spec();
-    let prepared = shared.vcs.prepare_commit(&spec, message, None).await?;
+    let prepared = adapters.vcs.prepare_commit(&spec, message, None).await?;
     let commit = prepared.commit.clone();
-    let (_, journaled) = shared.store.update(&record.session_id, |r| {
+    let (_, journaled) = records.store.update(&record.session_id, |r| {
         r.move_to(SessionState::Approving, "approve")?;
         r.commit = Some(commit);
         Ok(())
     })?;
-    if let Err(e) = shared.vcs.publish_commit(&spec, &prepared).await {
+    if let Err(e) = adapters.vcs.publish_commit(&spec, &prepared).await {
         // Settled from what the branch holds: back to awaiting when the commit did not reach
         // it, finished when it did after all.
-        let _ = settle_approve(shared, journaled).await;
+        let _ = settle_approve(records, adapters, journaled).await;
         return Err(e);
     }
-    let done = finish_approve(shared, &journaled).await?;
+    let done = finish_approve(records, adapters, &journaled).await?;
     Ok(ApproveResult {
         branch: done.branch.clone(),
         commit: done.commit.clone().unwrap_or(prepared.commit),
@@ -151,8 +161,12 @@ pub(super) async fn approve(
 }
 
 /// The commit is on the branch: remove the worktree and record `approved`.
-async fn finish_approve(shared: &Shared, record: &SessionRecord) -> Result<SessionRecord> {
-    cleanup::remove_session_worktree(shared, record)
+async fn finish_approve(
+    records: &Records,
+    adapters: &Adapters,
+    record: &SessionRecord,
+) -> Result<SessionRecord> {
+    cleanup::remove_session_worktree(&records.home, adapters, record)
         .await
         .map_err(|e| {
             Error::new(
@@ -166,19 +180,23 @@ async fn finish_approve(shared: &Shared, record: &SessionRecord) -> Result<Sessi
                 ),
             )
         })?;
-    super::cleanup::forget_box(shared, record);
-    shared
+    super::cleanup::forget_box(&records.home, adapters, record);
+    records
         .store
         .move_to(&record.session_id, SessionState::Approved, "approve")
 }
 
 /// The reject of `record` (`awaiting_approval` or `stopped`, the lock held); true when its
 /// branch was kept because the agent committed to it.
-pub(super) async fn reject(shared: &Shared, record: &SessionRecord) -> Result<bool> {
-    let journaled = shared
+pub(super) async fn reject(
+    records: &Records,
+    adapters: &Adapters,
+    record: &SessionRecord,
+) -> Result<bool> {
+    let journaled = records
         .store
         .move_to(&record.session_id, SessionState::Rejecting, "reject")?;
-    finish_reject(shared, &journaled)
+    finish_reject(records, adapters, &journaled)
         .await
         .map(|(_, kept)| kept)
 }
@@ -186,9 +204,13 @@ pub(super) async fn reject(shared: &Shared, record: &SessionRecord) -> Result<bo
 /// Removes the worktree, and the branch unless the agent committed to it (the rule recover
 /// follows for a failed session: work the agent committed is never deleted by codehands),
 /// then records `rejected`. Also true when the rejecting process died half way.
-async fn finish_reject(shared: &Shared, record: &SessionRecord) -> Result<(SessionRecord, bool)> {
-    cleanup::remove_session_worktree(shared, record).await?;
-    let tip = shared
+async fn finish_reject(
+    records: &Records,
+    adapters: &Adapters,
+    record: &SessionRecord,
+) -> Result<(SessionRecord, bool)> {
+    cleanup::remove_session_worktree(&records.home, adapters, record).await?;
+    let tip = adapters
         .vcs
         .branch_tip(&record.repo_path, &record.branch)
         .await?;
@@ -205,18 +227,18 @@ async fn finish_reject(shared: &Shared, record: &SessionRecord) -> Result<(Sessi
                 ),
             ));
         }
-        kept = shared
+        kept = adapters
             .vcs
             .has_commits_beyond(&record.repo_path, &record.branch, &record.base_commit)
             .await?;
         if !kept {
-            shared
+            adapters
                 .vcs
                 .delete_branch(&record.repo_path, &record.branch)
                 .await?;
         }
     }
-    let done = shared
+    let done = records
         .store
         .move_to(&record.session_id, SessionState::Rejected, "reject")?;
     Ok((done, kept))

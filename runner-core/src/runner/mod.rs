@@ -7,9 +7,10 @@
 //! the log. The session record is the truth about state; everything another process needs
 //! to follow, adopt or stop a run lives in `runs/<sessionId>/`.
 //!
-//! `parts.rs` holds [`LocalRunner`] and `Shared` (what every run shares) and names no other
-//! part, so every part takes them from that leaf, never from this module: this file is an
-//! index of the parts, not a hub (a tidy test checks).
+//! `parts.rs` holds [`LocalRunner`] and the narrow handles its methods give the parts (the
+//! records, the adapters, what a supervisor needs, what starts one) and names no other part:
+//! a part takes the handle it uses, never the runner whole, and never from this module, which
+//! is an index of the parts, not a hub (a tidy test checks).
 
 mod api;
 mod checks;

@@ -4,7 +4,6 @@
 //! person is told what was moved and where it is.
 
 use super::control::RunFiles;
-use super::parts::Shared;
 use runner_contract::options::Isolation;
 use runner_contract::session::SessionRecord;
 
@@ -19,7 +18,7 @@ pub(super) fn quarantine(files: &RunFiles, turn: u64) -> std::path::PathBuf {
 /// Takes out what the agent of a boxed turn planted; the system note that says so, or
 /// `None` when there was nothing (or the agent was not boxed: unboxed, it is the person).
 pub(super) async fn take_out(
-    shared: &Shared,
+    vcs: &dyn runner_contract::traits::vcs::Vcs,
     record: &SessionRecord,
     files: &RunFiles,
     turn: u64,
@@ -28,8 +27,7 @@ pub(super) async fn take_out(
         return None;
     }
     let worktree = record.worktree_spec();
-    let found = match shared
-        .vcs
+    let found = match vcs
         .take_out_nested_git(&worktree, &quarantine(files, turn))
         .await
     {

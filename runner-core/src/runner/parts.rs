@@ -1,7 +1,9 @@
-//! The runner's parts, in one leaf module every part of the runner names: [`Shared`] (what
-//! every run of a runner shares: the home, the store, the adapters, the settings) and
-//! [`LocalRunner`] itself, built here. Nothing here names another module of the runner, so
-//! no part reaches back up to a hub for them (ARCHITECTURE.md, "runner-core").
+//! The runner's parts, in one leaf module: [`LocalRunner`] itself, built here, and the narrow
+//! handles its methods give the parts ([`Records`]: the home and the session store;
+//! [`Adapters`]: version control, memory, sandbox, box; [`Supervision`]: what a supervisor
+//! needs; [`Launcher`]: what starts one). A part takes the handle it uses, never the runner
+//! whole, and nothing here names another module of the runner, so no part reaches back up
+//! to a hub (ARCHITECTURE.md, "runner-core").
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -87,28 +89,62 @@ impl Default for RunnerSettings {
     }
 }
 
-/// What every run of a `LocalRunner` shares.
-pub(super) struct Shared {
+/// The session records and their run folders (`runs/<id>/`): the home and the session
+/// store. Cheap to clone: one store (and its in-process lock) behind every clone.
+#[derive(Clone)]
+pub(super) struct Records {
     pub(super) home: Home,
-    pub(super) store: SessionStore,
+    pub(super) store: Arc<SessionStore>,
+}
+
+/// The adapters a session works through: version control, the repo's memory, the sandbox
+/// `verify` runs tests in and the box agents run in. Cheap to clone.
+#[derive(Clone)]
+pub(super) struct Adapters {
     pub(super) vcs: Arc<dyn Vcs>,
     pub(super) memory: Arc<dyn MemoryStore>,
     pub(super) sandbox: Option<Arc<dyn Sandbox>>,
     /// The box agents run in (`Isolation::Box`); `None` in a build without one.
     pub(super) confinement: Option<Arc<dyn runner_contract::Confinement>>,
-    pub(super) agents: AgentRegistry,
-    pub(super) settings: RunnerSettings,
-    /// The supervisor tasks of this runner, ended when it is dropped (their agents go on,
-    /// for the next runner to adopt).
-    pub(super) tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+}
+
+/// What a supervisor needs to run one turn to its end: the records, the adapters, the agents
+/// and the settings. Cheap to clone: a supervisor task outlives the call that starts it.
+#[derive(Clone)]
+pub(super) struct Supervision {
+    pub(super) records: Records,
+    pub(super) adapters: Adapters,
+    pub(super) agents: Arc<AgentRegistry>,
+    pub(super) settings: Arc<RunnerSettings>,
+}
+
+/// What starting a supervisor (or a workflow's driver) needs: what the supervisor gets, and
+/// this runner's supervisor tasks, ended when the runner is dropped (their agents go on, for
+/// the next runner to adopt). Cheap to clone.
+#[derive(Clone)]
+pub(super) struct Launcher {
+    pub(super) run: Supervision,
+    pub(super) tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Launcher {
+    /// Keeps `task` among this runner's supervisor tasks (forgetting those that ended).
+    pub(super) fn keep(&self, task: tokio::task::AbortHandle) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
 }
 
 /// The real runner: agents in private worktrees, records under `$CODEHANDS_HOME`.
+///
+/// Its parts never take it whole: its methods hand each part the narrow handle it needs
+/// (`Records`, `Adapters`, `Supervision`, `Launcher`; a tidy test checks).
 pub struct LocalRunner {
-    pub(super) shared: Arc<Shared>,
+    launcher: Launcher,
     /// Whether dropping this runner ends its supervisor tasks: false for the handle a
     /// workflow's driver keeps (`workflow/`), which is not the runner the caller holds.
-    pub(super) owns_tasks: bool,
+    owns_tasks: bool,
 }
 
 impl LocalRunner {
@@ -120,61 +156,96 @@ impl LocalRunner {
         memory: Arc<dyn MemoryStore>,
         settings: RunnerSettings,
     ) -> Self {
-        let store = SessionStore::in_home(&home);
+        let store = Arc::new(SessionStore::in_home(&home));
         Self {
             owns_tasks: true,
-            shared: Arc::new(Shared {
-                home,
-                store,
-                vcs,
-                memory,
-                sandbox: None,
-                confinement: None,
-                agents: AgentRegistry::new(),
-                settings,
-                tasks: Mutex::default(),
-            }),
+            launcher: Launcher {
+                run: Supervision {
+                    records: Records { home, store },
+                    adapters: Adapters {
+                        vcs,
+                        memory,
+                        sandbox: None,
+                        confinement: None,
+                    },
+                    agents: Arc::new(AgentRegistry::new()),
+                    settings: Arc::new(settings),
+                },
+                tasks: Arc::default(),
+            },
         }
     }
 
-    fn shared_mut(&mut self) -> &mut Shared {
-        Arc::get_mut(&mut self.shared).expect("configure a runner before using it")
+    /// The runner a workflow's driver keeps: the same parts, and dropping it ends no
+    /// supervisor task (the caller's runner owns them).
+    pub(super) fn driver(launcher: &Launcher) -> Self {
+        Self {
+            launcher: launcher.clone(),
+            owns_tasks: false,
+        }
+    }
+
+    fn agents_mut(&mut self) -> &mut AgentRegistry {
+        Arc::get_mut(&mut self.launcher.run.agents).expect("configure a runner before using it")
     }
 
     /// Adds an agent the caller brings (replacing one of the same name).
     pub fn with_agent(mut self, agent: Arc<dyn Agent>) -> Self {
-        self.shared_mut()
-            .agents
-            .replace(agent, AgentOrigin::Registered);
+        self.agents_mut().replace(agent, AgentOrigin::Registered);
         self
     }
 
     /// Uses `agents` as this runner's agents (replacing any added before).
     pub fn with_agents(mut self, agents: AgentRegistry) -> Self {
-        self.shared_mut().agents = agents;
+        *self.agents_mut() = agents;
         self
     }
 
     /// The agents this runner knows.
     pub fn agents(&self) -> &AgentRegistry {
-        &self.shared.agents
+        &self.launcher.run.agents
     }
 
     /// Adds the sandbox used by `verify`.
     pub fn with_sandbox(mut self, sandbox: Arc<dyn Sandbox>) -> Self {
-        self.shared_mut().sandbox = Some(sandbox);
+        self.launcher.run.adapters.sandbox = Some(sandbox);
         self
     }
 
     /// Adds the box agents run in when a session's isolation is `box`.
     pub fn with_confinement(mut self, confinement: Arc<dyn runner_contract::Confinement>) -> Self {
-        self.shared_mut().confinement = Some(confinement);
+        self.launcher.run.adapters.confinement = Some(confinement);
         self
     }
 
     /// Where this runner keeps its files.
     pub fn home(&self) -> &Home {
-        &self.shared.home
+        &self.launcher.run.records.home
+    }
+
+    /// The session records and run folders.
+    pub(super) fn records(&self) -> &Records {
+        &self.launcher.run.records
+    }
+
+    /// The adapters.
+    pub(super) fn adapters(&self) -> &Adapters {
+        &self.launcher.run.adapters
+    }
+
+    /// The settings.
+    pub(super) fn settings(&self) -> &RunnerSettings {
+        &self.launcher.run.settings
+    }
+
+    /// What a supervisor of this runner gets.
+    pub(super) fn supervision(&self) -> &Supervision {
+        &self.launcher.run
+    }
+
+    /// What starts this runner's supervisors.
+    pub(super) fn launcher(&self) -> &Launcher {
+        &self.launcher
     }
 }
 
@@ -186,7 +257,7 @@ impl Drop for LocalRunner {
             return;
         }
         for task in self
-            .shared
+            .launcher
             .tasks
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -36,14 +36,14 @@ pub(super) fn program(agent: &dyn Agent, caller_env: &[(String, String)]) -> Res
 /// Refuses a turn in a box when this runner has none or the machine cannot make one, saying
 /// why and what to do (`--isolation none` is the explicit way out).
 pub(super) fn isolation(
-    shared: &super::parts::Shared,
+    confinement: Option<&dyn runner_contract::Confinement>,
     isolation: runner_contract::options::Isolation,
     engine: runner_contract::options::Engine,
 ) -> Result<()> {
     if isolation == runner_contract::options::Isolation::None {
         return Ok(());
     }
-    match &shared.confinement {
+    match confinement {
         Some(confinement) => confinement.available_on(engine),
         None => Err(Error::new(
             ErrorKind::NotInBuild,

@@ -21,21 +21,22 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
-
 use super::cleanup::{BranchFate, discard_failed};
 use super::control::RunFiles;
 use super::heal::{self, Healed};
 use super::journal;
-use super::parts::Shared;
+use super::parts::{Adapters, Launcher, Records};
 use runner_contract::error::{ErrorKind, Result};
+use runner_contract::home::Home;
 use runner_contract::ids::SessionId;
 use runner_contract::options::{CleanupError, RecoveryReport};
 use runner_contract::session::{SessionRecord, SessionState};
+use runner_contract::traits::vcs::Vcs;
 
-pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
+pub(super) async fn recover(launcher: &Launcher) -> Result<RecoveryReport> {
+    let (records, adapters) = (&launcher.run.records, &launcher.run.adapters);
     let mut report = RecoveryReport::default();
-    let listing = shared.store.list()?;
+    let listing = records.store.list()?;
     // The worktree folders (`<id8>`) an unreadable record may own; `None`: any of them.
     let mut unknown_owners: Option<HashSet<String>> = Some(HashSet::new());
     for (path, error) in listing.unreadable {
@@ -57,7 +58,7 @@ pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
             ),
         });
     }
-    shared
+    records
         .store
         .remove_stale_temp_files(std::time::Duration::from_secs(60));
     for record in &listing.records {
@@ -65,18 +66,18 @@ pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
             record.state,
             SessionState::Approving | SessionState::Rejecting
         ) {
-            settle_cut_short(shared, record, &mut report).await;
+            settle_cut_short(records, adapters, record, &mut report).await;
             continue;
         }
         if matches!(record.state, SessionState::Queued | SessionState::Running) {
-            match heal::heal(shared, record).await {
+            match heal::heal(launcher, record).await {
                 Ok(Healed::Nothing) => {}
                 Ok(Healed::Adopted) => report.adopted.push(record.session_id),
                 Ok(Healed::Finished) => report.finished.push(record.session_id),
                 Ok(Healed::Failed) => {
                     report.failed.push(record.session_id);
-                    if let Ok(now) = shared.store.get(&record.session_id)
-                        && let Ok(BranchFate::Kept) = branch_fate(shared, &now).await
+                    if let Ok(now) = records.store.get(&record.session_id)
+                        && let Ok(BranchFate::Kept) = branch_fate(adapters.vcs.as_ref(), &now).await
                     {
                         report.kept_branches.push(now.branch.clone());
                     }
@@ -85,7 +86,7 @@ pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
                 Err(e) if e.kind() == ErrorKind::CorruptRecord => {
                     report.unreadable.push(CleanupError {
                         session_id: Some(record.session_id),
-                        path: RunFiles::in_home(&shared.home, &record.session_id).events(),
+                        path: RunFiles::in_home(&records.home, &record.session_id).events(),
                         message: format!(
                             "{e}; the session is left running, with its worktree and branch"
                         ),
@@ -99,18 +100,18 @@ pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
             }
         } else if record.state == SessionState::Failed && record.worktree_path.exists() {
             // An earlier cleanup failed: try again.
-            clean_failed(shared, record, &mut report).await;
+            clean_failed(records, adapters, record, &mut report).await;
         }
     }
     // After the turns were healed: a workflow whose driver died goes on.
-    for record in &shared.store.list()?.records {
-        match super::workflow::resume(shared, record).await {
+    for record in &records.store.list()?.records {
+        match super::workflow::resume(launcher, record).await {
             Ok(true) => report.resumed_workflows.push(record.session_id),
             Ok(false) => {}
             Err(e) if e.kind() == ErrorKind::CorruptRecord => {
                 report.unreadable.push(CleanupError {
                     session_id: Some(record.session_id),
-                    path: RunFiles::in_home(&shared.home, &record.session_id)
+                    path: RunFiles::in_home(&records.home, &record.session_id)
                         .dir()
                         .to_owned(),
                     message: format!("{e}; its workflow is left where it was"),
@@ -123,32 +124,44 @@ pub(super) async fn recover(shared: &Arc<Shared>) -> Result<RecoveryReport> {
             }),
         }
     }
-    let records = shared.store.list()?.records;
-    clean_boxes(shared, &records);
-    remove_orphan_worktrees(shared, &records, unknown_owners.as_ref(), &mut report).await;
+    let sessions = records.store.list()?.records;
+    clean_boxes(&records.home, adapters, &sessions);
+    remove_orphan_worktrees(
+        &records.home,
+        adapters.vcs.as_ref(),
+        &sessions,
+        unknown_owners.as_ref(),
+        &mut report,
+    )
+    .await;
     Ok(report)
 }
 
 /// Removes what a box that no longer runs left (its cgroup, its sockets): a box killed
 /// with its outer process cannot clean up after itself.
-fn clean_boxes(shared: &Shared, records: &[SessionRecord]) {
-    let Some(confinement) = &shared.confinement else {
+fn clean_boxes(home: &Home, adapters: &Adapters, sessions: &[SessionRecord]) {
+    let Some(confinement) = &adapters.confinement else {
         return;
     };
-    for record in records {
+    for record in sessions {
         if !matches!(record.state, SessionState::Queued | SessionState::Running) {
-            confinement.cleanup(&shared.home.run_dir(&record.session_id));
+            confinement.cleanup(&home.run_dir(&record.session_id));
         }
     }
 }
 
 /// Finishes or takes back an approve or reject cut short, unless a live process holds the
 /// session's lock (it is at it now).
-async fn settle_cut_short(shared: &Shared, record: &SessionRecord, report: &mut RecoveryReport) {
-    let settled = match journal::SessionLock::try_acquire(shared, &record.session_id) {
+async fn settle_cut_short(
+    records: &Records,
+    adapters: &Adapters,
+    record: &SessionRecord,
+    report: &mut RecoveryReport,
+) {
+    let settled = match journal::SessionLock::try_acquire(&records.home, &record.session_id) {
         Ok(None) => return,
-        Ok(Some(_lock)) => match shared.store.get(&record.session_id) {
-            Ok(now) => journal::settle(shared, now).await,
+        Ok(Some(_lock)) => match records.store.get(&record.session_id) {
+            Ok(now) => journal::settle(records, adapters, now).await,
             Err(e) => Err(e),
         },
         Err(e) => Err(e),
@@ -164,19 +177,20 @@ async fn settle_cut_short(shared: &Shared, record: &SessionRecord, report: &mut 
 }
 
 /// What happened to a failed session's branch: kept when the agent committed to it.
-async fn branch_fate(shared: &Shared, record: &SessionRecord) -> Result<BranchFate> {
-    if !shared
-        .vcs
-        .branch_exists(&record.repo_path, &record.branch)
-        .await?
-    {
+async fn branch_fate(vcs: &dyn Vcs, record: &SessionRecord) -> Result<BranchFate> {
+    if !vcs.branch_exists(&record.repo_path, &record.branch).await? {
         return Ok(BranchFate::Absent);
     }
     Ok(BranchFate::Kept)
 }
 
-async fn clean_failed(shared: &Shared, record: &SessionRecord, report: &mut RecoveryReport) {
-    match discard_failed(shared, record).await {
+async fn clean_failed(
+    records: &Records,
+    adapters: &Adapters,
+    record: &SessionRecord,
+    report: &mut RecoveryReport,
+) {
+    match discard_failed(&records.home, adapters, record).await {
         Ok(BranchFate::Kept) => report.kept_branches.push(record.branch.clone()),
         Ok(_) => {}
         Err(e) => report.cleanup_errors.push(CleanupError {
@@ -189,7 +203,8 @@ async fn clean_failed(shared: &Shared, record: &SessionRecord, report: &mut Reco
 
 /// Worktree folders on disk that no queued, running, awaiting or stopped session owns.
 async fn remove_orphan_worktrees(
-    shared: &Shared,
+    home: &Home,
+    vcs: &dyn Vcs,
     records: &[SessionRecord],
     unknown_owners: Option<&HashSet<String>>,
     report: &mut RecoveryReport,
@@ -211,10 +226,10 @@ async fn remove_orphan_worktrees(
     let mut repos: Vec<PathBuf> = records.iter().map(|r| r.repo_path.clone()).collect();
     repos.sort();
     repos.dedup();
-    let root = shared.home.worktrees_dir();
+    let root = home.worktrees_dir();
     // Worktrees that git knows of, per repo we have records for.
     for repo in &repos {
-        let Ok(listed) = shared.vcs.list_worktrees(repo, &root).await else {
+        let Ok(listed) = vcs.list_worktrees(repo, &root).await else {
             continue;
         };
         for wt in listed {
@@ -227,7 +242,7 @@ async fn remove_orphan_worktrees(
                 }
                 continue;
             }
-            match shared.vcs.remove_worktree(repo, &wt.path).await {
+            match vcs.remove_worktree(repo, &wt.path).await {
                 Ok(()) => report.removed_worktrees.push(wt.path),
                 Err(e) => report.cleanup_errors.push(CleanupError {
                     session_id: None,
@@ -236,7 +251,7 @@ async fn remove_orphan_worktrees(
                 }),
             }
         }
-        let _ = shared.vcs.prune(repo).await;
+        let _ = vcs.prune(repo).await;
     }
     // Folders left on disk that no repo lists any more.
     for folder in session_folders(&root) {

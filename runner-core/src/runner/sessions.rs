@@ -17,7 +17,7 @@ impl LocalRunner {
     /// The session `text` names: a whole id, or a unique prefix of 8 or more characters
     /// (see [`SessionStore::resolve`]); an ambiguous prefix is refused, listing the matches.
     pub(crate) fn resolve_id(&self, text: &str) -> Result<SessionId> {
-        self.shared.store.resolve(text)
+        self.records().store.resolve(text)
     }
 
     /// The session records, and the files that could not be read (with why): record files,
@@ -25,12 +25,12 @@ impl LocalRunner {
     /// first, so none is listed running dead; one that cannot be healed now (its log cannot
     /// be read, its disk is full) is listed as it is, and never keeps the others from the list.
     pub async fn listing(&self) -> Result<crate::store::Listing> {
-        let listing = self.shared.store.list()?;
+        let listing = self.records().store.list()?;
         let mut healed = false;
         let mut unhealed = Vec::new();
         for record in &listing.records {
             if matches!(record.state, SessionState::Running | SessionState::Queued) {
-                match heal::heal(&self.shared, record).await {
+                match heal::heal(self.launcher(), record).await {
                     Ok(done) => {
                         healed |= !matches!(done, heal::Healed::Nothing | heal::Healed::Adopted)
                     }
@@ -39,13 +39,13 @@ impl LocalRunner {
             }
         }
         let mut listing = if healed {
-            self.shared.store.list()?
+            self.records().store.list()?
         } else {
             listing
         };
         for (id, e) in unhealed {
             if e.kind() == ErrorKind::CorruptRecord {
-                let log = RunFiles::in_home(&self.shared.home, &id).events();
+                let log = RunFiles::in_home(&self.records().home, &id).events();
                 listing.unreadable.push((log, e));
             } else {
                 tracing::warn!(session = %id, "cannot take over the run now: {e}");
@@ -57,8 +57,8 @@ impl LocalRunner {
     /// Supervises session `id`'s current turn here until it ends (what the `codehands`
     /// binary's `__supervise` does); returns at once when another supervisor has it.
     pub async fn supervise(&self, id: &SessionId) -> Result<()> {
-        let planned = RunFiles::in_home(&self.shared.home, id).turn().is_some();
-        run::supervise(self.shared.clone(), *id).await?;
+        let planned = RunFiles::in_home(&self.records().home, id).turn().is_some();
+        run::supervise(self.supervision().clone(), *id).await?;
         if planned {
             return Ok(());
         }
@@ -68,8 +68,8 @@ impl LocalRunner {
 
     /// The events of session `id` after seq `after` that its log holds now (no following).
     pub fn logged_events(&self, id: &SessionId, after: u64) -> Result<Vec<Event>> {
-        self.shared.store.get(id)?;
-        let files = RunFiles::in_home(&self.shared.home, id);
+        self.records().store.get(id)?;
+        let files = RunFiles::in_home(&self.records().home, id);
         Ok(log::read_all(&files.events())?
             .into_iter()
             .filter(|e| e.seq > after)
@@ -80,15 +80,15 @@ impl LocalRunner {
     /// running (the stream ended as it should), else why it could not be followed to its end
     /// (its log cannot be read, or its run cannot go on now: a disk that stays full).
     pub async fn after_stream(&self, id: &SessionId) -> Result<()> {
-        let record = self.healed(self.shared.store.get(id)?).await?;
+        let record = self.healed(self.records().store.get(id)?).await?;
         if !matches!(record.state, SessionState::Running | SessionState::Queued) {
             return Ok(());
         }
-        let files = RunFiles::in_home(&self.shared.home, id);
+        let files = RunFiles::in_home(&self.records().home, id);
         log::scan(&files.events(), u64::MAX, |_| false)?;
         if disk::looks_full(files.dir()) {
             return Err(disk::full(
-                self.shared.home.root(),
+                self.records().home.root(),
                 "",
                 "run `codehands recover`",
             ));
@@ -105,10 +105,10 @@ impl LocalRunner {
     /// Waits until the agent of session `id`'s current turn has been spawned (or the turn has
     /// ended), at most `limit`; returns the record then.
     pub async fn wait_for_agent(&self, id: &SessionId, limit: Duration) -> Result<SessionRecord> {
-        let files = RunFiles::in_home(&self.shared.home, id);
+        let files = RunFiles::in_home(&self.records().home, id);
         let deadline = Instant::now() + limit;
         loop {
-            let record = self.shared.store.get(id)?;
+            let record = self.records().store.get(id)?;
             let spawned = files.agent_run().is_some_and(|run| {
                 run.process.is_some() && files.turn().is_some_and(|t| t.turn == run.turn)
             });
@@ -121,10 +121,10 @@ impl LocalRunner {
 
     /// Heals `record` when it says running but nobody supervises it; returns it as it is then.
     pub(super) async fn healed(&self, record: SessionRecord) -> Result<SessionRecord> {
-        match heal::heal(&self.shared, &record).await? {
+        match heal::heal(self.launcher(), &record).await? {
             heal::Healed::Nothing | heal::Healed::Adopted => Ok(record),
             heal::Healed::Finished | heal::Healed::Failed => {
-                self.shared.store.get(&record.session_id)
+                self.records().store.get(&record.session_id)
             }
         }
     }

@@ -2,7 +2,7 @@
 //! run folder, and taking all of it back when a step fails.
 
 use super::control::{RunFiles, TurnPhase, TurnPlan};
-use super::parts::{LocalRunner, Shared};
+use super::parts::{Adapters, LocalRunner, Records};
 use super::{cleanup, control, disk, ending, follow, heal, log};
 use runner_contract::error::{Error, Result};
 use runner_contract::home::Home;
@@ -22,9 +22,9 @@ impl LocalRunner {
         verify: bool,
         phase: Option<TurnPhase>,
     ) -> Result<EventStream> {
-        let shared = &self.shared;
+        let records = self.records();
         let id = record.session_id;
-        let files = RunFiles::in_home(&shared.home, &id);
+        let files = RunFiles::in_home(&records.home, &id);
         let seq_start = log::scan(&files.events(), u64::MAX, |_| false)?
             .last_seq
             .max(record.last_seq);
@@ -45,8 +45,8 @@ impl LocalRunner {
         files.clear_stop();
         files.set_turn(&plan)?;
         files.clear_runner();
-        heal::launch(shared, id)?;
-        Ok(follow::follow(shared.clone(), id, seq_start, true))
+        heal::launch(self.launcher(), id)?;
+        Ok(follow::follow(self.launcher().clone(), id, seq_start, true))
     }
 
     /// Starts a session like [`Runner::start`], from `base` when given (the attempts of a
@@ -72,28 +72,28 @@ impl LocalRunner {
         let step = tracing::trace_span!("start.check");
         let agent = self.check(&options).await?;
         drop(step);
-        let shared = &self.shared;
+        let (records, adapters) = (self.records(), self.adapters());
         let id = options.session_id;
-        if shared.store.get(&id).is_ok() {
+        if records.store.get(&id).is_ok() {
             return Err(Error::invalid_input(format!(
                 "session {id} already exists: pick a new session id"
             )));
         }
-        refuse_line_breaks(&shared.home, &options.repo_path)?;
-        refuse_codehands_worktree(shared, &options.repo_path)?;
+        refuse_line_breaks(&records.home, &options.repo_path)?;
+        refuse_codehands_worktree(records, &options.repo_path)?;
         let step = tracing::trace_span!("start.base_commit");
         let base = match base {
             Some(base) => base,
-            None => shared.vcs.base_commit(&options.repo_path).await?,
+            None => adapters.vcs.base_commit(&options.repo_path).await?,
         };
         agent.preflight(&options.repo_path)?; // preflight.rs: before anything is made
         let mut options = options;
-        if let Some(source) = &shared.settings.allowances {
+        if let Some(source) = &self.settings().allowances {
             // Read now, once for the session: every turn runs with what the record keeps.
             let allowances = std::mem::take(&mut options.allowances);
             options.allowances = allowances.merged(source.load(&options.repo_path)?);
         }
-        let repo_key = shared.vcs.repo_key(&options.repo_path).await?;
+        let repo_key = adapters.vcs.repo_key(&options.repo_path).await?;
         drop(step);
         let step = tracing::trace_span!("start.run_files");
         let repo_path = std::path::absolute(&options.repo_path).map_err(|e| {
@@ -102,28 +102,30 @@ impl LocalRunner {
                 &e,
             )
         })?;
-        let worktree = shared.home.worktree_path(&repo_key, &id)?;
+        let worktree = records.home.worktree_path(&repo_key, &id)?;
         // The folders the run writes in are made private now, and a link planted where
         // one of them goes is refused before anything is made. The worktree itself keeps
         // the modes git gives it (the sandbox's non-root user reads it through a bind
         // mount); the private folders above it keep other users out.
-        let private = shared.home.private();
+        let private = records.home.private();
         if let Some(parent) = worktree.parent() {
             private
                 .ensure_dir(parent)
-                .map_err(|e| start_failed(shared, e))?;
+                .map_err(|e| start_failed(&records.home, e))?;
         }
-        let run_files = RunFiles::in_home(&shared.home, &id);
-        run_files.prepare().map_err(|e| start_failed(shared, e))?;
+        let run_files = RunFiles::in_home(&records.home, &id);
+        run_files
+            .prepare()
+            .map_err(|e| start_failed(&records.home, e))?;
         // The room the turn keeps for its end on a full disk: a disk without it refuses
         // the session now, before anything else is made.
         if let Err(e) = run_files.make_reserve() {
             let _ = std::fs::remove_dir_all(run_files.dir());
-            return Err(start_failed(shared, e));
+            return Err(start_failed(&records.home, e));
         }
         drop(step);
         let step = tracing::trace_span!("start.record");
-        let branch = shared.vcs.branch_name(&options.prompt, &id);
+        let branch = adapters.vcs.branch_name(&options.prompt, &id);
         let spec = WorktreeSpec {
             repo: repo_path,
             base,
@@ -132,9 +134,9 @@ impl LocalRunner {
         };
         let mut record = SessionRecord::queued(&options, repo_key, spec.clone());
         record.budget_usd = Some(options.budget_usd.unwrap_or(DEFAULT_BUDGET_USD));
-        if let Err(e) = shared.store.create(&record) {
+        if let Err(e) = records.store.create(&record) {
             let _ = std::fs::remove_dir_all(run_files.dir());
-            return Err(start_failed(shared, e));
+            return Err(start_failed(&records.home, e));
         }
         // Claimed before the worktree is made, so a recover in another process leaves a start
         // under way alone (and takes over one whose process died).
@@ -143,19 +145,19 @@ impl LocalRunner {
         }
         drop(step);
         let step = tracing::trace_span!("start.worktree");
-        if let Err(e) = shared.vcs.create_worktree(&spec).await {
+        if let Err(e) = adapters.vcs.create_worktree(&spec).await {
             // Nothing was started: leave no record (or run folder) behind either.
-            undo_start(shared, &record, &run_files).await;
-            return Err(start_failed(shared, e));
+            undo_start(records, adapters, &record, &run_files).await;
+            return Err(start_failed(&records.home, e));
         }
-        let record = match shared
+        let record = match records
             .store
             .move_to(&id, SessionState::Running, "start the session")
         {
             Ok(record) => record,
             Err(e) => {
-                undo_start(shared, &record, &run_files).await;
-                return Err(start_failed(shared, e));
+                undo_start(records, adapters, &record, &run_files).await;
+                return Err(start_failed(&records.home, e));
             }
         };
         drop(step);
@@ -168,13 +170,13 @@ impl LocalRunner {
             Ok(stream) => Ok(stream),
             Err(e) if run_files.turn().is_none() => {
                 // No turn was planned, so nothing runs or will: take it all back.
-                undo_start(shared, &record, &run_files).await;
-                Err(start_failed(shared, e))
+                undo_start(records, adapters, &record, &run_files).await;
+                Err(start_failed(&records.home, e))
             }
             Err(e) => {
                 // Nothing runs: fail the session so nothing is left behind.
                 run_files.clear_runner();
-                let _ = ending::fail_unplanned(shared, &record).await;
+                let _ = ending::fail_unplanned(self.supervision(), &record).await;
                 Err(e)
             }
         }
@@ -183,20 +185,25 @@ impl LocalRunner {
 
 /// Takes back a start cut short before its turn was planned (nothing ran): the worktree and
 /// the branch (no commit can be on it yet), the record, the run folder.
-pub(super) async fn undo_start(shared: &Shared, record: &SessionRecord, files: &RunFiles) {
-    if let Err(e) = cleanup::discard_failed(shared, record).await {
+pub(super) async fn undo_start(
+    records: &Records,
+    adapters: &Adapters,
+    record: &SessionRecord,
+    files: &RunFiles,
+) {
+    if let Err(e) = cleanup::discard_failed(&records.home, adapters, record).await {
         tracing::warn!(session = %record.session_id, "cannot take back the worktree of a start cut short: {e}");
     }
-    let _ = shared.store.remove(&record.session_id);
+    let _ = records.store.remove(&record.session_id);
     let _ = std::fs::remove_dir_all(files.dir());
 }
 
 /// The error of a start that made nothing: a full disk is named, with what to do.
-pub(super) fn start_failed(shared: &Shared, error: Error) -> Error {
+pub(super) fn start_failed(home: &Home, error: Error) -> Error {
     // An adapter's error may say it only in words (git's own writes): a disk with no room
     // left is the reason then too.
-    if disk::is_full(&error) || disk::looks_full(shared.home.root()) {
-        disk::full(shared.home.root(), error.message(), "try again")
+    if disk::is_full(&error) || disk::looks_full(home.root()) {
+        disk::full(home.root(), error.message(), "try again")
     } else {
         error
     }
@@ -233,8 +240,8 @@ pub(super) fn refuse_line_breaks(home: &Home, repo: &std::path::Path) -> Result<
 /// Refuses a repo that is, or is inside, a worktree under this home: a session inside
 /// another session's worktree would lose its branch and worktree when the outer one is
 /// rejected.
-pub(super) fn refuse_codehands_worktree(shared: &Shared, repo: &std::path::Path) -> Result<()> {
-    let worktrees = shared.home.worktrees_dir();
+pub(super) fn refuse_codehands_worktree(records: &Records, repo: &std::path::Path) -> Result<()> {
+    let worktrees = records.home.worktrees_dir();
     let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     let (repo, worktrees) = (real(repo), real(&worktrees));
     let Ok(inside) = repo.strip_prefix(&worktrees) else {
@@ -245,7 +252,7 @@ pub(super) fn refuse_codehands_worktree(shared: &Shared, repo: &std::path::Path)
         return Ok(());
     };
     let path = worktrees.join(key).join(short);
-    let owner = shared.store.list().ok().and_then(|listing| {
+    let owner = records.store.list().ok().and_then(|listing| {
         listing
             .records
             .into_iter()

@@ -4,6 +4,8 @@
 //! is the library call its command makes, in the same order, and answers with the line the
 //! command prints; a refusal is the command's error, word for word.
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use runner_contract::PickOptions;
 use runner_contract::{
@@ -12,8 +14,9 @@ use runner_contract::{
 use serde::Deserialize;
 
 use super::api::{ApiResult, find_task, json};
-use super::server::Shared;
+use super::server::Ui;
 use crate::cli::last_test::LastTest;
+use runner_core::LocalRunner;
 
 /// The body of a request, read strictly: a field that is not ours is refused.
 fn body<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
@@ -43,7 +46,7 @@ struct Approve {
 /// As `codehands approve ID -m MSG [--force]`: an attempt of a task is picked (the others
 /// rejected), any other session approved.
 pub(super) async fn approve(
-    State(ui): State<Shared>,
+    State(ui): State<Arc<Ui>>,
     Path(text): Path<String>,
     request: String,
 ) -> ApiResult {
@@ -81,7 +84,7 @@ pub(super) async fn approve(
 }
 
 /// `POST /api/sessions/{id}/reject`: as `codehands reject ID` of a session.
-pub(super) async fn reject(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
+pub(super) async fn reject(State(ui): State<Arc<Ui>>, Path(text): Path<String>) -> ApiResult {
     let id = ui.runner.resolve_session(&text).await?;
     let rejected = ui.runner.reject_session(&id).await?;
     let line = crate::cli::decide::rejected_line(&rejected);
@@ -92,8 +95,8 @@ pub(super) async fn reject(State(ui): State<Shared>, Path(text): Path<String>) -
 }
 
 /// `POST /api/tasks/{id}/reject`: as `codehands reject TASK`, every attempt not decided.
-pub(super) async fn reject_task(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
-    let id = find_task(&ui, &text).await?;
+pub(super) async fn reject_task(State(ui): State<Arc<Ui>>, Path(text): Path<String>) -> ApiResult {
+    let id = find_task(&ui.runner, &text).await?;
     let rejected = ui.runner.reject_task(&id).await?;
     let line = format!(
         "rejected task {}: {} attempt(s) thrown away (worktrees and branches)",
@@ -104,7 +107,7 @@ pub(super) async fn reject_task(State(ui): State<Shared>, Path(text): Path<Strin
 }
 
 /// `POST /api/sessions/{id}/stop`: as `codehands stop ID` (a stopped session is no error).
-pub(super) async fn stop(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
+pub(super) async fn stop(State(ui): State<Arc<Ui>>, Path(text): Path<String>) -> ApiResult {
     let runner = &ui.runner;
     let id = runner.resolve_session(&text).await?;
     let already = runner.session(&id).await?.state == SessionState::Stopped;
@@ -134,13 +137,13 @@ struct Send {
 /// As `codehands send ID TEXT`: a follow-up turn (which its own supervisor runs; the page
 /// watches it in the events), or a message to the running turn.
 pub(super) async fn send(
-    State(ui): State<Shared>,
+    State(ui): State<Arc<Ui>>,
     Path(text): Path<String>,
     request: String,
 ) -> ApiResult {
     let ask: Send = body(&request)?;
     let id = ui.runner.resolve_session(&text).await?;
-    say(&ui, id, ask.text).await
+    say(&ui.runner, id, ask.text).await
 }
 
 /// `POST /api/sessions/{id}/comment` `{"path", "line", "side", "text"}`: a comment on a line
@@ -180,19 +183,19 @@ fn comment_text(comment: &Comment) -> Result<String, Error> {
 }
 
 pub(super) async fn comment(
-    State(ui): State<Shared>,
+    State(ui): State<Arc<Ui>>,
     Path(text): Path<String>,
     request: String,
 ) -> ApiResult {
     let comment: Comment = body(&request)?;
     let id = ui.runner.resolve_session(&text).await?;
     let followup = comment_text(&comment)?;
-    say(&ui, id, followup).await
+    say(&ui.runner, id, followup).await
 }
 
 /// Gives `text` to the session as `codehands send` does.
-async fn say(ui: &Shared, id: SessionId, text: String) -> ApiResult {
-    match ui.runner.send(&id, text.clone()).await? {
+async fn say(runner: &LocalRunner, id: SessionId, text: String) -> ApiResult {
+    match runner.send(&id, text.clone()).await? {
         // The turn runs in a supervisor of its own: the stream is not needed to drive it.
         Sent::FollowUp(_events) => done(
             format!("follow-up sent to {}: the agent works again", id.short()),
@@ -217,7 +220,7 @@ struct Answer {
 
 /// As `codehands answer ID REQUEST allow|deny [-m MSG]`.
 pub(super) async fn answer(
-    State(ui): State<Shared>,
+    State(ui): State<Arc<Ui>>,
     Path(text): Path<String>,
     request: String,
 ) -> ApiResult {

@@ -3,7 +3,7 @@
 //! JSON (the contract's camelCase), read with the calls the command line makes.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{StatusCode, header};
@@ -11,8 +11,9 @@ use axum::response::{IntoResponse, Response};
 use runner_contract::{Error, ErrorKind, Runner, SessionId, SessionRecord, SessionState, TaskId};
 use serde::Serialize;
 
-use super::server::{Shared, query_value};
+use super::server::{Ui, query_value};
 use crate::cli::last_test::LastTest;
+use runner_core::LocalRunner;
 
 /// An error as the page shows it: the command line's words, with a status that fits.
 pub(super) struct ApiError(Error);
@@ -88,7 +89,7 @@ impl Tests {
 }
 
 impl TestsCache {
-    fn get(&self, ui: &super::server::Ui, record: &SessionRecord) -> Option<Tests> {
+    fn get(&self, runner: &LocalRunner, record: &SessionRecord) -> Option<Tests> {
         let id = record.session_id;
         let settled = !matches!(record.state, SessionState::Queued | SessionState::Running);
         if settled {
@@ -100,7 +101,7 @@ impl TestsCache {
                 return Some(tests.clone());
             }
         }
-        let tests = Tests::of(&LastTest::of(&ui.runner.logged_events(&id, 0).ok()?));
+        let tests = Tests::of(&LastTest::of(&runner.logged_events(&id, 0).ok()?));
         if settled {
             let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
             cache.insert(id, (record.last_seq, record.state, tests.clone()));
@@ -121,7 +122,7 @@ struct Row<'a> {
 
 /// `GET /api/sessions`: every session (as `codehands sessions --json`, with its last test
 /// and task), every task, and the files that could not be read.
-pub(super) async fn list(State(ui): State<Shared>) -> ApiResult {
+pub(super) async fn list(State(ui): State<Arc<Ui>>) -> ApiResult {
     let listing = ui.runner.listing().await?;
     // A task whose record cannot be read is said by `codehands task` and `recover`.
     let tasks = ui.runner.tasks().await.unwrap_or_default();
@@ -136,7 +137,7 @@ pub(super) async fn list(State(ui): State<Shared>) -> ApiResult {
         .iter()
         .map(|record| Row {
             record,
-            tests: ui.tests.get(&ui, record),
+            tests: ui.tests.get(&ui.runner, record),
             task_id: task_of(&record.session_id),
         })
         .collect();
@@ -158,7 +159,7 @@ pub(super) async fn list(State(ui): State<Shared>) -> ApiResult {
 }
 
 /// `GET /api/sessions/{id}`: the record, and the task it is an attempt of.
-pub(super) async fn session(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
+pub(super) async fn session(State(ui): State<Arc<Ui>>, Path(text): Path<String>) -> ApiResult {
     let id = ui.runner.resolve_session(&text).await?;
     let record = ui.runner.session(&id).await?;
     let task = ui.runner.task_of(&id).await?;
@@ -172,7 +173,7 @@ pub(super) async fn session(State(ui): State<Shared>, Path(text): Path<String>) 
 /// `GET /api/sessions/{id}/diff`: the change since the base commit, its text made visible
 /// (control and bidi characters escaped, as on a terminal); an approved session's error
 /// names its commit.
-pub(super) async fn diff(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
+pub(super) async fn diff(State(ui): State<Arc<Ui>>, Path(text): Path<String>) -> ApiResult {
     let id = ui.runner.resolve_session(&text).await?;
     let diff = match ui.runner.diff(&id).await {
         Ok(diff) => diff,
@@ -191,7 +192,7 @@ pub(super) async fn diff(State(ui): State<Shared>, Path(text): Path<String>) -> 
 
 /// `GET /api/sessions/{id}/report`: the final report, and its text as `codehands report`
 /// prints it.
-pub(super) async fn report(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
+pub(super) async fn report(State(ui): State<Arc<Ui>>, Path(text): Path<String>) -> ApiResult {
     let id = ui.runner.resolve_session(&text).await?;
     let report = ui.runner.report(&id).await?;
     let text = runner_core::report::render_human(&report);
@@ -199,8 +200,8 @@ pub(super) async fn report(State(ui): State<Shared>, Path(text): Path<String>) -
 }
 
 /// The task `text` names (its id or a prefix of 8+ characters), said as `codehands task` says.
-pub(super) async fn find_task(ui: &Shared, text: &str) -> Result<TaskId, Error> {
-    ui.runner.find_task(text).await?.ok_or_else(|| {
+pub(super) async fn find_task(runner: &LocalRunner, text: &str) -> Result<TaskId, Error> {
+    runner.find_task(text).await?.ok_or_else(|| {
         Error::not_found(format!(
             "no task id starts with {text}: `codehands run --attempts` starts one and prints its id"
         ))
@@ -208,14 +209,14 @@ pub(super) async fn find_task(ui: &Shared, text: &str) -> Result<TaskId, Error> 
 }
 
 /// `GET /api/tasks/{id}`: the attempts side by side (`codehands task ID --json`).
-pub(super) async fn task(State(ui): State<Shared>, Path(text): Path<String>) -> ApiResult {
-    let id = find_task(&ui, &text).await?;
+pub(super) async fn task(State(ui): State<Arc<Ui>>, Path(text): Path<String>) -> ApiResult {
+    let id = find_task(&ui.runner, &text).await?;
     let report = ui.runner.task_report(&id).await?;
     Ok(json(&report))
 }
 
 /// `GET /api/compare?a=ID&b=ID2`: how A's change differs from B's (`diff A --against B`).
-pub(super) async fn compare(State(ui): State<Shared>, RawQuery(query): RawQuery) -> ApiResult {
+pub(super) async fn compare(State(ui): State<Arc<Ui>>, RawQuery(query): RawQuery) -> ApiResult {
     let query = query.unwrap_or_default();
     let side = |name: &str| -> Result<String, Error> {
         query_value(&query, name).ok_or_else(|| {

@@ -32,9 +32,6 @@ pub(super) struct Ui {
     pub tests: api::TestsCache,
 }
 
-/// The shared state of the handlers.
-pub(super) type Shared = Arc<Ui>;
-
 /// Binds 127.0.0.1:`port`, prints the page's URL on stdout and serves until Ctrl-C.
 pub async fn serve(runner: LocalRunner, port: u16) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
@@ -71,7 +68,7 @@ pub async fn serve(runner: LocalRunner, port: u16) -> Result<()> {
 }
 
 /// Every route, behind the key check.
-fn router(ui: Shared) -> Router {
+fn router(ui: Arc<Ui>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/page.js", get(script))
@@ -97,7 +94,7 @@ fn router(ui: Shared) -> Router {
 
 /// Refuses a request without the key, or sent to another host name than ours (a page of
 /// another site that a DNS trick points at 127.0.0.1); marks every answer private.
-async fn guard(State(ui): State<Shared>, request: Request, next: Next) -> Response {
+async fn guard(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Response {
     let host_ok = request
         .headers()
         .get(header::HOST)
@@ -167,7 +164,7 @@ fn new_token() -> Result<String> {
 }
 
 /// The page, with the key in the links to its script and style (each request needs it).
-async fn page(State(ui): State<Shared>) -> Response {
+async fn page(State(ui): State<Arc<Ui>>) -> Response {
     let html = PAGE.replace("{{TOKEN}}", &ui.token);
     (
         [

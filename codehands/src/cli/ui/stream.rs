@@ -4,6 +4,7 @@
 //! got; an `end` event says the run was followed to its end (or why it could not be).
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, RawQuery, State};
@@ -14,12 +15,12 @@ use futures::StreamExt;
 use runner_contract::{Event, Runner};
 
 use super::api::ApiResult;
-use super::server::{Shared, query_value};
+use super::server::{Ui, query_value};
 
 /// `GET /api/sessions/{id}/events?after=N`: the events after seq N (or after the
 /// `Last-Event-ID` a reconnecting browser sends), then live until the run ends.
 pub(super) async fn events(
-    State(ui): State<Shared>,
+    State(ui): State<Arc<Ui>>,
     Path(text): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,

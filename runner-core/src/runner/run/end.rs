@@ -30,7 +30,7 @@ impl Supervisor {
             self.note(format!("warning from the agent: {text}"));
         }
         let stderr = (!stderr.trim().is_empty()).then_some(stderr);
-        let watchdog = self.shared.settings.watchdog;
+        let watchdog = self.run.settings.watchdog;
         if self.skip > 0 {
             // The supervisor that went away had begun to end the turn (what it said then
             // depends on more than the agent's output): go on after its last event.
@@ -40,8 +40,12 @@ impl Supervisor {
         // Before the turn is said to be over: no `.git` of the agent's is left for the
         // person's git to enter (`nested_git.rs`).
         let turn = self.plan.turn;
-        let nested =
-            crate::runner::nested_git::take_out(&self.shared, &self.record, &self.files, turn);
+        let nested = crate::runner::nested_git::take_out(
+            self.run.adapters.vcs.as_ref(),
+            &self.record,
+            &self.files,
+            turn,
+        );
         if let Some(text) = nested.await {
             self.note(text);
         }
@@ -136,7 +140,13 @@ impl Supervisor {
 
     pub(super) async fn finished(&mut self, mut finished: TaskFinished, raw: Option<String>) {
         let step = tracing::trace_span!("turn.diff");
-        let diff = match self.shared.vcs.diff(&self.record.worktree_spec()).await {
+        let diff = match self
+            .run
+            .adapters
+            .vcs
+            .diff(&self.record.worktree_spec())
+            .await
+        {
             Ok(diff) => diff,
             Err(e) => {
                 let message = format!("the agent finished but its change could not be read: {e}");
@@ -160,7 +170,8 @@ impl Supervisor {
             finished_at: runner_contract::now_rfc3339(),
         };
         if let Err(e) = self
-            .shared
+            .run
+            .adapters
             .memory
             .record_run(&self.record.repo_key, &summary)
             .await
@@ -193,7 +204,7 @@ impl Supervisor {
     }
 
     pub(super) async fn verify_in_sandbox(&mut self) {
-        let Some(sandbox) = self.shared.sandbox.clone() else {
+        let Some(sandbox) = self.run.adapters.sandbox.clone() else {
             return;
         };
         let request = SandboxRequest {
@@ -210,7 +221,7 @@ impl Supervisor {
             limits: BoxLimits::default(),
         };
         // A bounded number of test boxes at once, whatever process runs them (task/verdicts.rs).
-        let slot = crate::runner::task::TestBoxSlot::acquire(&self.shared.home).await;
+        let slot = crate::runner::task::TestBoxSlot::acquire(&self.run.records.home).await;
         let result = sandbox.run_tests(&request).await;
         drop(slot);
         if let Some(error) = &result.error {
@@ -218,10 +229,11 @@ impl Supervisor {
         }
         // The verify gate (verify.rs): approve reads this verdict, from any process.
         let verdict = crate::runner::verify::Verdict::of(&result);
-        if let Err(e) = verdict.save(&self.shared.home, &self.record.session_id) {
+        if let Err(e) = verdict.save(&self.run.records.home, &self.record.session_id) {
             self.note(format!("sandbox: cannot keep the verdict: {e}"));
         }
-        let task = crate::runner::task::record_verdict(&self.shared, &self.record, &verdict);
+        let task =
+            crate::runner::task::record_verdict(&self.run.records.home, &self.record, &verdict);
         if let Err(e) = task.await {
             tracing::warn!(session = %self.record.session_id, "the task's record: {e}");
         }
@@ -270,7 +282,7 @@ impl Supervisor {
     pub(super) async fn end(&mut self, failure: Option<String>) {
         self.flush_events();
         // A box ended by a stop's or a watchdog's SIGKILL could not clean up after itself.
-        if let Some(confinement) = &self.shared.confinement
+        if let Some(confinement) = &self.run.adapters.confinement
             && self.record.isolation == runner_contract::options::Isolation::Box
         {
             confinement.cleanup(self.files.dir());
@@ -305,8 +317,11 @@ impl Supervisor {
         let mut ending = TurnEnd::new(&self.record, &self.plan);
         ending.failed = failure;
         ending.agent_session_id = self.record.agent_session_id.clone();
-        let (shared, files) = (self.shared.clone(), self.files.clone());
-        if let Err(e) = ending.settle(&shared, &files, &mut self.log).await {
+        let (run, files) = (self.run.clone(), self.files.clone());
+        if let Err(e) = ending
+            .settle(&run.records, &run.adapters, &files, &mut self.log)
+            .await
+        {
             tracing::error!(session = %self.record.session_id, "cannot save the end of the run: {e}");
             self.unsaid = Some(e);
         }

@@ -75,7 +75,7 @@ impl Supervisor {
                 continue;
             }
             let settled = conversation.as_deref().is_none_or(Conversation::settled);
-            let linger = Instant::now() + self.shared.settings.watchdog.linger;
+            let linger = Instant::now() + self.run.settings.watchdog.linger;
             *held = Some(Held {
                 body,
                 raw: Some(text.clone()),
@@ -136,7 +136,7 @@ impl Supervisor {
             }
             EventBody::ProviderStatus(status)
                 if status.status == ProviderState::AuthExpired
-                    && self.shared.settings.fail_fast_on_auth =>
+                    && self.run.settings.fail_fast_on_auth =>
             {
                 Some(format!(
                     "the provider refused the credentials ({}): log in again or check the API key, then start a new session",
@@ -162,14 +162,14 @@ impl Supervisor {
             return None;
         }
         let path = self
-            .shared
+            .run
             .settings
             .caller_env
             .iter()
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.as_str());
         let home = self
-            .shared
+            .run
             .settings
             .caller_env
             .iter()

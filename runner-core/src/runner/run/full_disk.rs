@@ -28,7 +28,10 @@ impl Supervisor {
     /// The error of the full disk met: which disk, what it has left, what to do.
     pub(super) fn full_error(&self) -> Error {
         let detail = self.full.as_ref().map_or("", |e| e.message());
-        let at = self.full_at.as_deref().unwrap_or(self.shared.home.root());
+        let at = self
+            .full_at
+            .as_deref()
+            .unwrap_or(self.run.records.home.root());
         disk::full(at, detail, "run `codehands recover`")
     }
 

@@ -26,7 +26,7 @@ use crate::runner::control::{RunFiles, SupervisorLock, TurnPlan};
 use crate::runner::disk::{self, Appender};
 use crate::runner::ending::{self, TurnEnd, append_with_room, ends_turn};
 use crate::runner::log::{self, EventLog};
-use crate::runner::parts::Shared;
+use crate::runner::parts::Supervision;
 use crate::runner::watched::Watched;
 use runner_contract::error::{Error, Result};
 use runner_contract::event::{Event, EventBody, FailureKind, TaskFailed};
@@ -67,27 +67,27 @@ struct Held {
 
 /// Supervises the current turn of session `id` to its end, unless another supervisor holds
 /// the run (then it returns at once).
-pub(super) async fn supervise(shared: Arc<Shared>, id: SessionId) -> Result<()> {
-    let home = shared.home.root().to_owned();
-    supervise_turn(shared, id)
+pub(super) async fn supervise(run: Supervision, id: SessionId) -> Result<()> {
+    let home = run.records.home.root().to_owned();
+    supervise_turn(run, id)
         .await
         .map_err(|e| disk::named(&home, e))
 }
 
-async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
+async fn supervise_turn(run: Supervision, id: SessionId) -> Result<()> {
     // Timed by `CODEHANDS_TIMING` (codehands::timing): a span closes when it is dropped.
     let step = tracing::trace_span!("turn.load");
-    let files = RunFiles::in_home(&shared.home, &id);
+    let files = RunFiles::in_home(&run.records.home, &id);
     let Some(lock) = SupervisorLock::try_acquire(&files)? else {
         return Ok(());
     };
-    let record = shared.store.get(&id)?;
+    let record = run.records.store.get(&id)?;
     if record.state != SessionState::Running {
         return Ok(());
     }
     let Some(plan) = files.turn() else {
         drop(lock);
-        return ending::fail_unplanned(&shared, &record).await;
+        return ending::fail_unplanned(&run, &record).await;
     };
     let scan = log::scan(&files.events(), plan.seq_start, |body| {
         ends_turn(body) || matches!(body, EventBody::TaskStarted(_))
@@ -97,9 +97,12 @@ async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
     if scan.kept.iter().any(|e| ends_turn(&e.body)) {
         // The turn's end is in the log but did not reach the record: settle from the log.
         let mut ending = TurnEnd::from_log(&record, &plan, &scan.kept);
-        return ending.settle(&shared, &files, &mut log).await.map(drop);
+        return ending
+            .settle(&run.records, &run.adapters, &files, &mut log)
+            .await
+            .map(drop);
     }
-    let agent = match shared
+    let agent = match run
         .agents
         .get(crate::runner::requests::agent_of(&record, &plan))
     {
@@ -117,17 +120,20 @@ async fn supervise_turn(shared: Arc<Shared>, id: SessionId) -> Result<()> {
             append_with_room(&mut log, &files, &events)?;
             let mut ending = TurnEnd::new(&record, &plan);
             ending.failed = Some(failed.message);
-            return ending.settle(&shared, &files, &mut log).await.map(drop);
+            return ending
+                .settle(&run.records, &run.adapters, &files, &mut log)
+                .await
+                .map(drop);
         }
     };
-    let supervisor = Supervisor::new(shared, record, agent, plan, files, log, last_seq);
+    let supervisor = Supervisor::new(run, record, agent, plan, files, log, last_seq);
     drop(step);
     supervisor.run(lock).await
 }
 
 /// One turn, from spawn (or adoption) to its terminal event.
 struct Supervisor {
-    shared: Arc<Shared>,
+    run: Supervision,
     record: SessionRecord,
     agent: Arc<dyn Agent>,
     plan: TurnPlan,
@@ -167,7 +173,7 @@ struct Supervisor {
 
 impl Supervisor {
     fn new(
-        shared: Arc<Shared>,
+        run: Supervision,
         record: SessionRecord,
         agent: Arc<dyn Agent>,
         plan: TurnPlan,
@@ -178,7 +184,7 @@ impl Supervisor {
         let request = crate::runner::requests::request_for(&record, &plan);
         Self {
             seq: EventSequence::continuing(record.session_id, last_seq),
-            shared,
+            run,
             record,
             agent,
             plan,

@@ -19,9 +19,9 @@ impl Supervisor {
         let asked = self.agent.version_probe()?;
         let files = self.files.clone();
         let session = self.record.session_id;
-        let caller = self.shared.settings.caller_env.clone();
+        let caller = self.run.settings.caller_env.clone();
         let boxed = self.record.isolation != runner_contract::options::Isolation::None;
-        let home = self.shared.home.clone();
+        let home = self.run.records.home.clone();
         Some(tokio::spawn(async move {
             let version = match probe::NeutralDir::make_in(files.dir()) {
                 Ok(dir) => {
@@ -86,7 +86,8 @@ impl Supervisor {
             self.request.notes_file = Some(notes);
         }
         self.profile = self
-            .shared
+            .run
+            .adapters
             .memory
             .detect_profile(&self.record.worktree_path);
         self.open_transcript(Some(run.transcript_start));
@@ -127,7 +128,7 @@ impl Supervisor {
     /// Fills what the agent is given from the repo's memory; returns the notes to tell.
     pub(super) async fn prepare_request(&mut self) -> Vec<String> {
         let mut notes_to_tell = Vec::new();
-        let memory = self.shared.memory.clone();
+        let memory = self.run.adapters.memory.clone();
         let key = self.record.repo_key.clone();
         self.profile = memory.detect_profile(&self.record.worktree_path);
         match memory.notes_for_prompt(&key).await {
@@ -162,7 +163,7 @@ impl Supervisor {
             .into_iter()
             .filter_map(|name| {
                 let value = self
-                    .shared
+                    .run
                     .settings
                     .caller_env
                     .iter()
@@ -199,7 +200,7 @@ impl Supervisor {
     /// Saves the repo profile when it changed; before the spawn, so that every event after
     /// the agent starts follows from its output alone.
     pub(super) async fn save_profile(&mut self) {
-        let memory = self.shared.memory.clone();
+        let memory = self.run.adapters.memory.clone();
         let key = self.record.repo_key.clone();
         if matches!(memory.profile(&key).await, Ok(Some(saved)) if saved == self.profile) {
             return;

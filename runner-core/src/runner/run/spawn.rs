@@ -53,9 +53,9 @@ impl Supervisor {
     pub(super) async fn try_spawn(&mut self, seq_before_agent: u64) -> Result<DetachedAgent> {
         let invocation = self.agent.invocation(&self.request)?;
         let env = runner_process::env::agent_env(
-            self.shared.settings.caller_env.iter().cloned(),
+            self.run.settings.caller_env.iter().cloned(),
             &self.agent.provider_env(),
-            &self.shared.settings.extra_env,
+            &self.run.settings.extra_env,
             &invocation.env,
         );
         let step = tracing::trace_span!("turn.confine");
@@ -94,7 +94,7 @@ impl Supervisor {
         run.input_relay = agent.input_relay_identity();
         if let Err(e) = self.files.set_agent_run(&run) {
             // Without the record no other process could stop or adopt it: do not run it.
-            let grace = self.shared.settings.stop_grace;
+            let grace = self.run.settings.stop_grace;
             agent.end_tree(grace).await;
             agent.close_stdin();
             return Err(e);
@@ -116,16 +116,16 @@ impl Supervisor {
             return Ok(invocation);
         }
         crate::runner::preflight::isolation(
-            &self.shared,
+            self.run.adapters.confinement.as_deref(),
             self.record.isolation,
             self.record.engine,
         )?;
-        let Some(confinement) = &self.shared.confinement else {
+        let Some(confinement) = &self.run.adapters.confinement else {
             unreachable!("preflight::isolation refuses a box without a confinement");
         };
         let git = self
-            .shared
-            .vcs
+            .run
+            .adapters.vcs
             .git_dirs(&self.record.worktree_spec())
             .await
             .unwrap_or_else(|e| {

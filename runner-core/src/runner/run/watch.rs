@@ -30,7 +30,7 @@ impl Supervisor {
                 std::mem::take(&mut self.asked_at),
             )
         });
-        let watchdog = self.shared.settings.watchdog;
+        let watchdog = self.run.settings.watchdog;
         let stdout_path = self.files.agent_stdout(self.plan.turn);
         let mut stdout = match runner_contract::private::open_no_follow(
             &stdout_path,
@@ -165,7 +165,7 @@ impl Supervisor {
         }
         drop(agent_span);
         let _step = tracing::trace_span!("turn.end");
-        let grace = self.shared.settings.stop_grace;
+        let grace = self.run.settings.stop_grace;
         if interruption.is_some() {
             watched.end_tree(grace).await;
         }

@@ -36,7 +36,7 @@ pub(crate) use verdicts::{TestBoxSlot, record_verdict};
 
 impl LocalRunner {
     fn task_store(&self) -> TaskStore {
-        TaskStore::in_home(&self.shared.home)
+        TaskStore::in_home(&self.records().home)
     }
 
     /// Starts one session per attempt of `options`, all from the same base commit and at
@@ -92,9 +92,9 @@ impl LocalRunner {
             agent.preflight(&options.repo_path)?;
             starts.push(start);
         }
-        super::start::refuse_line_breaks(&self.shared.home, &options.repo_path)?;
-        super::start::refuse_codehands_worktree(&self.shared, &options.repo_path)?;
-        let base = self.shared.vcs.base_commit(&options.repo_path).await?;
+        super::start::refuse_line_breaks(&self.records().home, &options.repo_path)?;
+        super::start::refuse_codehands_worktree(self.records(), &options.repo_path)?;
+        let base = self.adapters().vcs.base_commit(&options.repo_path).await?;
         let repo_path = std::path::absolute(&options.repo_path).map_err(|e| {
             Error::io(
                 format!("cannot resolve {}", options.repo_path.display()),
@@ -223,10 +223,15 @@ impl LocalRunner {
                 kept: others(&task, session),
             });
         }
-        let record = self.session(session).await?;
-        record
-            .state
-            .check_move(SessionState::Approving, SessionState::Approved, "pick")?;
+        // The attempt's lock before anything can heal it (and so launch its supervisor).
+        let (session_lock, record) = self
+            .locked_for(
+                session,
+                SessionState::Approving,
+                SessionState::Approved,
+                "pick",
+            )
+            .await?;
         store.update(&id, |t| {
             t.move_to(TaskState::Picking, "pick an attempt")?;
             t.picked = Some(*session);
@@ -234,7 +239,7 @@ impl LocalRunner {
             Ok(())
         })?;
         let approved = match self
-            .approve_session(session, &options.message, approve)
+            .approve_locked(session_lock, record, &options.message, approve)
             .await
         {
             Ok(approved) => approved,
@@ -396,7 +401,7 @@ impl LocalRunner {
 
     /// The state of session `id` once a half-done approve or reject of it is settled.
     async fn settled_session(&self, id: &SessionId) -> Result<SessionState> {
-        let shared = &self.shared;
+        let (records, adapters) = (self.records(), self.adapters());
         let record = self.session(id).await?;
         if !matches!(
             record.state,
@@ -404,8 +409,8 @@ impl LocalRunner {
         ) {
             return Ok(record.state);
         }
-        let _lock = super::journal::SessionLock::acquire(shared, id).await?;
-        let record = super::journal::settle(shared, shared.store.get(id)?).await?;
+        let _lock = super::journal::SessionLock::acquire(&records.home, id).await?;
+        let record = super::journal::settle(records, adapters, records.store.get(id)?).await?;
         Ok(record.state)
     }
 
@@ -420,7 +425,7 @@ impl LocalRunner {
                     .cleanup_errors
                     .push(runner_contract::options::CleanupError {
                         session_id: None,
-                        path: self.shared.home.tasks_dir(),
+                        path: self.records().home.tasks_dir(),
                         message: e.to_string(),
                     });
                 return;
@@ -454,7 +459,7 @@ impl LocalRunner {
                     .cleanup_errors
                     .push(runner_contract::options::CleanupError {
                         session_id: task.picked,
-                        path: self.shared.home.tasks_dir(),
+                        path: self.records().home.tasks_dir(),
                         message: format!("task {}: {e}", task.task_id),
                     }),
             }

@@ -64,7 +64,7 @@ impl LocalRunner {
             agent_program: None,
             agent_version: None,
         });
-        let verdict = Verdict::load(&self.shared.home, &id)?
+        let verdict = Verdict::load(&self.records().home, &id)?
             .map(|v| super::verdicts::attempt_verdict(&v))
             .or(attempt.verdict.clone());
         let verify = verdict.as_ref().map(|v| v.outcome);
@@ -73,8 +73,7 @@ impl LocalRunner {
             (None, Some(tokens)) => {
                 let model = attempt.model.as_deref().or(report.model.as_deref());
                 let price = self
-                    .shared
-                    .agents
+                    .agents()
                     .get(&record.agent)
                     .ok()
                     .and_then(|agent| agent.token_price(model));
@@ -94,7 +93,7 @@ impl LocalRunner {
         // worktree says what it changed.
         let diff_stat = match report.diff_stat.clone() {
             None if record.kept && record.worktree_path.exists() => self
-                .shared
+                .adapters()
                 .vcs
                 .diff(&record.worktree_spec())
                 .await

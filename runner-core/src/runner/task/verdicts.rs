@@ -16,7 +16,6 @@ use tokio::time::Instant;
 
 use super::super::verify::{Outcome, Verdict};
 use super::store::TaskStore;
-use crate::runner::parts::Shared;
 use runner_contract::error::{Error, Result};
 use runner_contract::home::Home;
 use runner_contract::session::SessionRecord;
@@ -74,14 +73,14 @@ pub(crate) fn attempt_verdict(verdict: &Verdict) -> AttemptVerdict {
 /// Keeps `verdict` in the record of the task `record` is an attempt of (none: nothing to
 /// do). Waits a little for the task's lock; an error says why it could not.
 pub(crate) async fn record_verdict(
-    shared: &Shared,
+    home: &runner_contract::home::Home,
     record: &SessionRecord,
     verdict: &Verdict,
 ) -> Result<()> {
     let Some(task) = record.task_id else {
         return Ok(());
     };
-    let store = TaskStore::in_home(&shared.home);
+    let store = TaskStore::in_home(home);
     let deadline = Instant::now() + RECORD_WAIT;
     let _lock = loop {
         if let Some(lock) = store.try_lock(&task)? {

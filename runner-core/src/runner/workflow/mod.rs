@@ -25,13 +25,11 @@ mod stall;
 mod start;
 mod state;
 
-use std::sync::Arc;
-
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::control::{RunFiles, SupervisorLock};
-use super::parts::{LocalRunner, Shared};
+use super::parts::{Launcher, LocalRunner};
 use super::{TurnPhase, log};
 use runner_contract::error::{Error, Result};
 use runner_contract::event::{ApprovalRequested, Event, EventBody, PhaseFinished};
@@ -128,7 +126,7 @@ impl Driver {
             }
             Err(Broken::Rules { events, message }) => {
                 send(tx, events);
-                match phase::fail(&self.runner.shared, &self.id, message).await {
+                match phase::fail(self.runner.records(), &self.id, message).await {
                     Ok(events) => {
                         self.finish();
                         send(tx, events);
@@ -153,7 +151,7 @@ impl Driver {
     /// Saves the state, then plans the turn of the phase it names next.
     async fn plan_next(&mut self) -> Option<EventStream> {
         let (index, round) = (self.state.index, self.state.round);
-        let record = match self.runner.shared.store.get(&self.id) {
+        let record = match self.runner.records().store.get(&self.id) {
             Ok(record) if record.state == SessionState::AwaitingApproval => record,
             Ok(_) | Err(_) => return None,
         };
@@ -231,10 +229,10 @@ impl Driver {
         cost: Option<f64>,
         logged: bool,
     ) -> std::result::Result<(Vec<Event>, Next), Broken> {
-        let shared = &self.runner.shared;
+        let records = self.runner.records();
         let phase = self.state.workflow.phases[index].clone();
-        let record = shared.store.get(&self.id).map_err(Broken::Stop)?;
-        let files = super::RunFiles::in_home(&shared.home, &self.id);
+        let record = records.store.get(&self.id).map_err(Broken::Stop)?;
+        let files = super::RunFiles::in_home(&records.home, &self.id);
         let mut broken = None;
         if phase.read_only() {
             broken = match turn {
@@ -255,7 +253,7 @@ impl Driver {
         }
         if broken.is_none()
             && phase.gate.is_some_and(|g| g.verify)
-            && let Some(verdict) = super::verify::Verdict::load(&shared.home, &self.id)
+            && let Some(verdict) = super::verify::Verdict::load(&records.home, &self.id)
                 .ok()
                 .flatten()
             && verdict.outcome != super::verify::Outcome::Passed
@@ -272,7 +270,7 @@ impl Driver {
         let events = if logged {
             Vec::new()
         } else {
-            phase::append_between(shared, &self.id, bodies)
+            phase::append_between(records, &self.id, bodies)
                 .await
                 .map_err(Broken::Stop)?
         };
@@ -312,11 +310,11 @@ impl Driver {
 
     /// `approval.requested` for the change the phases made.
     async fn request_approval(&self) -> Result<Vec<Event>> {
-        let shared = &self.runner.shared;
-        let record = shared.store.get(&self.id)?;
-        let diff = shared.vcs.diff(&record.worktree_spec()).await?;
+        let (records, adapters) = (self.runner.records(), self.runner.adapters());
+        let record = records.store.get(&self.id)?;
+        let diff = adapters.vcs.diff(&record.worktree_spec()).await?;
         phase::append_between(
-            shared,
+            records,
             &self.id,
             vec![EventBody::ApprovalRequested(ApprovalRequested {
                 branch: record.branch.clone(),
@@ -352,11 +350,11 @@ impl Driver {
     }
 
     async fn diff_text(&self) -> String {
-        let shared = &self.runner.shared;
-        let Ok(record) = shared.store.get(&self.id) else {
+        let (records, adapters) = (self.runner.records(), self.runner.adapters());
+        let Ok(record) = records.store.get(&self.id) else {
             return "(no change yet)".into();
         };
-        match shared.vcs.diff(&record.worktree_spec()).await {
+        match adapters.vcs.diff(&record.worktree_spec()).await {
             Ok(diff) if diff.patch.is_empty() => "(no change)".into(),
             Ok(diff) if diff.patch.len() > MAX_DIFF_BYTES => {
                 let mut end = MAX_DIFF_BYTES;
@@ -434,12 +432,12 @@ impl TurnOutcome {
 /// to its end here. Whether it was resumed; an error when it could not go on for a cause of
 /// its own (a phase's agent that cannot start …), not when the session was decided, failed
 /// or stopped meanwhile.
-pub(super) async fn resume(shared: &Arc<Shared>, record: &SessionRecord) -> Result<bool> {
+pub(super) async fn resume(launcher: &Launcher, record: &SessionRecord) -> Result<bool> {
     if record.state != SessionState::AwaitingApproval {
         return Ok(false);
     }
     let id = record.session_id;
-    let files = RunFiles::in_home(&shared.home, &id);
+    let files = RunFiles::in_home(&launcher.run.records.home, &id);
     match WorkflowState::load(&files)? {
         Some(state) if !state.done => {}
         _ => return Ok(false),
@@ -454,15 +452,12 @@ pub(super) async fn resume(shared: &Arc<Shared>, record: &SessionRecord) -> Resu
     let Some(state) = WorkflowState::load(&files)?.filter(|s| !s.done) else {
         return Ok(false);
     };
-    if shared.store.get(&id)?.state != SessionState::AwaitingApproval {
+    if launcher.run.records.store.get(&id)?.state != SessionState::AwaitingApproval {
         return Ok(false);
     }
     let events = log::read_all(&files.events())?;
     let mut driver = Driver {
-        runner: LocalRunner {
-            shared: shared.clone(),
-            owns_tasks: false,
-        },
+        runner: LocalRunner::driver(launcher),
         id,
         files,
         _lock: lock,

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::super::control::{RunFiles, SupervisorLock};
 use super::super::log::{self, EventLog};
-use crate::runner::parts::Shared;
+use crate::runner::parts::Records;
 use crate::runner::{journal, run};
 use runner_contract::error::{Error, ErrorKind, Result};
 use runner_contract::event::{Event, EventBody, FailureKind, TaskFailed};
@@ -19,13 +19,13 @@ use runner_contract::session::SessionState;
 /// Appends `bodies` to session `id`'s log between two turns (the session awaits approval
 /// and nobody supervises it: this holds the supervisor lock while it writes); the events.
 pub(crate) async fn append_between(
-    shared: &Shared,
+    records: &Records,
     id: &SessionId,
     bodies: Vec<EventBody>,
 ) -> Result<Vec<Event>> {
-    let files = RunFiles::in_home(&shared.home, id);
+    let files = RunFiles::in_home(&records.home, id);
     let _lock = lock_run(&files, id).await?;
-    let record = shared.store.get(id)?;
+    let record = records.store.get(id)?;
     if record.state != SessionState::AwaitingApproval {
         return Err(Error::new(
             ErrorKind::IllegalMove,
@@ -44,7 +44,7 @@ pub(crate) async fn append_between(
     let mut log = EventLog::open(files.root(), &files.events())?;
     log.append(&events)?;
     let last = seq.last_seq();
-    shared.store.update(id, |r| {
+    records.store.update(id, |r| {
         r.last_seq = r.last_seq.max(last);
         Ok(())
     })?;
@@ -55,8 +55,8 @@ pub(crate) async fn append_between(
 /// failure goes to the log (`task.failed` with reason `phase`, no cost of its own: the
 /// phase's `task.finished` counted it), the record says `failed`, and the implementer's
 /// change is kept for inspection (the worktree stays until reject or gc).
-pub(crate) async fn fail(shared: &Shared, id: &SessionId, message: String) -> Result<Vec<Event>> {
-    let _session = journal::SessionLock::acquire(shared, id).await?;
+pub(crate) async fn fail(records: &Records, id: &SessionId, message: String) -> Result<Vec<Event>> {
+    let _session = journal::SessionLock::acquire(&records.home, id).await?;
     let failed = EventBody::TaskFailed(TaskFailed {
         reason: FailureKind::Phase,
         message: message.clone(),
@@ -64,10 +64,10 @@ pub(crate) async fn fail(shared: &Shared, id: &SessionId, message: String) -> Re
         exit_code: None,
         cost_usd: None,
     });
-    let events = append_between(shared, id, vec![failed]).await?;
-    let files = RunFiles::in_home(&shared.home, id);
+    let events = append_between(records, id, vec![failed]).await?;
+    let files = RunFiles::in_home(&records.home, id);
     let _lock = lock_run(&files, id).await?;
-    shared.store.update(id, |r| {
+    records.store.update(id, |r| {
         r.failure = Some(message);
         r.kept = true;
         r.move_to(SessionState::Failed, "fail the phase")

@@ -6,12 +6,10 @@
 //! codehands binary) or a task of this process (a library) resumes it (`resume`), as
 //! `recover` does. A command that only looks never starts a driver.
 
-use std::sync::Arc;
-
 use super::super::control::{RunFiles, SupervisorLock};
 use super::state::{DriverLock, WorkflowState};
 use crate::runner::heal;
-use crate::runner::parts::{LocalRunner, Shared};
+use crate::runner::parts::{Launcher, LocalRunner, Records};
 use runner_contract::error::Result;
 use runner_contract::ids::SessionId;
 use runner_contract::session::{SessionRecord, SessionState};
@@ -47,14 +45,14 @@ impl WorkflowProgress {
 
 /// Where the workflow of `record` is; `Settled` for a session with none or whose state
 /// cannot be read (approve says why then).
-pub(crate) fn progress(shared: &Shared, record: &SessionRecord) -> WorkflowProgress {
+pub(crate) fn progress(records: &Records, record: &SessionRecord) -> WorkflowProgress {
     if !matches!(
         record.state,
         SessionState::AwaitingApproval | SessionState::Running | SessionState::Queued
     ) {
         return WorkflowProgress::Settled;
     }
-    let files = RunFiles::in_home(&shared.home, &record.session_id);
+    let files = RunFiles::in_home(&records.home, &record.session_id);
     let Ok(Some(state)) = WorkflowState::load(&files) else {
         return WorkflowProgress::Settled;
     };
@@ -76,22 +74,20 @@ pub(crate) fn progress(shared: &Shared, record: &SessionRecord) -> WorkflowProgr
 
 /// Goes on with the stalled workflow of session `id` somewhere that outlives the caller:
 /// a detached supervisor process when the runner has one, else a task of this process.
-pub(crate) fn relaunch(shared: &Arc<Shared>, id: SessionId) -> Result<()> {
-    if shared.settings.supervisor.is_some() {
+pub(crate) fn relaunch(launcher: &Launcher, id: SessionId) -> Result<()> {
+    if launcher.run.settings.supervisor.is_some() {
         // `codehands __supervise ID` resumes the workflow once it finds no turn to run.
-        return heal::launch(shared, id);
+        return heal::launch(launcher, id);
     }
-    let shared_now = shared.clone();
+    let launcher_now = launcher.clone();
     let task = tokio::spawn(async move {
-        if let Ok(record) = shared_now.store.get(&id)
-            && let Err(e) = super::resume(&shared_now, &record).await
+        if let Ok(record) = launcher_now.run.records.store.get(&id)
+            && let Err(e) = super::resume(&launcher_now, &record).await
         {
             tracing::warn!(session = %id, "cannot go on with the workflow: {e}");
         }
     });
-    let mut tasks = shared.tasks.lock().unwrap_or_else(|e| e.into_inner());
-    tasks.retain(|t| !t.is_finished());
-    tasks.push(task.abort_handle());
+    launcher.keep(task.abort_handle());
     Ok(())
 }
 
@@ -99,13 +95,13 @@ impl LocalRunner {
     /// Where session `record`'s workflow is: settled (no workflow, or finished), driven, or
     /// stalled (its driver died between two phases).
     pub fn workflow_progress(&self, record: &SessionRecord) -> WorkflowProgress {
-        progress(&self.shared, record)
+        progress(self.records(), record)
     }
 
     /// `__supervise` launched with no turn to run ([`relaunch`]): the stalled workflow
     /// goes on here.
     pub(crate) async fn drive_if_stalled(&self, id: &SessionId) -> Result<()> {
-        let record = self.shared.store.get(id)?;
-        super::resume(&self.shared, &record).await.map(drop)
+        let record = self.records().store.get(id)?;
+        super::resume(self.launcher(), &record).await.map(drop)
     }
 }

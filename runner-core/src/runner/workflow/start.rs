@@ -49,13 +49,13 @@ impl LocalRunner {
             if let Some(model) = &phase.model {
                 agent.check_model(model)?;
             }
-            if phase.gate.is_some_and(|g| g.verify) && self.shared.sandbox.is_none() {
+            if phase.gate.is_some_and(|g| g.verify) && self.adapters().sandbox.is_none() {
                 return Err(Error::not_in_build("verify (the Docker sandbox)", "docker"));
             }
-            preflight::program(agent.as_ref(), &self.shared.settings.caller_env)?;
+            preflight::program(agent.as_ref(), &self.settings().caller_env)?;
         }
         preflight::isolation(
-            &self.shared,
+            self.adapters().confinement.as_deref(),
             options.isolation,
             runner_contract::options::Engine::Local,
         )?;
@@ -74,14 +74,14 @@ impl LocalRunner {
         start.isolation = options.isolation;
         start.timeout_ms = options.timeout_ms;
         let id = options.session_id;
-        if self.shared.store.get(&id).is_ok() {
+        if self.records().store.get(&id).is_ok() {
             return Err(Error::invalid_input(format!(
                 "session {id} already exists: pick a new session id"
             )));
         }
         // The driver's state and lock exist before the session does: a session of this
         // workflow is never without them.
-        let files = RunFiles::in_home(&self.shared.home, &id);
+        let files = RunFiles::in_home(&self.records().home, &id);
         files.prepare()?;
         let lock = DriverLock::try_acquire(&files)?.ok_or_else(|| {
             Error::new(
@@ -90,10 +90,7 @@ impl LocalRunner {
             )
         })?;
         let driver = Driver {
-            runner: LocalRunner {
-                shared: self.shared.clone(),
-                owns_tasks: false,
-            },
+            runner: LocalRunner::driver(self.launcher()),
             id,
             files,
             _lock: lock,
@@ -119,7 +116,7 @@ impl LocalRunner {
             Ok(stream) => stream,
             Err(e) => {
                 // No session: nothing of the workflow stays either.
-                if self.shared.store.get(&id).is_err() {
+                if self.records().store.get(&id).is_err() {
                     state::forget(&driver.files);
                 }
                 return Err(e);
@@ -130,7 +127,11 @@ impl LocalRunner {
             driver.drive(stream, tx).await;
         });
         {
-            let mut tasks = self.shared.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            let mut tasks = self
+                .launcher()
+                .tasks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             tasks.retain(|t| !t.is_finished());
             tasks.push(task.abort_handle());
         }
