@@ -7,7 +7,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::Stdio;
 
 use crate::CannotStart;
@@ -34,50 +33,7 @@ impl Foreground {
         self
     }
 
-    /// One more argument.
-    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
-        self.command.arg(arg);
-        self
-    }
-
-    /// More arguments.
-    pub fn args<I, S>(&mut self, args: I) -> &mut Self
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.command.args(args);
-        self
-    }
-
-    /// One variable set (on top of the environment it has).
-    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
-        self.command.env(key, value);
-        self
-    }
-
-    /// Variables set (on top of the environment it has).
-    pub fn envs<I, K, V>(&mut self, vars: I) -> &mut Self
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: AsRef<OsStr>,
-        V: AsRef<OsStr>,
-    {
-        self.command.envs(vars);
-        self
-    }
-
-    /// Nothing of this process's environment: only what is set after.
-    pub fn env_clear(&mut self) -> &mut Self {
-        self.command.env_clear();
-        self
-    }
-
-    /// The folder it runs in.
-    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
-        self.command.current_dir(dir);
-        self
-    }
+    command_builders!();
 
     /// Its stdin (this process's unless set).
     pub fn stdin(&mut self, stdin: Stdio) -> &mut Self {

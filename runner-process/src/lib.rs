@@ -12,6 +12,8 @@
 //!   its output bounded; [`probe`]: the same for an agent's version and `doctor`'s checks, with
 //!   only the agent's allowlist, in an empty folder.
 
+#[macro_use]
+mod builder;
 pub mod detached;
 pub mod env;
 pub mod foreground;

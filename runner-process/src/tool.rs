@@ -6,7 +6,6 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
-use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 
 use crate::CannotStart;
@@ -65,51 +64,7 @@ impl Tool {
         }
     }
 
-    /// One more argument.
-    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
-        self.command.arg(arg);
-        self
-    }
-
-    /// More arguments.
-    pub fn args<I, S>(&mut self, args: I) -> &mut Self
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.command.args(args);
-        self
-    }
-
-    /// One variable set (on top of the environment it has).
-    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
-        self.command.env(key, value);
-        self
-    }
-
-    /// Variables set (on top of the environment it has).
-    pub fn envs<I, K, V>(&mut self, vars: I) -> &mut Self
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: AsRef<OsStr>,
-        V: AsRef<OsStr>,
-    {
-        self.command.envs(vars);
-        self
-    }
-
-    /// Nothing of this process's environment: only what [`Tool::env`] and [`Tool::envs`]
-    /// set (a bare program name is then looked up on their PATH, or not at all).
-    pub fn env_clear(&mut self) -> &mut Self {
-        self.command.env_clear();
-        self
-    }
-
-    /// The folder it runs in.
-    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
-        self.command.current_dir(dir);
-        self
-    }
+    command_builders!();
 
     /// Bytes written to its stdin (from a thread, so a program that prints before it has
     /// read them all does not block on us).
