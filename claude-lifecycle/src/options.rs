@@ -7,6 +7,36 @@ use std::time::Duration;
 use crate::args::{self, Mode};
 use crate::error::{Error, Result};
 
+/// `cwd`, `args`, `env` and `resume_session_id`, which [`Defaults`], [`Job`] and
+/// [`SessionOptions`] share (each has the four fields), written once.
+macro_rules! launch_builders {
+    () => {
+        /// Sets the working folder.
+        pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+            self.cwd = Some(cwd.into());
+            self
+        }
+
+        /// Adds arguments.
+        pub fn args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+            self.args.extend(args.into_iter().map(Into::into));
+            self
+        }
+
+        /// Adds a variable to the environment overlay.
+        pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+            self.env.push((name.into(), value.into()));
+            self
+        }
+
+        /// Sets the session to resume.
+        pub fn resume_session_id(mut self, id: impl Into<String>) -> Self {
+            self.resume_session_id = Some(id.into());
+            self
+        }
+    };
+}
+
 /// The grace period of a shutdown when none is given.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
@@ -46,6 +76,8 @@ impl Default for Defaults {
 }
 
 impl Defaults {
+    launch_builders!();
+
     /// The defaults with seed 004's program: `claude_bin` (the value of `CLAUDE_BIN`, as the
     /// caller read it: this crate reads no variable) when set and not empty, else `claude`
     /// on PATH. `Defaults::from_claude_bin(std::env::var_os("CLAUDE_BIN"))`.
@@ -59,30 +91,6 @@ impl Defaults {
     /// Sets the program.
     pub fn program(mut self, program: impl Into<PathBuf>) -> Self {
         self.program = program.into();
-        self
-    }
-
-    /// Sets the working folder.
-    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    /// Adds a variable to the environment overlay.
-    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.env.push((name.into(), value.into()));
-        self
-    }
-
-    /// Adds arguments.
-    pub fn args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
-        self.args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// Sets the session to resume.
-    pub fn resume_session_id(mut self, id: impl Into<String>) -> Self {
-        self.resume_session_id = Some(id.into());
         self
     }
 
@@ -118,6 +126,8 @@ pub struct Job {
 }
 
 impl Job {
+    launch_builders!();
+
     /// A job of this prompt, everything else from the defaults.
     pub fn new(prompt: impl Into<String>) -> Self {
         Self {
@@ -130,33 +140,9 @@ impl Job {
         }
     }
 
-    /// Sets the working folder.
-    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    /// Adds arguments.
-    pub fn args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
-        self.args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// Adds a variable to the environment overlay.
-    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.env.push((name.into(), value.into()));
-        self
-    }
-
     /// Sets the wall-clock limit.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
-        self
-    }
-
-    /// Sets the session to resume.
-    pub fn resume_session_id(mut self, id: impl Into<String>) -> Self {
-        self.resume_session_id = Some(id.into());
         self
     }
 }
@@ -178,33 +164,11 @@ pub struct SessionOptions {
 }
 
 impl SessionOptions {
+    launch_builders!();
+
     /// Options that take everything from the defaults.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Sets the working folder.
-    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    /// Adds arguments.
-    pub fn args<S: Into<String>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
-        self.args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// Adds a variable to the environment overlay.
-    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.env.push((name.into(), value.into()));
-        self
-    }
-
-    /// Sets the session to resume.
-    pub fn resume_session_id(mut self, id: impl Into<String>) -> Self {
-        self.resume_session_id = Some(id.into());
-        self
     }
 
     /// Sets the shutdown grace period.
