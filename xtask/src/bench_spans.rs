@@ -214,6 +214,16 @@ pub fn middle(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// The lower quartile of `values` (0 when there are none): the gate's statistic, as a
+/// loaded machine only ever adds time to a round (`bench_check.rs`).
+pub fn lower_quartile(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    values[((values.len() - 1) as f64 * 0.25).round() as usize]
+}
+
 /// Half the interquartile range of `values`: the spread printed beside a median.
 pub fn half_iqr(mut values: Vec<f64>) -> f64 {
     if values.is_empty() {
