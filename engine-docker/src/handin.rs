@@ -56,18 +56,30 @@ pub fn wait() -> Result<Vec<OsString>, String> {
             break token.to_owned();
         }
     };
-    // A run that claimed and sent nothing more: the box fails, and the swarm replaces it.
-    std::thread::spawn(|| {
-        std::thread::sleep(INPUTS_LIMIT);
-        eprintln!("codehands box: the run that took the box sent no inputs");
-        std::process::exit(1);
+    // A run that claimed and sent nothing more: the box fails, and the swarm replaces it. Once
+    // the inputs are in (`received` dropped), the agent runs as long as it takes.
+    let (received, inputs_in) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            inputs_in.recv_timeout(INPUTS_LIMIT)
+        {
+            eprintln!("codehands box: the run that took the box sent no inputs");
+            std::process::exit(1);
+        }
     });
     say(&format!("{CLAIMED} {token}"))?;
-    let mut sizes = String::new();
-    (&mut stdin)
-        .take(64)
-        .read_line(&mut sizes)
-        .map_err(|e| format!("the inputs' length: {e}"))?;
+    // Callers that raced for the box wrote their claims too, after the one taken: their lines
+    // come before the inputs' lengths and are skipped (those callers, not named, send nothing).
+    let sizes = loop {
+        let mut line = String::new();
+        (&mut stdin)
+            .take(256)
+            .read_line(&mut line)
+            .map_err(|e| format!("the inputs' length: {e}"))?;
+        if !line.starts_with(CLAIM) {
+            break line;
+        }
+    };
     let sizes: Vec<u64> = sizes
         .split_whitespace()
         .map(str::parse)
@@ -102,6 +114,7 @@ pub fn wait() -> Result<Vec<OsString>, String> {
         .map_err(|e| format!("receiving the arguments: {e}"))?;
     let args: Vec<String> = serde_json::from_slice(&json)
         .map_err(|e| format!("the run's arguments are unreadable: {e}"))?;
+    drop(received);
     // The box's stdin goes before the agent starts: no later caller's claim reaches the box,
     // and nothing in the box (the agent reading `/proc/1/fd/0`) reads one.
     drop(stdin);

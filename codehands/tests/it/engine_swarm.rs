@@ -49,6 +49,8 @@ fn runs_on_a_swarm_keep_the_local_runs_promises() {
     );
     wait_for_cleanup(&world, &swarm_id);
     a_warm_box_takes_one_run(&world, &image, &local_events, &swarm_id);
+    crate::engine_swarm_race::two_callers_race_for_one_warm_box(&world, &swarm_id);
+    crate::engine_swarm_race::a_box_whose_claimer_left_is_taken_again(&world, &swarm_id);
     let local_commit = approve(&mut ch("replay", 0), &local_id);
     let swarm_commit = approve(&mut ch("replay", 0), &swarm_id);
     assert_eq!(

@@ -31,6 +31,7 @@ mod conformance;
 mod engine_docker;
 mod engine_ssh;
 mod engine_swarm;
+mod engine_swarm_race;
 mod plugins;
 mod profile_boxed;
 mod remote_agents;

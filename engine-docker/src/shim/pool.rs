@@ -101,8 +101,9 @@ pub(super) async fn claim(
     for (container, box_id) in boxes {
         // This machine's runs skip a box one of them has (the box's own lock decides
         // between callers on different machines).
+        let note = format!("{box_id}{NOTE_SEP}{container}");
         if let Some(dir) = &claims
-            && !claim_here(dir, &box_id)
+            && !claim_here(dir, &box_id, &note)
         {
             continue;
         }
@@ -115,7 +116,7 @@ pub(super) async fn claim(
         {
             // Not ours: the note keeps this machine's runs from asking it again, and stands
             // for no run going.
-            end_note(dir, &box_id);
+            end_note(dir, &note);
         }
         match handed {
             Ok(Some(attached)) => return Some((box_id, attached)),
@@ -134,17 +135,42 @@ fn claims_dir(run_dir: &Path) -> Option<PathBuf> {
     Some(run_dir.parent()?.parent()?.join("remote-pool-claims"))
 }
 
-fn claim_here(dir: &Path, box_id: &str) -> bool {
+/// Notes that a run of this machine takes the container of `box_id` that `note` names; false
+/// when one has it. A note is of a container, not of its box: a box claimed by a run that went
+/// away before it sent its inputs fails and the swarm starts it again under the same id, in a
+/// container of its own that no run has (its old note then stands for no run going).
+fn claim_here(dir: &Path, box_id: &str, note: &str) -> bool {
     use std::os::unix::fs::DirBuilderExt;
     let _ = std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir);
-    std::fs::OpenOptions::new()
+    let taken = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(dir.join(box_id))
-        .is_ok()
+        .open(dir.join(note))
+        .is_ok();
+    if taken {
+        for old in notes_of(dir, box_id).filter(|old| old != note) {
+            end_note(dir, &old);
+        }
+    }
+    taken
+}
+
+/// What separates a note's box id from its container's.
+const NOTE_SEP: char = '@';
+
+/// The names of the notes of `box_id`'s containers in `dir`.
+fn notes_of<'a>(dir: &Path, box_id: &'a str) -> impl Iterator<Item = String> + 'a {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(move |name| {
+            name.strip_prefix(box_id)
+                .is_some_and(|rest| rest.starts_with(NOTE_SEP))
+        })
 }
 
 /// Notes that the run in the warm box `box_id` is over (the box still there until its
@@ -152,14 +178,14 @@ fn claim_here(dir: &Path, box_id: &str) -> bool {
 /// run going ([`wait_for_quiet`]).
 pub(super) fn ended(run_dir: &Path, box_id: &str) {
     if let Some(dir) = claims_dir(run_dir) {
-        end_note(&dir, box_id);
+        for note in notes_of(&dir, box_id) {
+            end_note(&dir, &note);
+        }
     }
 }
 
-fn end_note(dir: &Path, box_id: &str) {
-    let note = std::fs::OpenOptions::new()
-        .write(true)
-        .open(dir.join(box_id));
+fn end_note(dir: &Path, note: &str) {
+    let note = std::fs::OpenOptions::new().write(true).open(dir.join(note));
     if let Ok(mut note) = note {
         use std::io::Write;
         let _ = note.write_all(b"ended\n");
@@ -199,7 +225,9 @@ pub(super) fn wait_for_quiet(run_dir: &Path) {
 /// Forgets this machine's note of the warm box `box_id` (its run is over, the box gone).
 pub(super) fn unclaim(run_dir: &Path, box_id: &str) {
     if let Some(dir) = claims_dir(run_dir) {
-        let _ = std::fs::remove_file(dir.join(box_id));
+        for note in notes_of(&dir, box_id) {
+            let _ = std::fs::remove_file(dir.join(note));
+        }
     }
 }
 
@@ -535,6 +563,24 @@ mod tests {
             ..plan.clone()
         };
         assert_ne!(key(&plan), key(&other_repo));
+    }
+
+    #[test]
+    fn a_box_started_again_is_free_for_this_machines_runs_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (dir, note) = (dir.path(), |c: &str| format!("warm-1{NOTE_SEP}{c}"));
+        assert!(claim_here(dir, "warm-1", &note("c1")));
+        assert!(
+            !claim_here(dir, "warm-1", &note("c1")),
+            "one run per container"
+        );
+        // Its claimer went away: the box failed and runs again in another container.
+        assert!(claim_here(dir, "warm-1", &note("c2")));
+        let ended = std::fs::read(dir.join(note("c1"))).unwrap();
+        assert!(!ended.is_empty(), "the old claim stands for no run going");
+        assert!(std::fs::read(dir.join(note("c2"))).unwrap().is_empty());
+        let _ = std::fs::remove_file(dir.join(note("c2")));
+        assert_eq!(notes_of(dir, "warm-1").count(), 1);
     }
 
     use crate::plan::RemoteLimits;
