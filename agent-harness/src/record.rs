@@ -3,7 +3,6 @@
 //! scenario).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use model_server::ModelServer;
 use runner_contract::Agent;
@@ -43,15 +42,13 @@ impl Recorder {
     /// checks that every scenario has its recording and every recording its snapshot.
     /// Panics, as a failed test does, with what went wrong.
     pub fn test(self) {
-        let code = match std::env::var(RECORD_ENV) {
+        let outcome = match std::env::var(RECORD_ENV) {
             Ok(which) => self.record(&which),
             Err(_) => self.check(),
         };
-        assert!(
-            code == ExitCode::SUCCESS,
-            "the recordings of {}: what is wrong is printed above",
-            self.program
-        );
+        if let Err(wrong) = outcome {
+            panic!("the recordings of {}:\n{wrong}", self.program);
+        }
     }
 
     /// Every problem of the recordings on disk, each with what to do about it.
@@ -96,7 +93,7 @@ impl Recorder {
         problems
     }
 
-    fn check(&self) -> ExitCode {
+    fn check(&self) -> Result<(), String> {
         let problems = self.problems();
         if problems.is_empty() {
             println!(
@@ -104,12 +101,13 @@ impl Recorder {
                 self.scenarios.len(),
                 self.program
             );
-            return ExitCode::SUCCESS;
+            return Ok(());
         }
-        for problem in &problems {
-            eprintln!("error: {problem}");
-        }
-        ExitCode::FAILURE
+        Err(problems
+            .iter()
+            .map(|problem| format!("error: {problem}"))
+            .collect::<Vec<_>>()
+            .join("\n"))
     }
 
     fn names(&self) -> String {
@@ -121,19 +119,18 @@ impl Recorder {
         )
     }
 
-    fn record(&self, which: &str) -> ExitCode {
+    fn record(&self, which: &str) -> Result<(), String> {
         let chosen: Vec<&Scenario> = if which == "all" {
             self.scenarios.iter().collect()
         } else {
             match self.scenarios.iter().find(|s| s.name == which) {
                 Some(scenario) => vec![scenario],
                 None => {
-                    eprintln!(
+                    return Err(format!(
                         "no scenario `{which}` for {}\n{}",
                         self.program,
                         self.names()
-                    );
-                    return ExitCode::from(2);
+                    ));
                 }
             }
         };
@@ -141,16 +138,11 @@ impl Recorder {
             Ok(agent) => agent,
             Err(missing) => {
                 runner_testkit::skip(&format!("nothing recorded: {missing}"));
-                return ExitCode::SUCCESS;
+                return Ok(());
             }
         };
-        match self.record_each(agent.as_ref(), &chosen) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        }
+        self.record_each(agent.as_ref(), &chosen)
+            .map_err(|e| format!("error: {e}"))
     }
 
     fn record_each(&self, agent: &dyn Agent, chosen: &[&Scenario]) -> Result<(), String> {
